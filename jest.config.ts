@@ -1,0 +1,27 @@
+import type { Config } from 'jest';
+
+const tsJest: Config['transform'] = {
+  '^.+\\.ts$': ['ts-jest', { tsconfig: 'tsconfig.json' }],
+};
+
+const config: Config = {
+  globalSetup: '<rootDir>/test/support/global-setup.ts',
+  globalTeardown: '<rootDir>/test/support/global-teardown.ts',
+  projects: [
+    {
+      displayName: 'unit',
+      testEnvironment: 'node',
+      transform: tsJest,
+      testMatch: ['<rootDir>/test/unit/**/*.test.ts'],
+    },
+    {
+      displayName: 'integration',
+      testEnvironment: 'node',
+      transform: tsJest,
+      testMatch: ['<rootDir>/test/integration/**/*.test.ts'],
+      testTimeout: 60_000,
+    },
+  ],
+};
+
+export default config;

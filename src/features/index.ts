@@ -1,0 +1,30 @@
+// The public surface of @sdcorejs/nestjs/features. Each export is listed by name on purpose.
+
+export { JobScheduler, JobSchedulerStatus, JobSchedulerType } from './job-scheduler/job-scheduler.entity';
+export type {
+  JobAcquireOptions,
+  JobAcquireResult,
+  JobAcquiredLease,
+  JobExecutionLease,
+  JobLease,
+  RunExclusiveResult,
+} from './job-scheduler/job-scheduler.types';
+export { DEFAULT_HEARTBEAT_MS, DEFAULT_LEASE_MS } from './job-scheduler/job-scheduler.constants';
+export {
+  InvalidJobDataError,
+  InvalidJobIdentityOptionsError,
+  InvalidJobLeaseError,
+  InvalidJobLeaseOptionsError,
+  InvalidJobSchedulerModuleOptionsError,
+  JobShutdownError,
+  LostJobLeaseError,
+} from './job-scheduler/job-scheduler.errors';
+export { JobSchedulerService } from './job-scheduler/job-scheduler.service';
+export { JobSchedulerModule } from './job-scheduler/job-scheduler.module';
+export type { JobSchedulerModuleOptions } from './job-scheduler/job-scheduler.module-definition';
+export type { LeaseTimingDefaults } from './job-scheduler/lease-timing';
+export {
+  CreateJobSchedulerTable1764547200000,
+  JobSchedulerMigrations,
+  UpgradeJobSchedulerTableFrom111764547200001,
+} from './job-scheduler/job-scheduler.migrations';

@@ -1,0 +1,88 @@
+import { createHash } from 'node:crypto';
+import { JobSchedulerType } from './job-scheduler.entity';
+import { identityErrors } from './job-scheduler.errors';
+
+/** A validated, canonical identity of one logical run. */
+export interface JobIdentity {
+  type: JobSchedulerType;
+  code: string;
+  /** Null for INITIAL. */
+  runKey: string | null;
+  name: string | null;
+  /** `v2:` + base64url(SHA-256(JSON)); the unique lock key and the idempotency key. */
+  lockKey: string;
+}
+
+export const MAX_CODE_LENGTH = 64;
+export const MAX_RUN_KEY_LENGTH = 1024;
+export const MAX_NAME_LENGTH = 256;
+
+const TYPES: ReadonlySet<unknown> = new Set(Object.values(JobSchedulerType));
+/**
+ * Text PostgreSQL cannot store as given: NUL is refused by text and jsonb; a lone surrogate is
+ * stored (and hashed) as U+FFFD in text, so two different keys would collide, and refused by jsonb.
+ */
+export const UNSTORABLE_TEXT = /\u0000|\p{Cs}/u;
+
+/** Length in code points, as PostgreSQL counts varchar(n). */
+const lengthOf = (text: string): number => {
+  let count = 0;
+  for (const _ of text) count++;
+  return count;
+};
+
+/** Reads an own property only, so a polluted prototype cannot supply identity fields. */
+export const ownValue = (source: object, key: string): unknown =>
+  Object.prototype.hasOwnProperty.call(source, key) ? (source as Record<string, unknown>)[key] : undefined;
+
+/** The v2 key: `v2:` + unpadded base64url SHA-256 of `{"version":2,"type","code","runKey"}`. */
+export const buildLockKey = (type: JobSchedulerType, code: string, runKey: string | null): string =>
+  `v2:${createHash('sha256')
+    .update(JSON.stringify({ version: 2, type, code, runKey }), 'utf8')
+    .digest('base64url')}`;
+
+/**
+ * Validates the identity fields of acquire options, also for untyped callers, and builds the key.
+ * Throws InvalidJobIdentityOptionsError; never touches the database.
+ */
+export const resolveJobIdentity = (options: unknown): JobIdentity => {
+  if (typeof options !== 'object' || options === null || Array.isArray(options)) {
+    throw identityErrors.notAnObject(options);
+  }
+
+  const rawCode = ownValue(options, 'code');
+  if (typeof rawCode !== 'string') throw identityErrors.codeNotString(rawCode);
+  const code = rawCode.trim();
+  const codeLength = lengthOf(code);
+  if (codeLength < 1 || codeLength > MAX_CODE_LENGTH) throw identityErrors.codeLength(codeLength);
+  if (UNSTORABLE_TEXT.test(code)) throw identityErrors.unstorableText('code');
+
+  const rawType = ownValue(options, 'type');
+  const type = rawType === undefined ? JobSchedulerType.SCHEDULE : rawType;
+  if (!TYPES.has(type)) throw identityErrors.unknownType(rawType);
+
+  const rawRunKey = ownValue(options, 'runKey');
+  let runKey: string | null = null;
+  if (type === JobSchedulerType.INITIAL) {
+    if (rawRunKey !== undefined) throw identityErrors.runKeyForbidden();
+  } else {
+    if (rawRunKey === undefined) throw identityErrors.runKeyRequired();
+    if (typeof rawRunKey !== 'string') throw identityErrors.runKeyNotString(rawRunKey);
+    runKey = rawRunKey.trim();
+    if (runKey.length === 0) throw identityErrors.runKeyRequired();
+    const runKeyLength = lengthOf(runKey);
+    if (runKeyLength > MAX_RUN_KEY_LENGTH) throw identityErrors.runKeyLength(runKeyLength);
+    if (UNSTORABLE_TEXT.test(runKey)) throw identityErrors.unstorableText('runKey');
+  }
+
+  const rawName = ownValue(options, 'name');
+  let name: string | null = null;
+  if (rawName !== undefined) {
+    if (typeof rawName !== 'string' || lengthOf(rawName) > MAX_NAME_LENGTH) throw identityErrors.nameInvalid(rawName);
+    if (UNSTORABLE_TEXT.test(rawName)) throw identityErrors.unstorableText('name');
+    name = rawName;
+  }
+
+  const jobType = type as JobSchedulerType;
+  return { type: jobType, code, runKey, name, lockKey: buildLockKey(jobType, code, runKey) };
+};

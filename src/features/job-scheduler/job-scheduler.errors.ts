@@ -1,0 +1,154 @@
+/**
+ * Every error the lease raises, with its message built here and nowhere else. Recognise them by
+ * class (`instanceof`) or by `code`, never by message text.
+ */
+
+export class LostJobLeaseError extends Error {
+  readonly code = 'JOB_LEASE_LOST';
+
+  constructor(
+    readonly leaseId: string,
+    options?: { cause?: unknown; reason?: string },
+  ) {
+    super(
+      `Job lease ${leaseId} is no longer owned by this worker${options?.reason ? `: ${options.reason}` : ''}`,
+      options?.cause === undefined ? undefined : { cause: options.cause },
+    );
+    this.name = 'LostJobLeaseError';
+  }
+}
+
+export class InvalidJobLeaseOptionsError extends Error {
+  readonly code = 'INVALID_JOB_LEASE_OPTIONS';
+
+  constructor(message: string) {
+    super(message);
+    this.name = 'InvalidJobLeaseOptionsError';
+  }
+}
+
+export class InvalidJobIdentityOptionsError extends Error {
+  readonly code = 'INVALID_JOB_IDENTITY_OPTIONS';
+
+  constructor(message: string) {
+    super(message);
+    this.name = 'InvalidJobIdentityOptionsError';
+  }
+}
+
+/** The signal reason given to running callbacks when the application shuts down. */
+export class JobShutdownError extends Error {
+  readonly code = 'JOB_SHUTDOWN';
+
+  constructor(readonly leaseId: string) {
+    super(`The application is shutting down: job lease ${leaseId} will be released unless its callback settles first`);
+    this.name = 'JobShutdownError';
+  }
+}
+
+/** Module options that cannot be used. */
+export class InvalidJobSchedulerModuleOptionsError extends Error {
+  readonly code = 'INVALID_JOB_SCHEDULER_MODULE_OPTIONS';
+
+  constructor(message: string) {
+    super(message);
+    this.name = 'InvalidJobSchedulerModuleOptionsError';
+  }
+}
+
+/** Data given to complete / fail / release that cannot be stored as JSONB. */
+export class InvalidJobDataError extends Error {
+  readonly code = 'INVALID_JOB_DATA';
+
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'InvalidJobDataError';
+  }
+}
+
+/** A JobLease argument that is not `{ id: uuid, ownerToken: uuid }`. */
+export class InvalidJobLeaseError extends Error {
+  readonly code = 'INVALID_JOB_LEASE';
+
+  constructor(message: string) {
+    super(message);
+    this.name = 'InvalidJobLeaseError';
+  }
+}
+
+const describe = (value: unknown): string => {
+  if (value === null) return 'null';
+  if (typeof value === 'string') return `a string of ${value.length} characters`;
+  if (typeof value === 'number') return String(value);
+  return typeof value;
+};
+
+export const identityErrors = {
+  notAnObject: (value: unknown) =>
+    new InvalidJobIdentityOptionsError(`Job acquire options must be an object, got ${describe(value)}`),
+  codeNotString: (value: unknown) =>
+    new InvalidJobIdentityOptionsError(`Job code must be a string, got ${describe(value)}`),
+  codeLength: (length: number) =>
+    new InvalidJobIdentityOptionsError(`Job code must contain 1-64 characters after trimming, got ${length}`),
+  unknownType: (value: unknown) =>
+    new InvalidJobIdentityOptionsError(`Job type must be INITIAL or SCHEDULE, got ${describe(value)}`),
+  runKeyRequired: () =>
+    new InvalidJobIdentityOptionsError('A SCHEDULE job requires a nonblank string runKey naming the occurrence'),
+  runKeyNotString: (value: unknown) =>
+    new InvalidJobIdentityOptionsError(`Job runKey must be a string, got ${describe(value)}`),
+  runKeyLength: (length: number) =>
+    new InvalidJobIdentityOptionsError(`Job runKey must contain at most 1024 characters after trimming, got ${length}`),
+  runKeyForbidden: () =>
+    new InvalidJobIdentityOptionsError('An INITIAL job has one canonical run per code and takes no runKey'),
+  nameInvalid: (value: unknown) =>
+    new InvalidJobIdentityOptionsError(`Job name must be a string of at most 256 characters, got ${describe(value)}`),
+  unstorableText: (field: string) =>
+    new InvalidJobIdentityOptionsError(
+      `Job ${field} contains a NUL character or a lone surrogate, which PostgreSQL text cannot store faithfully`,
+    ),
+};
+
+export const leaseErrors = {
+  leaseMs: (value: unknown) =>
+    new InvalidJobLeaseOptionsError(
+      `leaseMs must be a safe integer from 3 to 2147483647 milliseconds, got ${describe(value)}`,
+    ),
+  heartbeatMsType: (value: unknown) =>
+    new InvalidJobLeaseOptionsError(
+      `heartbeatMs must be 0 or a safe integer of at most 2147483647 milliseconds, got ${describe(value)}`,
+    ),
+  heartbeatTooSlow: (heartbeatMs: number, leaseMs: number) =>
+    new InvalidJobLeaseOptionsError(
+      `heartbeatMs (${heartbeatMs}) must be less than half of leaseMs (${leaseMs}), or 0 to disable heartbeats`,
+    ),
+  reclaimFailed: (value: unknown) =>
+    new InvalidJobLeaseOptionsError(`reclaimFailed must be a boolean when given, got ${describe(value)}`),
+};
+
+export const moduleErrors = {
+  shutdownGraceMs: (value: unknown) =>
+    new InvalidJobSchedulerModuleOptionsError(
+      `shutdownGraceMs must be a safe integer from 0 to 2147483647 milliseconds, got ${describe(value)}`,
+    ),
+  nodeId: (value: unknown) =>
+    new InvalidJobSchedulerModuleOptionsError(
+      `nodeId must be a nonblank string of at most 256 characters without NUL, got ${describe(value)}`,
+    ),
+};
+
+export const leaseArgumentErrors = {
+  invalid: (value: unknown) =>
+    new InvalidJobLeaseError(`A job lease must be { id, ownerToken } with two UUID strings, got ${describe(value)}`),
+};
+
+export const dataErrors = {
+  notJson: (cause: unknown) =>
+    new InvalidJobDataError(
+      `Job data must be JSON-serializable: ${cause instanceof Error ? cause.message : String(cause)}`,
+      { cause },
+    ),
+  notAValue: (type: string) =>
+    new InvalidJobDataError(`Job data must be a JSON value or undefined, got ${type}`),
+  unstorableText: () =>
+    new InvalidJobDataError('Job data contains a NUL character or a lone surrogate, which PostgreSQL jsonb cannot store'),
+};

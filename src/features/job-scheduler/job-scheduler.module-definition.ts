@@ -1,0 +1,36 @@
+import { ConfigurableModuleBuilder } from '@nestjs/common';
+import type { DataSource, DataSourceOptions } from 'typeorm';
+import type { LeaseTimingDefaults } from './lease-timing';
+
+/** Options read at runtime by the service (also what `forRootAsync` factories return). */
+export interface JobSchedulerRuntimeOptions {
+  /** The owner identity written on rows this node acquires; defaults to `hostname:pid`. */
+  nodeId?: string;
+  /** Lease timing for acquires that name none; validated at boot. */
+  defaults?: LeaseTimingDefaults;
+  /** On shutdown: how long to wait for aborted callbacks before releasing their leases. Default 10 s. */
+  shutdownGraceMs?: number;
+}
+
+/** Options fixed when the module is declared (they shape the module graph). */
+export interface JobSchedulerModuleExtras {
+  /** Register the module globally. Default true. */
+  global?: boolean;
+  /** The TypeORM DataSource to use, as given to TypeOrmModule (its name). Default: the default one. */
+  dataSource?: string | DataSource | DataSourceOptions;
+}
+
+export type JobSchedulerModuleOptions = JobSchedulerRuntimeOptions & JobSchedulerModuleExtras;
+
+export const {
+  ConfigurableModuleClass: JobSchedulerConfigurableModule,
+  MODULE_OPTIONS_TOKEN: JOB_SCHEDULER_MODULE_OPTIONS,
+  OPTIONS_TYPE: JOB_SCHEDULER_OPTIONS_TYPE,
+  ASYNC_OPTIONS_TYPE: JOB_SCHEDULER_ASYNC_OPTIONS_TYPE,
+} = new ConfigurableModuleBuilder<JobSchedulerRuntimeOptions>({ moduleName: 'JobScheduler' })
+  .setClassMethodName('forRoot')
+  .setExtras<JobSchedulerModuleExtras>({ global: true }, (definition, extras) => ({
+    ...definition,
+    global: extras.global ?? true,
+  }))
+  .build();

@@ -1,0 +1,40 @@
+import { type DynamicModule, Module } from '@nestjs/common';
+import { getDataSourceToken, TypeOrmModule } from '@nestjs/typeorm';
+import { JOB_SCHEDULER_DATA_SOURCE } from './job-scheduler.constants';
+import { JobScheduler } from './job-scheduler.entity';
+import {
+  JOB_SCHEDULER_ASYNC_OPTIONS_TYPE,
+  JOB_SCHEDULER_OPTIONS_TYPE,
+  JobSchedulerConfigurableModule,
+  type JobSchedulerModuleExtras,
+} from './job-scheduler.module-definition';
+import { JobSchedulerService } from './job-scheduler.service';
+
+/** Wires the lease to a TypeORM DataSource: the default one, or the one named by `dataSource`. */
+const withDataSource = (definition: DynamicModule, extras: JobSchedulerModuleExtras): DynamicModule => ({
+  ...definition,
+  imports: [...(definition.imports ?? []), TypeOrmModule.forFeature([JobScheduler], extras.dataSource)],
+  providers: [
+    ...(definition.providers ?? []),
+    { provide: JOB_SCHEDULER_DATA_SOURCE, useExisting: getDataSourceToken(extras.dataSource) },
+  ],
+});
+
+/**
+ * `JobSchedulerModule.forRoot({ global: true })` or `forRootAsync({ useFactory, inject })`.
+ * Requires TypeOrmModule.forRoot for the same DataSource, with the JobScheduler entity and its
+ * table (see migrations/).
+ */
+@Module({
+  providers: [JobSchedulerService],
+  exports: [JobSchedulerService],
+})
+export class JobSchedulerModule extends JobSchedulerConfigurableModule {
+  static override forRoot(options: typeof JOB_SCHEDULER_OPTIONS_TYPE = {}): DynamicModule {
+    return withDataSource(super.forRoot(options), options);
+  }
+
+  static override forRootAsync(options: typeof JOB_SCHEDULER_ASYNC_OPTIONS_TYPE): DynamicModule {
+    return withDataSource(super.forRootAsync(options), options);
+  }
+}

@@ -1,0 +1,280 @@
+import { randomUUID } from 'node:crypto';
+import { hostname } from 'node:os';
+import { type BeforeApplicationShutdown, Inject, Injectable, Logger, Optional } from '@nestjs/common';
+import type { DataSource } from 'typeorm';
+import { DEFAULT_SHUTDOWN_GRACE_MS, JOB_SCHEDULER_DATA_SOURCE, MAX_TIMER_MS, RELEASED_DATA } from './job-scheduler.constants';
+import { JOB_SCHEDULER_TABLE, JobScheduler } from './job-scheduler.entity';
+import { JobShutdownError, LostJobLeaseError, moduleErrors } from './job-scheduler.errors';
+import { JOB_SCHEDULER_MODULE_OPTIONS, type JobSchedulerRuntimeOptions } from './job-scheduler.module-definition';
+import {
+  type AcquireRow,
+  createJobSchedulerStatements,
+  type JobSchedulerStatements,
+  qualifiedTableName,
+  type SqlStatement,
+} from './job-scheduler.sql';
+import type {
+  JobAcquireOptions,
+  JobAcquireResult,
+  JobExecutionLease,
+  JobLease,
+  RunExclusiveResult,
+} from './job-scheduler.types';
+import { checkJobLease, describeFailure, resolveAcquireRequest, serializeJobData } from './lease-arguments';
+import { LeaseHeartbeat } from './lease-heartbeat';
+import { type ResolvedTimingDefaults, resolveTimingDefaults } from './lease-timing';
+
+const NOT_ACQUIRED: JobAcquireResult = Object.freeze({ acquired: false });
+
+/** SQLSTATE 40001: a stricter isolation level saw a concurrent winner. For acquire, a lost race. */
+const isSerializationFailure = (error: unknown): boolean => {
+  const candidate = error as { code?: unknown; driverError?: { code?: unknown } } | null;
+  return candidate?.code === '40001' || candidate?.driverError?.code === '40001';
+};
+
+/** Attaches `cause` to an error that has none, so a secondary failure is not lost. */
+const attachCause = (error: unknown, cause: unknown): void => {
+  if (typeof error === 'object' && error !== null && !Object.prototype.hasOwnProperty.call(error, 'cause')) {
+    Object.defineProperty(error, 'cause', { value: cause, configurable: true, writable: true });
+  }
+};
+
+const checkNodeId = (nodeId: unknown): string => {
+  if (nodeId === undefined) return `${hostname()}:${process.pid}`.slice(0, 256);
+  if (typeof nodeId !== 'string' || nodeId.trim() === '' || nodeId.length > 256 || nodeId.includes('\u0000')) {
+    throw moduleErrors.nodeId(nodeId);
+  }
+  return nodeId;
+};
+
+const checkGraceMs = (value: unknown): number => {
+  if (value === undefined) return DEFAULT_SHUTDOWN_GRACE_MS;
+  if (!Number.isSafeInteger(value) || (value as number) < 0 || (value as number) > MAX_TIMER_MS) {
+    throw moduleErrors.shutdownGraceMs(value);
+  }
+  return value as number;
+};
+
+interface ActiveRun {
+  lease: JobLease;
+  controller: AbortController;
+  /** Settles (never rejects) once the run has finished, whatever its outcome. */
+  settled: Promise<void>;
+  done: boolean;
+}
+
+const ignore = (): void => undefined;
+
+/**
+ * The PostgreSQL lease. Each method is one statement; runExclusive adds the heartbeat and the
+ * finalization around a callback. Owner tokens are never logged.
+ */
+@Injectable()
+export class JobSchedulerService implements BeforeApplicationShutdown {
+  private readonly logger = new Logger(JobSchedulerService.name);
+  private readonly statements: JobSchedulerStatements;
+  private readonly timingDefaults: ResolvedTimingDefaults;
+  private readonly nodeId: string;
+  private readonly shutdownGraceMs: number;
+  private readonly active = new Set<ActiveRun>();
+
+  constructor(
+    @Inject(JOB_SCHEDULER_DATA_SOURCE) private readonly dataSource: DataSource,
+    @Optional() @Inject(JOB_SCHEDULER_MODULE_OPTIONS) options: JobSchedulerRuntimeOptions = {},
+  ) {
+    this.timingDefaults = resolveTimingDefaults(options.defaults);
+    this.nodeId = checkNodeId(options.nodeId);
+    this.shutdownGraceMs = checkGraceMs(options.shutdownGraceMs);
+    const metadata = dataSource.hasMetadata(JobScheduler) ? dataSource.getMetadata(JobScheduler) : undefined;
+    this.statements = createJobSchedulerStatements(
+      qualifiedTableName(metadata?.tableName ?? JOB_SCHEDULER_TABLE, metadata?.schema),
+    );
+  }
+
+  /** The owner identity this node writes on the rows it acquires. */
+  get ownerId(): string {
+    return this.nodeId;
+  }
+
+  /**
+   * Takes the run `{ type, code, runKey }`: a fresh insert, or a reclaim of a FAIL row or of a
+   * RUNNING row whose lease expired by the database clock. One statement. Invalid options throw
+   * before any SQL; a database error is thrown, never reported as "not acquired".
+   */
+  async acquire(options: JobAcquireOptions): Promise<JobAcquireResult> {
+    const request = resolveAcquireRequest(options, this.timingDefaults);
+    const { identity } = request;
+    const ownerToken = randomUUID();
+    let rows: AcquireRow[];
+    try {
+      rows = await this.execute<AcquireRow>(
+        this.statements.acquire({
+          lockKey: identity.lockKey,
+          code: identity.code,
+          name: identity.name,
+          type: identity.type,
+          ownerToken,
+          runKey: identity.runKey,
+          leaseMs: request.leaseMs,
+          ownerId: this.nodeId,
+          reclaimFailed: request.reclaimFailed,
+        }),
+      );
+    } catch (error) {
+      if (isSerializationFailure(error)) return NOT_ACQUIRED;
+      throw error;
+    }
+    const row = rows[0];
+    if (!row) return NOT_ACQUIRED;
+    return {
+      acquired: true,
+      id: row.id,
+      ownerToken,
+      idempotencyKey: identity.lockKey,
+      fencingToken: Number(row.fencingToken),
+      attempt: row.attempts,
+      reclaimed: row.reclaimed,
+      leaseMs: request.leaseMs,
+      heartbeatMs: request.heartbeatMs,
+    };
+  }
+
+  /** Bumps the row's modifiedAt (database clock) if this owner still holds it RUNNING. */
+  async heartbeat(lease: JobLease): Promise<boolean> {
+    const { id, ownerToken } = checkJobLease(lease);
+    return this.applies(this.statements.heartbeat(id, ownerToken));
+  }
+
+  /** Marks the owned run SUCCESS with optional JSON data; false if ownership was lost. */
+  async complete(lease: JobLease, data?: unknown): Promise<boolean> {
+    const { id, ownerToken } = checkJobLease(lease);
+    return this.applies(this.statements.complete(id, ownerToken, serializeJobData(data)));
+  }
+
+  /** Marks the owned run FAIL (immediately reclaimable) with optional JSON data; false if lost. */
+  async fail(lease: JobLease, data?: unknown): Promise<boolean> {
+    const { id, ownerToken } = checkJobLease(lease);
+    return this.applies(this.statements.fail(id, ownerToken, serializeJobData(data)));
+  }
+
+  /** fail with `{ released: true }` by default: gives the run back so the next acquire can take it. */
+  async release(lease: JobLease, data: unknown = RELEASED_DATA): Promise<boolean> {
+    return this.fail(lease, data);
+  }
+
+  /**
+   * Runs `fn` only on the node that acquires the run, keeping the lease alive with heartbeats.
+   * Success → SUCCESS; a thrown error → FAIL `{ error: { name, message } }` and the same error
+   * rethrown; ownership lost before finalization → LostJobLeaseError.
+   */
+  async runExclusive<T>(
+    options: JobAcquireOptions,
+    fn: (lease: JobExecutionLease) => Promise<T>,
+  ): Promise<RunExclusiveResult<T>> {
+    const lock = await this.acquire(options);
+    if (!lock.acquired) return { acquired: false };
+
+    const lease: JobLease = { id: lock.id, ownerToken: lock.ownerToken };
+    const controller = new AbortController();
+    const heartbeat = new LeaseHeartbeat(
+      lock.heartbeatMs,
+      () => this.heartbeat(lease),
+      (cause) => {
+        const reason = cause === undefined ? 'another owner took the run over' : 'a heartbeat could not reach the database';
+        controller.abort(new LostJobLeaseError(lease.id, { cause, reason }));
+      },
+    );
+    const run: ActiveRun = { lease, controller, settled: Promise.resolve(), done: false };
+    const outcome = this.finishRun(lock, lease, controller.signal, heartbeat, fn).finally(() => {
+      run.done = true;
+      this.active.delete(run);
+    });
+    run.settled = outcome.then(ignore, ignore);
+    this.active.add(run);
+    return { acquired: true, result: await outcome };
+  }
+
+  /**
+   * On application shutdown: aborts every running callback's signal, waits up to the grace for
+   * them to settle, then releases the leases still held (fenced: another node's lease is safe).
+   */
+  async beforeApplicationShutdown(): Promise<void> {
+    const running = [...this.active];
+    if (running.length === 0) return;
+    for (const run of running) run.controller.abort(new JobShutdownError(run.lease.id));
+    let timer: NodeJS.Timeout | undefined;
+    const grace = new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, this.shutdownGraceMs);
+    });
+    await Promise.race([Promise.all(running.map((run) => run.settled)), grace]);
+    clearTimeout(timer);
+    const stuck = running.filter((run) => !run.done);
+    await Promise.all(
+      stuck.map(async (run) => {
+        try {
+          await this.release(run.lease, { released: true, reason: 'shutdown' });
+        } catch (error) {
+          this.logger.error(`Could not release job lease ${run.lease.id} on shutdown: ${String(error)}`);
+        }
+      }),
+    );
+    if (stuck.length > 0) this.logger.warn(`Released ${stuck.length} job lease(s) still running after the shutdown grace`);
+  }
+
+  private async finishRun<T>(
+    lock: { idempotencyKey: string; fencingToken: number; attempt: number },
+    lease: JobLease,
+    signal: AbortSignal,
+    heartbeat: LeaseHeartbeat,
+    fn: (lease: JobExecutionLease) => Promise<T>,
+  ): Promise<T> {
+    heartbeat.start();
+    let result: T;
+    try {
+      result = await fn({
+        id: lease.id,
+        ownerToken: lease.ownerToken,
+        idempotencyKey: lock.idempotencyKey,
+        fencingToken: lock.fencingToken,
+        attempt: lock.attempt,
+        signal,
+      });
+    } catch (error) {
+      await heartbeat.stop();
+      throw await this.recordFailure(lease, error);
+    }
+    await heartbeat.stop();
+    if (!(await this.complete(lease))) {
+      throw new LostJobLeaseError(lease.id, { reason: 'another owner took the run over before it completed' });
+    }
+    return result;
+  }
+
+  /** Records FAIL for a callback error and returns what runExclusive must throw. */
+  private async recordFailure(lease: JobLease, error: unknown): Promise<unknown> {
+    let recorded: boolean;
+    try {
+      recorded = await this.fail(lease, describeFailure(error));
+    } catch (recordError) {
+      this.logger.error(`Could not record FAIL for job lease ${lease.id}: ${String(recordError)}`);
+      attachCause(error, recordError);
+      return error;
+    }
+    if (recorded || error instanceof LostJobLeaseError) return error;
+    return new LostJobLeaseError(lease.id, { cause: error, reason: 'another owner took the run over before it failed' });
+  }
+
+  private async applies(statement: SqlStatement): Promise<boolean> {
+    return (await this.execute(statement)).length === 1;
+  }
+
+  private async execute<Row = Record<string, unknown>>(statement: SqlStatement): Promise<Row[]> {
+    const runner = this.dataSource.createQueryRunner();
+    try {
+      const result = await runner.query(statement.text, statement.values, true);
+      return result.records as Row[];
+    } finally {
+      await runner.release();
+    }
+  }
+}

@@ -1,0 +1,132 @@
+/**
+ * Every statement the lease runs, as pure builders of `{ text, values }`. Each operation is one
+ * statement, atomic in PostgreSQL and judged by the database clock (CURRENT_TIMESTAMP), so node
+ * clocks never matter. Everything a caller supplies travels as a parameter.
+ */
+
+export interface SqlStatement {
+  text: string;
+  values: unknown[];
+}
+
+export interface AcquireParameters {
+  lockKey: string;
+  code: string;
+  name: string | null;
+  type: string;
+  ownerToken: string;
+  runKey: string | null;
+  leaseMs: number;
+  ownerId: string;
+  reclaimFailed: boolean;
+}
+
+/** One row when acquired, none when another owner holds or has completed the run. */
+export interface AcquireRow {
+  id: string;
+  fencingToken: string;
+  attempts: number;
+  reclaimed: boolean;
+}
+
+export const quoteIdentifier = (identifier: string): string => `"${identifier.replace(/"/g, '""')}"`;
+
+/** `"schema"."table"` or `"table"` (resolved through search_path). */
+export const qualifiedTableName = (tableName: string, schema?: string): string =>
+  schema ? `${quoteIdentifier(schema)}.${quoteIdentifier(tableName)}` : quoteIdentifier(tableName);
+
+export interface JobSchedulerStatements {
+  acquire(parameters: AcquireParameters): SqlStatement;
+  heartbeat(id: string, ownerToken: string): SqlStatement;
+  complete(id: string, ownerToken: string, data: string | null): SqlStatement;
+  fail(id: string, ownerToken: string, data: string | null): SqlStatement;
+}
+
+/**
+ * Builds the statements for one table. The texts are computed once; each call only binds values.
+ *
+ * Acquire: insert a fresh row, or reclaim a FAIL / expired RUNNING row, in one statement.
+ *
+ * - `inserted` is `INSERT ... ON CONFLICT DO NOTHING`: when the row exists, the conflict is found
+ *   in the unique index before any tuple is written, so a loser writes nothing and locks nothing.
+ * - `reclaimed` is an `UPDATE` whose WHERE only matches a row that may be taken over: FAIL (when
+ *   allowed) or RUNNING whose last owner write is older than the lease stored on the row (the
+ *   caller's lease for rows written by 1.1, which stored none), by the database clock. A row
+ *   that does not match is neither locked nor written, so a loser again costs no lock and no WAL.
+ *   SUCCESS never matches.
+ *
+ * Why both parts can never act in one statement: they share one snapshot, and the UPDATE runs
+ * only when `inserted` returned nothing (`NOT EXISTS (SELECT 1 FROM inserted)`). If the INSERT
+ * wrote a row, the UPDATE is skipped; if it did not, a conflicting row exists and only the UPDATE
+ * can take it.
+ *
+ * Why two reclaimers can never both win: an UPDATE that finds its row being changed by another
+ * transaction waits for it, then (READ COMMITTED) re-evaluates the WHERE on the new version. The
+ * winner made it RUNNING with a fresh modifiedAt, so the re-check fails and the loser returns no
+ * row. Under REPEATABLE READ or SERIALIZABLE the loser gets a serialization failure instead,
+ * which the service maps to "not acquired".
+ */
+export const createJobSchedulerStatements = (table: string): JobSchedulerStatements => {
+  const acquireText = `
+WITH inserted AS (
+  INSERT INTO ${table} AS t
+    ("lockKey", "code", "name", "type", "status", "ownerToken", "runKey", "leaseMs", "ownerId",
+     "fencingToken", "attempts", "startedAt", "createdAt", "modifiedAt")
+  VALUES ($1, $2, $3, $4, 'RUNNING', $5, $6, $7, $8,
+     1, 1, CURRENT_TIMESTAMP, CURRENT_TIMESTAMP, CURRENT_TIMESTAMP)
+  ON CONFLICT ("lockKey") DO NOTHING
+  RETURNING t."id", t."fencingToken"::text AS "fencingToken", t."attempts", false AS "reclaimed"
+),
+reclaimed AS (
+  UPDATE ${table} AS t SET
+    "status" = 'RUNNING',
+    "ownerToken" = $5,
+    "name" = COALESCE($3, t."name"),
+    "runKey" = $6,
+    "leaseMs" = $7,
+    "ownerId" = $8,
+    "fencingToken" = t."fencingToken" + 1,
+    "attempts" = t."attempts" + 1,
+    "lastError" = CASE WHEN t."status" = 'FAIL' THEN t."data"
+      ELSE jsonb_build_object('expired', true, 'ownerId', t."ownerId", 'lastHeartbeatAt', t."modifiedAt") END,
+    "data" = NULL,
+    "startedAt" = CURRENT_TIMESTAMP,
+    "finishedAt" = NULL,
+    "modifiedAt" = CURRENT_TIMESTAMP
+  WHERE t."lockKey" = $1
+    AND NOT EXISTS (SELECT 1 FROM inserted)
+    AND (
+      (t."status" = 'FAIL' AND $9::boolean)
+      OR (t."status" = 'RUNNING'
+          AND t."modifiedAt" < CURRENT_TIMESTAMP - COALESCE(t."leaseMs", $7) * INTERVAL '1 millisecond')
+    )
+  RETURNING t."id", t."fencingToken"::text AS "fencingToken", t."attempts", true AS "reclaimed"
+)
+SELECT * FROM inserted
+UNION ALL
+SELECT * FROM reclaimed`.trim();
+
+  const heartbeatText = `
+UPDATE ${table} SET "modifiedAt" = CURRENT_TIMESTAMP
+WHERE "id" = $1 AND "ownerToken" = $2 AND "status" = 'RUNNING'
+RETURNING "id"`.trim();
+
+  const finalizeText = (status: 'SUCCESS' | 'FAIL'): string =>
+    `
+UPDATE ${table} SET "status" = '${status}', "data" = $3::jsonb,
+  "finishedAt" = CURRENT_TIMESTAMP, "modifiedAt" = CURRENT_TIMESTAMP
+WHERE "id" = $1 AND "ownerToken" = $2 AND "status" = 'RUNNING'
+RETURNING "id"`.trim();
+  const completeText = finalizeText('SUCCESS');
+  const failText = finalizeText('FAIL');
+
+  return {
+    acquire: (p) => ({
+      text: acquireText,
+      values: [p.lockKey, p.code, p.name, p.type, p.ownerToken, p.runKey, p.leaseMs, p.ownerId, p.reclaimFailed],
+    }),
+    heartbeat: (id, ownerToken) => ({ text: heartbeatText, values: [id, ownerToken] }),
+    complete: (id, ownerToken, data) => ({ text: completeText, values: [id, ownerToken, data] }),
+    fail: (id, ownerToken, data) => ({ text: failText, values: [id, ownerToken, data] }),
+  };
+};

@@ -1,0 +1,68 @@
+import { dataErrors, InvalidJobDataError, leaseArgumentErrors, leaseErrors } from './job-scheduler.errors';
+import { type JobIdentity, ownValue, resolveJobIdentity, UNSTORABLE_TEXT } from './job-identity';
+import { type LeaseTiming, resolveLeaseTiming, type ResolvedTimingDefaults } from './lease-timing';
+import type { JobLease } from './job-scheduler.types';
+
+const UNSTORABLE_ALL = new RegExp(UNSTORABLE_TEXT.source, 'gu');
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** Checks a `{ id, ownerToken }` argument before it reaches SQL. Throws InvalidJobLeaseError. */
+export const checkJobLease = (lease: unknown): JobLease => {
+  if (typeof lease !== 'object' || lease === null) throw leaseArgumentErrors.invalid(lease);
+  const id = ownValue(lease, 'id');
+  const ownerToken = ownValue(lease, 'ownerToken');
+  if (typeof id !== 'string' || typeof ownerToken !== 'string' || !UUID.test(id) || !UUID.test(ownerToken)) {
+    throw leaseArgumentErrors.invalid(lease);
+  }
+  return { id, ownerToken };
+};
+
+/**
+ * Turns finalize data into JSONB text, or null when there is none. Refuses, before any SQL, what
+ * JSON cannot express (circular structures, BigInt, a bare function or symbol) and text that
+ * PostgreSQL jsonb rejects (NUL, lone surrogates). Throws InvalidJobDataError.
+ */
+export const serializeJobData = (data: unknown): string | null => {
+  if (data === undefined) return null;
+  if (typeof data === 'function' || typeof data === 'symbol') throw dataErrors.notAValue(typeof data);
+  let text: string | undefined;
+  try {
+    text = JSON.stringify(data, (key: string, value: unknown) => {
+      if (UNSTORABLE_TEXT.test(key) || (typeof value === 'string' && UNSTORABLE_TEXT.test(value))) throw dataErrors.unstorableText();
+      return value;
+    });
+  } catch (error) {
+    throw error instanceof InvalidJobDataError ? error : dataErrors.notJson(error);
+  }
+  if (text === undefined) throw dataErrors.notAValue(typeof data);
+  return text;
+};
+
+/** A thrown value as JSON-safe data: name and message for errors, the string form otherwise. */
+export const describeFailure = (error: unknown): { error: { name: string; message: string } } => {
+  const name = error instanceof Error ? error.name : typeof error;
+  const message = error instanceof Error ? error.message : String(error);
+  const clean = (text: string) => text.replace(UNSTORABLE_ALL, '\uFFFD');
+  return { error: { name: clean(name), message: clean(message) } };
+};
+
+export interface AcquireRequest extends LeaseTiming {
+  identity: JobIdentity;
+  reclaimFailed: boolean;
+}
+
+/**
+ * Everything an acquire needs, validated in order (identity first, then timing), before any SQL.
+ * Throws InvalidJobIdentityOptionsError or InvalidJobLeaseOptionsError.
+ */
+export const resolveAcquireRequest = (options: unknown, defaults: ResolvedTimingDefaults): AcquireRequest => {
+  const identity = resolveJobIdentity(options);
+  const source = options as object;
+  const timing = resolveLeaseTiming(source, defaults);
+  const rawReclaimFailed = ownValue(source, 'reclaimFailed');
+  if (rawReclaimFailed !== undefined && typeof rawReclaimFailed !== 'boolean') {
+    throw leaseErrors.reclaimFailed(rawReclaimFailed);
+  }
+  return { identity, ...timing, reclaimFailed: rawReclaimFailed ?? true };
+};

@@ -1,0 +1,65 @@
+import { createServer, type Server, type Socket, connect } from 'node:net';
+
+/**
+ * A loopback TCP proxy in front of PostgreSQL that a test can cut and restore, to play a database
+ * outage (or a network partition) for the connections that go through it, and only those.
+ */
+export class TcpProxy {
+  private server: Server | undefined;
+  private readonly sockets = new Set<Socket>();
+  private down = false;
+
+  constructor(private readonly target: { host: string; port: number }) {}
+
+  static forUrl(url: string): TcpProxy {
+    const parsed = new URL(url);
+    return new TcpProxy({ host: parsed.hostname, port: Number(parsed.port || 5432) });
+  }
+
+  /** Starts listening on a free loopback port; returns `url` rewritten to go through the proxy. */
+  async start(url: string): Promise<string> {
+    this.server = createServer((client) => this.accept(client));
+    await new Promise<void>((resolve) => this.server?.listen(0, '127.0.0.1', resolve));
+    const address = this.server.address();
+    if (typeof address !== 'object' || !address) throw new Error('proxy has no address');
+    const parsed = new URL(url);
+    parsed.hostname = '127.0.0.1';
+    parsed.port = String(address.port);
+    return parsed.toString();
+  }
+
+  /** Drops every open connection and refuses new ones until restore(). */
+  cut(): void {
+    this.down = true;
+    for (const socket of this.sockets) socket.destroy();
+    this.sockets.clear();
+  }
+
+  restore(): void {
+    this.down = false;
+  }
+
+  async close(): Promise<void> {
+    this.cut();
+    await new Promise<void>((resolve) => (this.server ? this.server.close(() => resolve()) : resolve()));
+  }
+
+  private accept(client: Socket): void {
+    if (this.down) {
+      client.destroy();
+      return;
+    }
+    const upstream = connect(this.target.port, this.target.host);
+    for (const socket of [client, upstream]) {
+      this.sockets.add(socket);
+      socket.on('error', () => undefined);
+      socket.on('close', () => {
+        this.sockets.delete(socket);
+        client.destroy();
+        upstream.destroy();
+      });
+    }
+    client.pipe(upstream);
+    upstream.pipe(client);
+  }
+}

@@ -1,0 +1,47 @@
+import { createJobSchedulerStatements, qualifiedTableName } from '../../src/features/job-scheduler/job-scheduler.sql';
+
+describe('lease SQL', () => {
+  const statements = createJobSchedulerStatements(qualifiedTableName('job-scheduler'));
+  const acquire = statements.acquire({
+    lockKey: 'v2:key',
+    code: "code'; DROP TABLE x; --",
+    name: null,
+    type: 'SCHEDULE',
+    ownerToken: '00000000-0000-4000-8000-000000000000',
+    runKey: 'run',
+    leaseMs: 1000,
+    ownerId: 'node',
+    reclaimFailed: true,
+  });
+
+  it('quotes identifiers, and names the schema when given', () => {
+    expect(qualifiedTableName('job-scheduler')).toBe('"job-scheduler"');
+    expect(qualifiedTableName('job-scheduler', 'ops')).toBe('"ops"."job-scheduler"');
+    expect(qualifiedTableName('we"ird')).toBe('"we""ird"');
+  });
+
+  it('sends every caller value as a parameter, never in the text', () => {
+    expect(acquire.text).not.toContain('DROP TABLE');
+    expect(acquire.values).toContain("code'; DROP TABLE x; --");
+    expect(acquire.text.match(/"job-scheduler"/g)).toHaveLength(2);
+  });
+
+  it('acquires with one statement: insert-or-nothing, then a guarded reclaim', () => {
+    expect(acquire.text).toMatch(/ON CONFLICT \("lockKey"\) DO NOTHING/);
+    expect(acquire.text).toMatch(/NOT EXISTS \(SELECT 1 FROM inserted\)/);
+    expect(acquire.text).toMatch(/UNION ALL/);
+    expect(acquire.text).not.toMatch(/DO UPDATE/);
+    expect(acquire.text).toMatch(/COALESCE\(t\."leaseMs", \$7\)/);
+  });
+
+  it('fences every mutation by id, owner token and RUNNING', () => {
+    for (const statement of [
+      statements.heartbeat('i', 't'),
+      statements.complete('i', 't', null),
+      statements.fail('i', 't', '{}'),
+    ]) {
+      expect(statement.text).toMatch(/WHERE "id" = \$1 AND "ownerToken" = \$2 AND "status" = 'RUNNING'/);
+      expect(statement.values.slice(0, 2)).toEqual(['i', 't']);
+    }
+  });
+});
