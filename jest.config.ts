@@ -5,6 +5,7 @@ const tsJest: Config['transform'] = {
 };
 
 const config: Config = {
+  reporters: ['default', '<rootDir>/test/support/summary-reporter.cjs'],
   globalSetup: '<rootDir>/test/support/global-setup.ts',
   globalTeardown: '<rootDir>/test/support/global-teardown.ts',
   projects: [

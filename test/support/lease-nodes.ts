@@ -1,12 +1,11 @@
-import type { DataSourceOptions } from 'typeorm';
 import { JobSchedulerService } from '../../src/features';
-import type { TestDatabase } from './test-database';
+import type { TestDatabase, TestDataSourceOptions } from './test-database';
 
 /** `count` nodes, each a JobSchedulerService on a DataSource (a pool) of its own. */
 export const startLeaseNodes = async (
   database: TestDatabase,
   count: number,
-  extra: Partial<DataSourceOptions> = {},
+  extra: TestDataSourceOptions = {},
 ): Promise<JobSchedulerService[]> =>
   Promise.all(
     Array.from({ length: count }, async (_, index) => {

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { Client } from 'pg';
 import { DataSource, type DataSourceOptions } from 'typeorm';
+import type { PostgresDataSourceOptions } from 'typeorm/driver/postgres/PostgresDataSourceOptions.js';
 import { JobScheduler, JobSchedulerMigrations } from '../../src/features';
 
 /** The server URL given by the global setup. */
@@ -16,11 +17,14 @@ export const withDatabase = (url: string, database: string): string => {
   return parsed.toString();
 };
 
+/** Overrides for a test DataSource (PostgreSQL options, loosely typed). */
+export type TestDataSourceOptions = Partial<PostgresDataSourceOptions> & Record<string, unknown>;
+
 export interface TestDatabase {
   name: string;
   url: string;
   /** A DataSource of its own (its own pool): one "node". Destroy it when done. */
-  dataSource(options?: Partial<DataSourceOptions>): Promise<DataSource>;
+  dataSource(options?: TestDataSourceOptions): Promise<DataSource>;
   /** Runs SQL on a short-lived connection of its own. */
   sql<Row = Record<string, unknown>>(text: string, values?: unknown[]): Promise<Row[]>;
   drop(): Promise<void>;
@@ -46,7 +50,7 @@ export const createTestDatabase = async (options: { migrate?: boolean } = {}): P
   const url = withDatabase(serverUrl(), name);
   const open: DataSource[] = [];
 
-  const dataSource = async (extra: Partial<DataSourceOptions> = {}): Promise<DataSource> => {
+  const dataSource = async (extra: TestDataSourceOptions = {}): Promise<DataSource> => {
     const source = new DataSource({
       type: 'postgres',
       url,

@@ -1,0 +1,152 @@
+import { DataSource } from 'typeorm';
+import { JobScheduler, JobSchedulerMigrations, JobSchedulerService, JobSchedulerType } from '../../src/features';
+import { buildLockKey } from '../../src/features/job-scheduler/job-identity';
+import { createTestDatabase, type TestDatabase } from '../support/test-database';
+
+const databases: TestDatabase[] = [];
+afterAll(async () => {
+  await Promise.all(databases.map((database) => database.drop()));
+});
+const fresh = async (migrate: boolean) => {
+  const database = await createTestDatabase({ migrate });
+  databases.push(database);
+  return database;
+};
+
+const columnsOf = async (database: TestDatabase) =>
+  Object.fromEntries(
+    (
+      await database.sql<{ column_name: string; data_type: string; is_nullable: string; column_default: string | null; character_maximum_length: number | null }>(
+        `SELECT column_name, data_type, is_nullable, column_default, character_maximum_length
+         FROM information_schema.columns WHERE table_name = 'job-scheduler'`,
+      )
+    ).map((column) => [column.column_name, column]),
+  );
+
+const migrate = async (database: TestDatabase) => {
+  const dataSource = await database.dataSource({ migrations: [...JobSchedulerMigrations], poolSize: 1 });
+  const ran = await dataSource.runMigrations();
+  await dataSource.destroy();
+  return ran.map((migration) => migration.name);
+};
+
+/** The table as release 1.1 created it: timestamps without time zone, no 2.0 columns. */
+const TABLE_11 = `
+CREATE TYPE "job-scheduler_type_enum" AS ENUM ('INITIAL', 'SCHEDULE');
+CREATE TYPE "job-scheduler_status_enum" AS ENUM ('RUNNING', 'SUCCESS', 'FAIL');
+CREATE TABLE "job-scheduler" (
+  "id" uuid NOT NULL DEFAULT gen_random_uuid(),
+  "lockKey" character varying(320) NOT NULL,
+  "code" character varying(64) NOT NULL,
+  "name" character varying(256),
+  "type" "job-scheduler_type_enum" NOT NULL DEFAULT 'SCHEDULE',
+  "status" "job-scheduler_status_enum" NOT NULL DEFAULT 'RUNNING',
+  "ownerToken" uuid NOT NULL,
+  "data" jsonb,
+  "createdAt" TIMESTAMP NOT NULL DEFAULT now(),
+  "modifiedAt" TIMESTAMP NOT NULL DEFAULT now(),
+  CONSTRAINT "UQ_3b1c1a5b7f0e2d4c6a8e9f0b1c2" UNIQUE ("lockKey"),
+  CONSTRAINT "PK_4d2e3f5a6b7c8d9e0f1a2b3c4d5" PRIMARY KEY ("id")
+)`;
+
+describe('migrations', () => {
+  it('create the 2.0 schema from nothing', async () => {
+    const database = await fresh(false);
+    expect(await migrate(database)).toEqual([
+      'CreateJobSchedulerTable1764547200000',
+      'UpgradeJobSchedulerTableFrom111764547200001',
+    ]);
+    const columns = await columnsOf(database);
+    expect(columns.id).toMatchObject({ data_type: 'uuid', column_default: 'gen_random_uuid()' });
+    expect(columns.lockKey).toMatchObject({ data_type: 'character varying', character_maximum_length: 320, is_nullable: 'NO' });
+    expect(columns.code).toMatchObject({ character_maximum_length: 64 });
+    expect(columns.name).toMatchObject({ character_maximum_length: 256, is_nullable: 'YES' });
+    expect(columns.type).toMatchObject({ data_type: 'USER-DEFINED' });
+    expect(columns.status).toMatchObject({ data_type: 'USER-DEFINED' });
+    expect(columns.ownerToken).toMatchObject({ data_type: 'uuid' });
+    expect(columns.data).toMatchObject({ data_type: 'jsonb' });
+    for (const column of ['createdAt', 'modifiedAt', 'startedAt', 'finishedAt']) {
+      expect(columns[column]).toMatchObject({ data_type: 'timestamp with time zone' });
+    }
+    expect(columns.fencingToken).toMatchObject({ data_type: 'bigint', column_default: '1' });
+    expect(columns.runKey).toMatchObject({ character_maximum_length: 1024 });
+    const [unique] = await database.sql<{ definition: string }>(
+      `SELECT pg_get_constraintdef(oid) AS definition FROM pg_constraint WHERE conrelid = '"job-scheduler"'::regclass AND contype = 'u'`,
+    );
+    expect(unique.definition).toBe('UNIQUE ("lockKey")');
+  });
+
+  it('revert and re-apply cleanly', async () => {
+    const database = await fresh(true);
+    const dataSource = await database.dataSource({ migrations: [...JobSchedulerMigrations], poolSize: 1 });
+    await dataSource.undoLastMigration();
+    await dataSource.undoLastMigration();
+    expect(await database.sql(`SELECT to_regclass('"job-scheduler"') AS t`)).toEqual([{ t: null }]);
+    await dataSource.runMigrations();
+    expect(Object.keys(await columnsOf(database))).toContain('fencingToken');
+  });
+
+  it('upgrade a 1.1 table in place: rows, ids and keys kept, finished runs stay finished', async () => {
+    const database = await fresh(false);
+    await database.sql(TABLE_11);
+    const key = (code: string, runKey: string | null, type = JobSchedulerType.SCHEDULE) => buildLockKey(type, code, runKey);
+    await database.sql(
+      `INSERT INTO "job-scheduler" ("lockKey", code, type, status, "ownerToken", data, "modifiedAt") VALUES
+        ($1, 'sync-orders', 'SCHEDULE', 'SUCCESS', gen_random_uuid(), '{"rows": 42}', now() - interval '3 days'),
+        ($2, 'seed', 'INITIAL', 'SUCCESS', gen_random_uuid(), NULL, now() - interval '300 days'),
+        ($3, 'sync-orders', 'SCHEDULE', 'FAIL', gen_random_uuid(), '{"error": "ERP down"}', now() - interval '1 hour'),
+        ($4, 'sync-orders', 'SCHEDULE', 'RUNNING', gen_random_uuid(), NULL, now() - interval '1 day'),
+        ($5, 'sync-orders', 'SCHEDULE', 'RUNNING', gen_random_uuid(), NULL, now())`,
+      [
+        key('sync-orders', '2026-07-20T03:00:00Z'),
+        key('seed', null, JobSchedulerType.INITIAL),
+        key('sync-orders', 'failed-tick'),
+        key('sync-orders', 'dead-holder-tick'),
+        key('sync-orders', 'live-holder-tick'),
+      ],
+    );
+    expect(key('sync-orders', '2026-07-20T03:00:00Z')).toBe('v2:aV_0WdnjWG686cnhQIIg7xFYkUVv2kIMT-wOCbiWakI');
+    const before = await database.sql<{ id: string; lockKey: string; epoch: string }>(
+      `SELECT id, "lockKey", EXTRACT(EPOCH FROM "modifiedAt")::text AS epoch FROM "job-scheduler" ORDER BY id`,
+    );
+
+    expect(await migrate(database)).toHaveLength(2);
+
+    const after = await database.sql<{ id: string; lockKey: string; epoch: string; fencingToken: string }>(
+      `SELECT id, "lockKey", EXTRACT(EPOCH FROM "modifiedAt")::text AS epoch, "fencingToken" FROM "job-scheduler" ORDER BY id`,
+    );
+    expect(after.map(({ id, lockKey, epoch }) => ({ id, lockKey, epoch }))).toEqual(before);
+    expect(after.every((row) => row.fencingToken === '1')).toBe(true);
+    expect((await columnsOf(database)).modifiedAt).toMatchObject({ data_type: 'timestamp with time zone' });
+
+    const jobs = new JobSchedulerService(await database.dataSource());
+    const schedule = (runKey: string) => ({ code: 'sync-orders', runKey, leaseMs: 15 * 60_000 });
+    expect(await jobs.acquire(schedule('2026-07-20T03:00:00Z'))).toEqual({ acquired: false });
+    expect(await jobs.acquire({ code: 'seed', type: JobSchedulerType.INITIAL })).toEqual({ acquired: false });
+    expect(await jobs.acquire(schedule('live-holder-tick'))).toEqual({ acquired: false });
+    expect(await jobs.acquire(schedule('failed-tick'))).toMatchObject({ acquired: true, fencingToken: 2, reclaimed: true });
+    expect(await jobs.acquire(schedule('dead-holder-tick'))).toMatchObject({ acquired: true, fencingToken: 2 });
+    expect((await jobs.acquire(schedule('new-tick'))).acquired).toBe(true);
+    const [failed] = await database.sql<{ lastError: unknown }>(`SELECT "lastError" FROM "job-scheduler" WHERE "lockKey" = $1`, [
+      key('sync-orders', 'failed-tick'),
+    ]);
+    expect(failed.lastError).toEqual({ error: 'ERP down' });
+    // Running the migrations again finds nothing to do.
+    expect(await migrate(database)).toEqual([]);
+  });
+
+  it('synchronize: true builds a working table for prototypes', async () => {
+    const database = await fresh(false);
+    const dataSource = new DataSource({ type: 'postgres', url: database.url, entities: [JobScheduler], synchronize: true, poolSize: 1 });
+    await dataSource.initialize();
+    try {
+      const jobs = new JobSchedulerService(dataSource);
+      const lock = await jobs.acquire({ code: 'proto', runKey: 'r' });
+      expect(lock).toMatchObject({ acquired: true, fencingToken: 1 });
+      if (lock.acquired) expect(await jobs.complete(lock, { ok: true })).toBe(true);
+      expect(await jobs.acquire({ code: 'proto', runKey: 'r' })).toEqual({ acquired: false });
+    } finally {
+      await dataSource.destroy();
+    }
+  });
+});
