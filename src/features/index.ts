@@ -28,3 +28,19 @@ export {
   JobSchedulerMigrations,
   UpgradeJobSchedulerTableFrom111764547200001,
 } from './job-scheduler/job-scheduler.migrations';
+export type {
+  JobExecution,
+  JobPolicies,
+  JobRunListener,
+  JobRunOutcome,
+  JobRunRecord,
+  JobSchedule,
+  JobSettings,
+  JobTenancy,
+  MissedPolicy,
+  OverlapPolicy,
+  ScheduledJob,
+  ScheduledJobOptions,
+  TenantDirectory,
+} from './scheduling/scheduling.types';
+export { DeclarationError, JobTimeoutError, SchedulingError } from './scheduling/scheduling.errors';

@@ -1,10 +1,20 @@
+/** Calls `fn` after `delayMs`; returns a function that cancels it. */
+export type TimerScheduler = (fn: () => void, delayMs: number) => () => void;
+
+/** Node timers, unreferenced: the work being protected keeps the process alive, not its heartbeat. */
+export const nodeTimerScheduler: TimerScheduler = (fn, delayMs) => {
+  const timer = setTimeout(fn, delayMs);
+  timer.unref();
+  return () => clearTimeout(timer);
+};
+
 /**
- * Keeps one lease alive: a chain of `setTimeout`s (never `setInterval`, so beats never overlap
+ * Keeps one lease alive: a chain of one-shot timers (never an interval, so beats never overlap
  * and a slow database only delays the next one). At the first beat that finds the lease gone or
  * cannot reach the database, it stops and reports the loss once.
  */
 export class LeaseHeartbeat {
-  private timer: NodeJS.Timeout | undefined;
+  private cancel: (() => void) | undefined;
   private inFlight: Promise<void> | undefined;
   private stopped = false;
 
@@ -12,6 +22,7 @@ export class LeaseHeartbeat {
     private readonly intervalMs: number,
     private readonly beat: () => Promise<boolean>,
     private readonly onLost: (cause?: unknown) => void,
+    private readonly timers: TimerScheduler = nodeTimerScheduler,
   ) {}
 
   start(): void {
@@ -21,17 +32,15 @@ export class LeaseHeartbeat {
   /** Stops the chain and waits for a beat already sent, so none lands after finalization starts. */
   async stop(): Promise<void> {
     this.stopped = true;
-    clearTimeout(this.timer);
+    this.cancel?.();
     await this.inFlight;
   }
 
   private schedule(): void {
     if (this.stopped) return;
-    this.timer = setTimeout(() => {
+    this.cancel = this.timers(() => {
       this.inFlight = this.tick();
     }, this.intervalMs);
-    // The work being protected keeps the process alive, not its heartbeat.
-    this.timer.unref();
   }
 
   private async tick(): Promise<void> {

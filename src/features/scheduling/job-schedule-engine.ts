@@ -1,0 +1,299 @@
+import { describeFailure } from '../job-scheduler/lease-arguments';
+import { occurrenceRunKey } from './occurrence-keys';
+import { type JobHandler, OccurrenceRunner } from './occurrence-runner';
+import type { JobDeclaration } from './schedule/job-declaration';
+import type { SchedulerHistory, SchedulerLease, SchedulerLogger, SchedulerMetrics, SchedulerTimers } from './scheduler-ports';
+import { schedulingErrors } from './scheduling.errors';
+import type { JobExecution, JobRunListener, JobRunRecord, TenantDirectory } from './scheduling.types';
+
+export interface EngineJob {
+  declaration: JobDeclaration;
+  handler: JobHandler;
+  /** false: registered without timers. */
+  enabled: boolean;
+}
+
+export interface EngineOptions {
+  timers: SchedulerTimers;
+  lease: SchedulerLease;
+  logger: SchedulerLogger;
+  history?: SchedulerHistory;
+  tenants?: TenantDirectory;
+  metrics?: SchedulerMetrics;
+  /** An occurrence reached later than this is missed. Default 60 s. */
+  lateToleranceMs?: number;
+  /** On stop: how long running jobs get after their signal aborts. Default 10 s. */
+  shutdownGraceMs?: number;
+  /** For jitter; defaults to Math.random. */
+  random?: () => number;
+  /** How many recent records `runs` keeps. Default 1,000. */
+  historySize?: number;
+}
+
+/** Missed occurrences reported one by one, at most; the rest are counted in a summary line. */
+const MAX_MISSED_RECORDS = 100;
+/** How many past occurrences are enumerated when looking for missed ones. */
+const MAX_MISSED_SCAN = 10_000;
+
+interface DueInstants {
+  latest: number;
+  earlier: number[];
+  count: number;
+}
+
+interface JobState {
+  job: EngineJob;
+  cancel?: () => void;
+  /** The last due instant this instance handled; a due instant is never handled twice. */
+  lastDue: number;
+  busy: boolean;
+  queued?: { scheduledAt: number; trigger: JobExecution['trigger'] };
+}
+
+/**
+ * The scheduler without Nest: timers per job, overlap and missed policies, tenancy, outcomes.
+ * Every instance computes the same due instants; the lease decides which one runs each.
+ */
+export class JobScheduleEngine {
+  private readonly states = new Map<string, JobState>();
+  private readonly listeners = new Set<JobRunListener>();
+  private readonly recent: JobRunRecord[] = [];
+  private readonly runner: OccurrenceRunner;
+  private readonly inFlight = new Set<Promise<unknown>>();
+  private started = false;
+
+  constructor(private readonly options: EngineOptions) {
+    this.runner = new OccurrenceRunner(options.lease, options.timers, options.logger);
+  }
+
+  register(job: EngineJob): void {
+    const name = job.declaration.name;
+    if (this.states.has(name)) throw schedulingErrors.duplicate(name, 'an earlier registration', 'another');
+    if (job.declaration.tenancy === 'per-tenant' && !this.options.tenants) throw schedulingErrors.noTenants(name);
+    this.states.set(name, { job, lastDue: Number.NEGATIVE_INFINITY, busy: false });
+  }
+
+  get jobNames(): string[] {
+    return [...this.states.keys()];
+  }
+
+  /** Recent outcomes on this instance, oldest first. */
+  get runs(): readonly JobRunRecord[] {
+    return this.recent;
+  }
+
+  onRun(listener: JobRunListener): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  /** Arms every enabled job's timer, after recording (or catching up) what was missed meanwhile. */
+  async start(): Promise<void> {
+    if (this.started) return;
+    this.started = true;
+    const now = this.options.timers.now();
+    for (const state of this.states.values()) {
+      if (!state.job.enabled) continue;
+      state.lastDue = now;
+      this.arm(state);
+    }
+    await Promise.all([...this.states.values()].filter((state) => state.job.enabled).map((state) => this.catchUp(state, now)));
+  }
+
+  /** Stops the timers, aborts running jobs, waits the grace and releases their leases. */
+  async stop(): Promise<void> {
+    this.started = false;
+    for (const state of this.states.values()) {
+      state.cancel?.();
+      state.cancel = undefined;
+      state.queued = undefined;
+    }
+    await this.runner.shutdown(this.options.shutdownGraceMs ?? 10_000);
+  }
+
+  /** Runs the job now, whatever its schedule; scheduledAt is the instant it was asked. */
+  async runNow(name: string): Promise<JobRunRecord[]> {
+    const state = this.states.get(name);
+    if (!state) throw schedulingErrors.unknownJob(name);
+    return this.track(this.runOccurrence(state, this.options.timers.now(), 'run-now'));
+  }
+
+  /** Resolves once every occurrence this instance started has settled. */
+  async idle(): Promise<void> {
+    while (this.inFlight.size > 0) await Promise.all([...this.inFlight]);
+  }
+
+  private arm(state: JobState): void {
+    if (!this.started) return;
+    const next = state.job.declaration.schedule.next(Math.max(state.lastDue, this.options.timers.now()));
+    if (next === null) return;
+    state.cancel = this.options.timers.at(next, () => {
+      state.cancel = undefined;
+      this.fire(state);
+    });
+  }
+
+  /** A timer fired: handle every due instant that has passed since the last one, once. */
+  private fire(state: JobState): void {
+    const now = this.options.timers.now();
+    const due = this.dueSince(state, state.lastDue, now);
+    state.lastDue = Math.max(state.lastDue, now);
+    this.arm(state);
+    if (due.latest !== null) void this.track(this.handleDue(state, due as DueInstants, now));
+  }
+
+  /** After a restart: occurrences since the latest one any instance recorded are missed, or caught up once. */
+  private async catchUp(state: JobState, now: number): Promise<void> {
+    const { name } = state.job.declaration;
+    let recorded: number | null;
+    try {
+      recorded = (await this.options.history?.latestOccurrence(name)) ?? null;
+    } catch (error) {
+      this.options.logger.warn(`Could not read the history of ${name}; missed occurrences are not checked: ${String(error)}`);
+      return;
+    }
+    if (recorded === null) return;
+    const due = this.dueSince(state, recorded, now);
+    if (due.latest !== null) await this.track(this.handleDue(state, due as DueInstants, now));
+  }
+
+  /**
+   * The latest due instant runs if it is reached within the tolerance (or, late, with
+   * `missed: 'run-once'`); the ones before it, and a late one otherwise, are missed. Missed
+   * occurrences are reported by the one instance that also ran (or recorded) the latest.
+   */
+  private async handleDue(state: JobState, due: DueInstants, now: number): Promise<void> {
+    const onTime = now - due.latest <= (this.options.lateToleranceMs ?? 60_000);
+    if (onTime || state.job.declaration.missed === 'run-once') {
+      const [record] = await this.admit(state, due.latest, onTime ? 'schedule' : 'catch-up');
+      if (due.count > 1 && record?.outcome !== 'skipped-locked') this.reportMissed(state, due.earlier, due.count - 1);
+      return;
+    }
+    // Dropped: whoever takes the latest occurrence's lease records it FAIL { outcome: 'missed' },
+    // so that it is reported once, by one instance, and never run or reported again.
+    const { name } = state.job.declaration;
+    try {
+      const lock = await this.options.lease.acquire({ code: name, runKey: occurrenceRunKey(due.latest), name, reclaimFailed: false });
+      if (!lock.acquired) return;
+      await this.options.lease.fail(lock, { outcome: 'missed', missed: due.count });
+    } catch (error) {
+      this.options.logger.warn(`Could not record missed occurrences of ${name}: ${String(error)}`);
+    }
+    this.reportMissed(state, [...due.earlier, due.latest], due.count);
+  }
+
+  /**
+   * Due instants in (after, until]: the latest, up to MAX_MISSED_RECORDS before it, and their
+   * count. Past MAX_MISSED_SCAN it skips ahead to the last week, so the count is then a floor.
+   */
+  private dueSince(state: JobState, after: number, until: number): { latest: number | null; earlier: number[]; count: number } {
+    const earlier: number[] = [];
+    let latest: number | null = null;
+    let count = 0;
+    let cursor = after;
+    for (;;) {
+      if (count === MAX_MISSED_SCAN) cursor = Math.max(cursor, until - 7 * 86_400_000);
+      const next = state.job.declaration.schedule.next(cursor);
+      if (next === null || next > until) break;
+      if (latest !== null) {
+        earlier.push(latest);
+        if (earlier.length > MAX_MISSED_RECORDS) earlier.shift();
+      }
+      latest = next;
+      count++;
+      cursor = next;
+    }
+    return { latest, earlier, count };
+  }
+
+  /** The overlap policy: skip, or queue one occurrence behind the running one. */
+  private async admit(state: JobState, scheduledAt: number, trigger: JobExecution['trigger']): Promise<JobRunRecord[]> {
+    if (state.busy) {
+      if (state.job.declaration.overlap === 'queue' && !state.queued) {
+        state.queued = { scheduledAt, trigger };
+        return [];
+      }
+      return [this.emit({ name: state.job.declaration.name, outcome: 'skipped-overlap', scheduledAt: new Date(scheduledAt), trigger })];
+    }
+    state.busy = true;
+    try {
+      return await this.runOccurrence(state, scheduledAt, trigger);
+    } finally {
+      state.busy = false;
+      const queued = state.queued;
+      state.queued = undefined;
+      if (queued && this.started) void this.track(this.admit(state, queued.scheduledAt, queued.trigger));
+    }
+  }
+
+  private async runOccurrence(state: JobState, scheduledAt: number, trigger: JobExecution['trigger']): Promise<JobRunRecord[]> {
+    const { declaration, handler } = state.job;
+    await this.jitter(declaration.jitterMs);
+    if (declaration.tenancy === 'global') {
+      return [this.emit(await this.runner.run({ job: declaration, handler, scheduledAt, trigger }))];
+    }
+    let tenants: readonly string[];
+    try {
+      tenants = await (this.options.tenants as TenantDirectory).listTenants();
+    } catch (error) {
+      return [this.emit({ name: declaration.name, outcome: 'failed', scheduledAt: new Date(scheduledAt), trigger, errorCode: 'JOB_TENANTS_UNAVAILABLE', error })];
+    }
+    const records: JobRunRecord[] = [];
+    // One tenant at a time, each in a run of its own: one failing does not stop the others.
+    for (const tenantId of tenants) {
+      records.push(this.emit(await this.runner.run({ job: declaration, handler, scheduledAt, trigger, tenantId })));
+    }
+    return records;
+  }
+
+  private jitter(jitterMs: number): Promise<void> {
+    if (jitterMs <= 0) return Promise.resolve();
+    const delay = Math.floor((this.options.random ?? Math.random)() * jitterMs);
+    return new Promise((resolve) => this.options.timers.at(this.options.timers.now() + delay, resolve));
+  }
+
+  private reportMissed(state: JobState, instants: number[], total: number): void {
+    const name = state.job.declaration.name;
+    const listed = instants.slice(-MAX_MISSED_RECORDS);
+    for (const instant of listed) this.emit({ name, outcome: 'missed', scheduledAt: new Date(instant), trigger: 'schedule' }, false);
+    const unlisted = total - listed.length;
+    if (unlisted > 0 && listed[0] !== undefined) {
+      this.options.metrics?.record({ name, outcome: 'missed', scheduledAt: new Date(listed[0]), trigger: 'schedule' }, unlisted);
+    }
+    const span = listed.length === 0 ? '' : ` (listed: ${new Date(listed[0]).toISOString()} to ${new Date(listed[listed.length - 1]).toISOString()})`;
+    this.options.logger.warn(`${name}: ${total} occurrence(s) missed${span}`);
+  }
+
+  private emit(record: JobRunRecord, log = true): JobRunRecord {
+    this.recent.push(record);
+    if (this.recent.length > (this.options.historySize ?? 1_000)) this.recent.shift();
+    this.options.metrics?.record(record);
+    if (log) this.log(record);
+    for (const listener of this.listeners) {
+      try {
+        listener(record);
+      } catch (error) {
+        this.options.logger.error(`A job run listener threw: ${String(error)}`);
+      }
+    }
+    return record;
+  }
+
+  private log(record: JobRunRecord): void {
+    const what = `${record.name} @ ${record.scheduledAt.toISOString()}${record.tenantId === undefined ? '' : ` tenant ${record.tenantId}`}`;
+    if (record.outcome === 'failed') {
+      const { error } = describeFailure(record.error);
+      this.options.logger.error(`${what} failed (${record.errorCode}): ${error.name}: ${error.message}`, record.error instanceof Error ? record.error.stack : undefined);
+    } else if (record.outcome === 'succeeded') {
+      this.options.logger.log(`${what} succeeded in ${record.durationMs} ms`);
+    } else {
+      this.options.logger.debug?.(`${what} ${record.outcome}`);
+    }
+  }
+
+  private track<T>(promise: Promise<T>): Promise<T> {
+    this.inFlight.add(promise);
+    void promise.finally(() => this.inFlight.delete(promise)).catch(() => undefined);
+    return promise;
+  }
+}

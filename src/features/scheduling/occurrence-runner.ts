@@ -1,0 +1,169 @@
+import { randomUUID } from 'node:crypto';
+import { JobShutdownError, LostJobLeaseError } from '../job-scheduler/job-scheduler.errors';
+import type { JobLease } from '../job-scheduler/job-scheduler.types';
+import { describeFailure } from '../job-scheduler/lease-arguments';
+import { LeaseHeartbeat } from '../job-scheduler/lease-heartbeat';
+import { occurrenceRunKey, runNowRunKey } from './occurrence-keys';
+import type { JobDeclaration } from './schedule/job-declaration';
+import type { SchedulerLease, SchedulerLogger, SchedulerTimers } from './scheduler-ports';
+import { JobTimeoutError } from './scheduling.errors';
+import type { JobExecution, JobRunRecord } from './scheduling.types';
+
+export type JobHandler = (execution: JobExecution) => Promise<void> | void;
+
+/** One run the runner still owns, for shutdown. */
+export interface ActiveJobRun {
+  name: string;
+  lease: JobLease;
+  controller: AbortController;
+  settled: Promise<void>;
+  done: boolean;
+}
+
+export interface OccurrenceRequest {
+  job: JobDeclaration;
+  handler: JobHandler;
+  scheduledAt: number;
+  trigger: JobExecution['trigger'];
+  tenantId?: string;
+}
+
+type Settlement = { kind: 'returned' } | { kind: 'threw'; error: unknown } | { kind: 'timed-out' };
+
+const ignore = (): void => undefined;
+
+/**
+ * Runs one occurrence (for one tenant) under the lease: acquire (a FAIL row is final: no retry),
+ * heartbeat, timeout, finalization. Never throws: every end is a JobRunRecord.
+ */
+export class OccurrenceRunner {
+  readonly active = new Set<ActiveJobRun>();
+
+  constructor(
+    private readonly lease: SchedulerLease,
+    private readonly timers: SchedulerTimers,
+    private readonly logger: SchedulerLogger,
+  ) {}
+
+  async run(request: OccurrenceRequest): Promise<JobRunRecord> {
+    const { job, scheduledAt, trigger, tenantId } = request;
+    const correlationId = randomUUID();
+    const base: JobRunRecord = { name: job.name, outcome: 'failed', scheduledAt: new Date(scheduledAt), trigger, tenantId, correlationId };
+    const runKey =
+      trigger === 'run-now' ? runNowRunKey(scheduledAt, correlationId, tenantId) : occurrenceRunKey(scheduledAt, tenantId);
+
+    let lock;
+    try {
+      lock = await this.lease.acquire({ code: job.name, runKey, name: job.name, leaseMs: job.leaseMs, reclaimFailed: false });
+    } catch (error) {
+      // The lock store cannot be reached: failed, rather than run on every instance.
+      return { ...base, outcome: 'failed', errorCode: 'JOB_LEASE_UNAVAILABLE', error };
+    }
+    if (!lock.acquired) return { ...base, outcome: 'skipped-locked' };
+
+    const lease: JobLease = { id: lock.id, ownerToken: lock.ownerToken };
+    const controller = new AbortController();
+    const startedAt = this.timers.now();
+    const heartbeat = new LeaseHeartbeat(
+      lock.heartbeatMs,
+      () => this.lease.heartbeat(lease),
+      (cause) => controller.abort(new LostJobLeaseError(lease.id, { cause, reason: 'a heartbeat could not prove the lease' })),
+      (fn, delayMs) => this.timers.at(this.timers.now() + delayMs, fn),
+    );
+    const execution: JobExecution = {
+      name: job.name,
+      scheduledAt: new Date(scheduledAt),
+      startedAt: new Date(startedAt),
+      signal: controller.signal,
+      tenantId,
+      idempotencyKey: lock.idempotencyKey,
+      fencingToken: lock.fencingToken,
+      correlationId,
+      trigger,
+    };
+    const active: ActiveJobRun = { name: job.name, lease, controller, settled: Promise.resolve(), done: false };
+    this.active.add(active);
+    const started = { ...base, startedAt: execution.startedAt };
+    heartbeat.start();
+
+    const work = Promise.resolve().then(() => request.handler(execution));
+    const settlement = await this.settle(work, job);
+    await heartbeat.stop();
+    const record = await this.finalize(job, lease, controller, settlement, started);
+    if (settlement.kind === 'timed-out') {
+      // Nothing stops a promise: the run goes on behind; the lease is already failed.
+      active.settled = work.then(ignore, ignore).finally(() => this.forget(active));
+      work.catch((error: unknown) => this.logger.warn(`${job.name} failed after its timeout: ${String(error)}`));
+    } else {
+      this.forget(active);
+    }
+    return record;
+  }
+
+  /** Aborts every run, waits up to the grace, then gives back the leases still held. */
+  async shutdown(graceMs: number): Promise<void> {
+    const running = [...this.active];
+    for (const run of running) run.controller.abort(new JobShutdownError(run.lease.id));
+    let cancel: () => void = ignore;
+    const grace = new Promise<void>((resolve) => {
+      cancel = this.timers.at(this.timers.now() + graceMs, resolve);
+    });
+    await Promise.race([Promise.all(running.map((run) => run.settled)), grace]);
+    cancel();
+    await Promise.all(
+      running
+        .filter((run) => !run.done)
+        .map((run) =>
+          this.lease.fail(run.lease, { released: true, reason: 'shutdown' }).catch((error: unknown) => {
+            this.logger.error(`Could not release the lease of ${run.name} on shutdown: ${String(error)}`);
+          }),
+        ),
+    );
+  }
+
+  private forget(active: ActiveJobRun): void {
+    active.done = true;
+    this.active.delete(active);
+  }
+
+  private settle(work: Promise<void>, job: JobDeclaration): Promise<Settlement> {
+    const settled = work.then(
+      (): Settlement => ({ kind: 'returned' }),
+      (error: unknown): Settlement => ({ kind: 'threw', error }),
+    );
+    if (job.timeoutMs === undefined) return settled;
+    let cancel: () => void = ignore;
+    const timeout = new Promise<Settlement>((resolve) => {
+      cancel = this.timers.at(this.timers.now() + (job.timeoutMs as number), () => resolve({ kind: 'timed-out' }));
+    });
+    return Promise.race([settled, timeout]).finally(cancel);
+  }
+
+  private async finalize(
+    job: JobDeclaration,
+    lease: JobLease,
+    controller: AbortController,
+    settlement: Settlement,
+    started: JobRunRecord,
+  ): Promise<JobRunRecord> {
+    const finish = (record: Partial<JobRunRecord>): JobRunRecord => {
+      const finishedAt = this.timers.now();
+      return { ...started, ...record, finishedAt: new Date(finishedAt), durationMs: finishedAt - (started.startedAt as Date).getTime() };
+    };
+    try {
+      if (settlement.kind === 'returned') {
+        return (await this.lease.complete(lease))
+          ? finish({ outcome: 'succeeded' })
+          : finish({ outcome: 'failed', errorCode: 'JOB_LEASE_LOST', error: new LostJobLeaseError(lease.id) });
+      }
+      const error = settlement.kind === 'threw' ? settlement.error : new JobTimeoutError(job.name, job.timeoutMs as number);
+      if (settlement.kind === 'timed-out') controller.abort(error);
+      const recorded = await this.lease.fail(lease, describeFailure(error));
+      const errorCode =
+        settlement.kind === 'timed-out' ? 'JOB_TIMEOUT' : !recorded || error instanceof LostJobLeaseError ? 'JOB_LEASE_LOST' : 'JOB_FAILED';
+      return finish({ outcome: 'failed', errorCode, error });
+    } catch (error) {
+      return finish({ outcome: 'failed', errorCode: 'JOB_LEASE_UNAVAILABLE', error });
+    }
+  }
+}

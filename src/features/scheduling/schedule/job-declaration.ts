@@ -1,0 +1,93 @@
+import { DeclarationError } from '../scheduling.errors';
+import type { JobSchedule, ScheduledJobOptions } from '../scheduling.types';
+import { cronExpressionError } from './cron-expression';
+import { CronSchedule, type DueSchedule, IntervalSchedule } from './due-schedule';
+import { parseInterval } from './duration';
+import { isKnownTimeZone } from './time-zone';
+
+/** `<context>.<job-name>`: two lowercase kebab-case segments; it is the lease's code (≤ 64). */
+const JOB_NAME = /^[a-z][a-z0-9]*(?:-[a-z0-9]+)*\.[a-z][a-z0-9]*(?:-[a-z0-9]+)*$/;
+const MAX_JOB_NAME = 64;
+const MAX_TIMER_MS = 2 ** 31 - 1;
+const NEVER_HORIZON_MS = 8 * 366 * 86_400_000;
+
+/** A declaration with every value checked and defaults applied. */
+export interface JobDeclaration {
+  name: string;
+  schedule: DueSchedule;
+  overlap: 'skip' | 'queue';
+  missed: 'drop' | 'run-once';
+  timeoutMs?: number;
+  tenancy: 'global' | 'per-tenant';
+  jitterMs: number;
+  leaseMs?: number;
+}
+
+export const checkJobName = (name: unknown): string => {
+  if (typeof name !== 'string' || name.length > MAX_JOB_NAME || !JOB_NAME.test(name)) {
+    throw new DeclarationError(
+      String(name),
+      'the name must be <context>.<job-name>: two lowercase kebab-case segments, at most 64 characters',
+    );
+  }
+  return name;
+};
+
+/** Validates a schedule for the named job and compiles it. Throws DeclarationError. */
+export const compileSchedule = (name: string, schedule: unknown, now = Date.now()): DueSchedule => {
+  if (typeof schedule !== 'object' || schedule === null) throw new DeclarationError(name, 'a schedule is required');
+  const { every, cron, timeZone } = schedule as Partial<Record<keyof JobSchedule, unknown>>;
+  if ((every === undefined) === (cron === undefined)) {
+    throw new DeclarationError(name, 'give exactly one of "every" (an interval) or "cron" (an expression)');
+  }
+  if (every !== undefined) {
+    if (timeZone !== undefined) throw new DeclarationError(name, 'an interval follows no time zone; write a cron for local times');
+    const everyMs = parseInterval(every);
+    if (everyMs === null) {
+      throw new DeclarationError(name, `"every" must be a positive whole number of ms or text like "15m", got ${String(every)}`);
+    }
+    return new IntervalSchedule(everyMs);
+  }
+  const reason = cronExpressionError(cron);
+  if (reason) throw new DeclarationError(name, `cannot read the cron "${String(cron)}": ${reason}`);
+  const zone = timeZone === undefined ? 'UTC' : timeZone;
+  if (!isKnownTimeZone(zone)) throw new DeclarationError(name, `unknown time zone "${String(zone)}"`);
+  const compiled = new CronSchedule((cron as string).trim(), zone);
+  const first = compiled.next(now);
+  if (first === null || first - now > NEVER_HORIZON_MS) {
+    throw new DeclarationError(name, `the cron "${String(cron)}" never fires within 8 years`);
+  }
+  return compiled;
+};
+
+const optionalDuration = (name: string, field: string, value: unknown, min: number): number | undefined => {
+  if (value === undefined) return undefined;
+  if (!Number.isSafeInteger(value) || (value as number) < min || (value as number) > MAX_TIMER_MS) {
+    throw new DeclarationError(name, `${field} must be a whole number of ms from ${min} to ${MAX_TIMER_MS}, got ${String(value)}`);
+  }
+  return value as number;
+};
+
+const oneOf = <T extends string>(name: string, field: string, value: unknown, allowed: readonly T[]): T => {
+  if (value === undefined) return allowed[0];
+  if (!allowed.includes(value as T)) {
+    throw new DeclarationError(name, `${field} must be one of ${allowed.map((v) => `'${v}'`).join(', ')}, got ${String(value)}`);
+  }
+  return value as T;
+};
+
+/** Checks a whole @Scheduled declaration. Throws DeclarationError naming the job. */
+export const checkJobDeclaration = (rawName: unknown, options: ScheduledJobOptions): JobDeclaration => {
+  const name = checkJobName(rawName);
+  if (typeof options !== 'object' || options === null) throw new DeclarationError(name, 'options with a schedule are required');
+  return {
+    name,
+    schedule: compileSchedule(name, options),
+    overlap: oneOf(name, 'overlap', options.overlap, ['skip', 'queue'] as const),
+    missed: oneOf(name, 'missed', options.missed, ['drop', 'run-once'] as const),
+    tenancy: oneOf(name, 'tenancy', options.tenancy, ['global', 'per-tenant'] as const),
+    timeoutMs: optionalDuration(name, 'timeoutMs', options.timeoutMs, 1),
+    jitterMs: optionalDuration(name, 'jitterMs', options.jitterMs, 0) ?? 0,
+    leaseMs: optionalDuration(name, 'leaseMs', options.leaseMs, 3),
+  };
+};

@@ -1,0 +1,58 @@
+import type { JobAcquireOptions, JobAcquireResult, JobLease } from '../job-scheduler/job-scheduler.types';
+import type { JobRunRecord } from './scheduling.types';
+
+/** Time for the scheduler: the system clock in production, a manual clock in tests. */
+export interface SchedulerTimers {
+  now(): number;
+  /** Calls `fn` once, at or after the instant `at` (epoch ms). Returns a function that cancels it. */
+  at(instant: number, fn: () => void): () => void;
+}
+
+/** The cross-instance lock: JobSchedulerService on PostgreSQL, or the in-memory lease of tests. */
+export interface SchedulerLease {
+  acquire(options: JobAcquireOptions): Promise<JobAcquireResult>;
+  heartbeat(lease: JobLease): Promise<boolean>;
+  complete(lease: JobLease, data?: unknown): Promise<boolean>;
+  fail(lease: JobLease, data?: unknown): Promise<boolean>;
+}
+
+/** Durable history: the latest occurrence any instance recorded for a job. */
+export interface SchedulerHistory {
+  /** The latest due instant (epoch ms) recorded for the job, or null when it has no history. */
+  latestOccurrence(jobName: string): Promise<number | null>;
+}
+
+/** Where outcomes go besides listeners: metrics. */
+export interface SchedulerMetrics {
+  /** Counts `count` outcomes like `record` (default 1). */
+  record(record: JobRunRecord, count?: number): void;
+}
+
+/** Whatever logs: Nest's Logger fits. */
+export interface SchedulerLogger {
+  log(message: string): void;
+  warn(message: string): void;
+  error(message: string, stack?: string): void;
+  debug?(message: string): void;
+}
+
+/** System timers: chained one-shot timeouts, re-checked at least every minute against the clock. */
+export const systemTimers: SchedulerTimers = {
+  now: () => Date.now(),
+  at: (instant, fn) => {
+    // Re-checking every minute bounds the delay past a wall-clock jump, and keeps each timeout
+    // far below Node's 2^31-1 ms limit however far the instant is.
+    const RECHECK_MS = 60_000;
+    let timer: NodeJS.Timeout | undefined;
+    const arm = () => {
+      const delay = instant - Date.now();
+      if (delay <= 0) {
+        fn();
+        return;
+      }
+      timer = setTimeout(arm, Math.min(delay, RECHECK_MS));
+    };
+    arm();
+    return () => clearTimeout(timer);
+  },
+};

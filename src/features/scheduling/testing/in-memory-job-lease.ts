@@ -1,0 +1,127 @@
+import { randomUUID } from 'node:crypto';
+import { JobSchedulerStatus } from '../../job-scheduler/job-scheduler.entity';
+import type { JobAcquireOptions, JobAcquireResult, JobLease } from '../../job-scheduler/job-scheduler.types';
+import { checkJobLease, resolveAcquireRequest, serializeJobData } from '../../job-scheduler/lease-arguments';
+import { resolveTimingDefaults } from '../../job-scheduler/lease-timing';
+import { dueInstantOf } from '../occurrence-keys';
+import type { SchedulerHistory, SchedulerLease } from '../scheduler-ports';
+import { FixedClock } from './fixed-clock';
+
+interface LeaseRow {
+  id: string;
+  code: string;
+  runKey: string | null;
+  status: JobSchedulerStatus;
+  ownerToken: string;
+  fencingToken: number;
+  attempts: number;
+  leaseMs: number;
+  modifiedAt: number;
+  data: unknown;
+}
+
+/**
+ * The lease's rules in memory, on a FixedClock: for tests of one process, where two manual
+ * schedulers sharing one instance are two instances. Same validation and keys as the
+ * PostgreSQL lease; no durability, no cross-process exclusion.
+ */
+export class InMemoryJobLease implements SchedulerLease, SchedulerHistory {
+  private readonly rows = new Map<string, LeaseRow>();
+  private readonly timing = resolveTimingDefaults(undefined);
+
+  constructor(readonly clock: FixedClock = new FixedClock()) {}
+
+  async acquire(options: JobAcquireOptions): Promise<JobAcquireResult> {
+    const request = resolveAcquireRequest(options, this.timing);
+    const { identity } = request;
+    const now = this.clock.now();
+    const existing = this.rows.get(identity.lockKey);
+    const ownerToken = randomUUID();
+    const acquired = (row: LeaseRow, reclaimed: boolean): JobAcquireResult => ({
+      acquired: true,
+      id: row.id,
+      ownerToken,
+      idempotencyKey: identity.lockKey,
+      fencingToken: row.fencingToken,
+      attempt: row.attempts,
+      reclaimed,
+      leaseMs: request.leaseMs,
+      heartbeatMs: request.heartbeatMs,
+    });
+    if (!existing) {
+      const row: LeaseRow = {
+        id: randomUUID(),
+        code: identity.code,
+        runKey: identity.runKey,
+        status: JobSchedulerStatus.RUNNING,
+        ownerToken,
+        fencingToken: 1,
+        attempts: 1,
+        leaseMs: request.leaseMs,
+        modifiedAt: now,
+        data: null,
+      };
+      this.rows.set(identity.lockKey, row);
+      return acquired(row, false);
+    }
+    const reclaimable =
+      (existing.status === JobSchedulerStatus.FAIL && request.reclaimFailed) ||
+      (existing.status === JobSchedulerStatus.RUNNING && existing.modifiedAt < now - existing.leaseMs);
+    if (!reclaimable) return { acquired: false };
+    Object.assign(existing, {
+      status: JobSchedulerStatus.RUNNING,
+      ownerToken,
+      fencingToken: existing.fencingToken + 1,
+      attempts: existing.attempts + 1,
+      leaseMs: request.leaseMs,
+      modifiedAt: now,
+      data: null,
+    });
+    return acquired(existing, true);
+  }
+
+  async heartbeat(lease: JobLease): Promise<boolean> {
+    const row = this.owned(lease);
+    if (row) row.modifiedAt = this.clock.now();
+    return row !== undefined;
+  }
+
+  async complete(lease: JobLease, data?: unknown): Promise<boolean> {
+    return this.finish(lease, JobSchedulerStatus.SUCCESS, data);
+  }
+
+  async fail(lease: JobLease, data?: unknown): Promise<boolean> {
+    return this.finish(lease, JobSchedulerStatus.FAIL, data);
+  }
+
+  async latestOccurrence(jobName: string): Promise<number | null> {
+    let latest: number | null = null;
+    for (const row of this.rows.values()) {
+      const due = row.code === jobName && row.runKey !== null ? dueInstantOf(row.runKey) : null;
+      if (due !== null && (latest === null || due > latest)) latest = due;
+    }
+    return latest;
+  }
+
+  /** Status of the run with this code and runKey, for assertions. */
+  statusOf(code: string, runKey: string): JobSchedulerStatus | undefined {
+    for (const row of this.rows.values()) if (row.code === code && row.runKey === runKey) return row.status;
+    return undefined;
+  }
+
+  private finish(lease: JobLease, status: JobSchedulerStatus, data: unknown): boolean {
+    const json = serializeJobData(data);
+    const row = this.owned(lease);
+    if (!row) return false;
+    Object.assign(row, { status, data: json === null ? null : JSON.parse(json), modifiedAt: this.clock.now() });
+    return true;
+  }
+
+  private owned(lease: JobLease): LeaseRow | undefined {
+    const { id, ownerToken } = checkJobLease(lease);
+    for (const row of this.rows.values()) {
+      if (row.id === id && row.ownerToken === ownerToken && row.status === JobSchedulerStatus.RUNNING) return row;
+    }
+    return undefined;
+  }
+}
