@@ -13,5 +13,6 @@ export const jobSchedulerTableNames = (queryRunner: QueryRunner) => {
     statusEnum: qualify('job-scheduler_status_enum'),
     schemaLiteral: schema ? literal(schema) : 'current_schema()',
     tableLiteral: literal('job-scheduler'),
+    schemaPrefix: schema ? `${quote(schema)}.` : '',
   };
 };

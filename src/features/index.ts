@@ -24,6 +24,7 @@ export { JobSchedulerModule } from './job-scheduler/job-scheduler.module';
 export type { JobSchedulerModuleOptions } from './job-scheduler/job-scheduler.module-definition';
 export type { LeaseTimingDefaults } from './job-scheduler/lease-timing';
 export {
+  AddJobSchedulerCodeRunKeyIndex1764547200002,
   CreateJobSchedulerTable1764547200000,
   JobSchedulerMigrations,
   UpgradeJobSchedulerTableFrom111764547200001,
@@ -44,3 +45,7 @@ export type {
   TenantDirectory,
 } from './scheduling/scheduling.types';
 export { DeclarationError, JobTimeoutError, SchedulingError } from './scheduling/scheduling.errors';
+export { Scheduled } from './scheduling/scheduled.decorator';
+export { SchedulingModule } from './scheduling/scheduling.module';
+export type { SchedulingModuleOptions } from './scheduling/scheduling.module-definition';
+export { ScheduledJobsService } from './scheduling/scheduled-jobs.service';

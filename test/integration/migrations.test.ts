@@ -55,6 +55,7 @@ describe('migrations', () => {
     expect(await migrate(database)).toEqual([
       'CreateJobSchedulerTable1764547200000',
       'UpgradeJobSchedulerTableFrom111764547200001',
+      'AddJobSchedulerCodeRunKeyIndex1764547200002',
     ]);
     const columns = await columnsOf(database);
     expect(columns.id).toMatchObject({ data_type: 'uuid', column_default: 'gen_random_uuid()' });
@@ -74,11 +75,16 @@ describe('migrations', () => {
       `SELECT pg_get_constraintdef(oid) AS definition FROM pg_constraint WHERE conrelid = '"job-scheduler"'::regclass AND contype = 'u'`,
     );
     expect(unique.definition).toBe('UNIQUE ("lockKey")');
+    const [index] = await database.sql<{ definition: string }>(
+      `SELECT indexdef AS definition FROM pg_indexes WHERE indexname = 'IDX_job_scheduler_code_run_key'`,
+    );
+    expect(index.definition).toContain('(code, "runKey" COLLATE "C")');
   });
 
   it('revert and re-apply cleanly', async () => {
     const database = await fresh(true);
     const dataSource = await database.dataSource({ migrations: [...JobSchedulerMigrations], poolSize: 1 });
+    await dataSource.undoLastMigration();
     await dataSource.undoLastMigration();
     await dataSource.undoLastMigration();
     expect(await database.sql(`SELECT to_regclass('"job-scheduler"') AS t`)).toEqual([{ t: null }]);
@@ -110,7 +116,7 @@ describe('migrations', () => {
       `SELECT id, "lockKey", EXTRACT(EPOCH FROM "modifiedAt")::text AS epoch FROM "job-scheduler" ORDER BY id`,
     );
 
-    expect(await migrate(database)).toHaveLength(2);
+    expect(await migrate(database)).toHaveLength(3);
 
     const after = await database.sql<{ id: string; lockKey: string; epoch: string; fencingToken: string }>(
       `SELECT id, "lockKey", EXTRACT(EPOCH FROM "modifiedAt")::text AS epoch, "fencingToken" FROM "job-scheduler" ORDER BY id`,
@@ -133,6 +139,19 @@ describe('migrations', () => {
     expect(failed.lastError).toEqual({ error: 'ERP down' });
     // Running the migrations again finds nothing to do.
     expect(await migrate(database)).toEqual([]);
+  });
+
+  it('synchronize: true on a migrated database keeps its columns, keys and index', async () => {
+    const database = await fresh(true);
+    const dataSource = await database.dataSource({ synchronize: true, poolSize: 1 });
+    const pending = await dataSource.driver.createSchemaBuilder().log();
+    // TypeORM reads a gen_random_uuid() default as "generated" and re-sets it; nothing else differs.
+    expect(pending.upQueries.map((query) => query.query)).toEqual([
+      'ALTER TABLE "job-scheduler" ALTER COLUMN "id" DROP DEFAULT',
+      'ALTER TABLE "job-scheduler" ALTER COLUMN "id" SET DEFAULT gen_random_uuid()',
+    ]);
+    await dataSource.destroy();
+    expect(await database.sql(`SELECT 1 AS ok FROM pg_indexes WHERE indexname = 'IDX_job_scheduler_code_run_key'`)).toEqual([{ ok: 1 }]);
   });
 
   it('synchronize: true builds a working table for prototypes', async () => {

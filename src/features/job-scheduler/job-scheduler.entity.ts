@@ -1,4 +1,4 @@
-import { Column, Entity, PrimaryColumn, Unique } from 'typeorm';
+import { Column, Entity, Index, PrimaryColumn, Unique } from 'typeorm';
 
 export enum JobSchedulerStatus {
   RUNNING = 'RUNNING',
@@ -23,6 +23,8 @@ export const JOB_SCHEDULER_TABLE = 'job-scheduler';
  */
 @Entity(JOB_SCHEDULER_TABLE)
 @Unique('UQ_job_scheduler_lock_key', ['lockKey'])
+// ("code", "runKey" COLLATE "C"), created by a migration; synchronize leaves it alone.
+@Index('IDX_job_scheduler_code_run_key', { synchronize: false })
 export class JobScheduler {
   @PrimaryColumn({ type: 'uuid', default: () => 'gen_random_uuid()', primaryKeyConstraintName: 'PK_job_scheduler_id' })
   id!: string;

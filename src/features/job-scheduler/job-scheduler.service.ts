@@ -163,6 +163,15 @@ export class JobSchedulerService implements BeforeApplicationShutdown {
   }
 
   /**
+   * The greatest runKey recorded for a SCHEDULE run of `code` that begins with an ISO 8601
+   * instant (the scheduler's occurrence keys), or null. One indexed read.
+   */
+  async latestScheduledRunKey(code: string): Promise<string | null> {
+    const rows = await this.execute<{ runKey: string }>(this.statements.latestScheduledRunKey(code));
+    return rows[0]?.runKey ?? null;
+  }
+
+  /**
    * Runs `fn` only on the node that acquires the run, keeping the lease alive with heartbeats.
    * Success → SUCCESS; a thrown error → FAIL `{ error: { name, message } }` and the same error
    * rethrown; ownership lost before finalization → LostJobLeaseError.
@@ -185,7 +194,7 @@ export class JobSchedulerService implements BeforeApplicationShutdown {
       },
     );
     const run: ActiveRun = { lease, controller, settled: Promise.resolve(), done: false };
-    const outcome = this.finishRun(lock, lease, controller.signal, heartbeat, fn).finally(() => {
+    const outcome = this.finishRun(lock, lease, controller, heartbeat, fn).finally(() => {
       run.done = true;
       this.active.delete(run);
     });
@@ -221,10 +230,15 @@ export class JobSchedulerService implements BeforeApplicationShutdown {
     if (stuck.length > 0) this.logger.warn(`Released ${stuck.length} job lease(s) still running after the shutdown grace`);
   }
 
+  /**
+   * Runs the callback and finalizes. Whenever finalization finds the lease taken over, the signal
+   * is aborted with the LostJobLeaseError thrown (unless it already was), so that whatever still
+   * listens to it (work the callback left running, cleanup hooks) learns of the loss too.
+   */
   private async finishRun<T>(
     lock: { idempotencyKey: string; fencingToken: number; attempt: number },
     lease: JobLease,
-    signal: AbortSignal,
+    controller: AbortController,
     heartbeat: LeaseHeartbeat,
     fn: (lease: JobExecutionLease) => Promise<T>,
   ): Promise<T> {
@@ -237,21 +251,23 @@ export class JobSchedulerService implements BeforeApplicationShutdown {
         idempotencyKey: lock.idempotencyKey,
         fencingToken: lock.fencingToken,
         attempt: lock.attempt,
-        signal,
+        signal: controller.signal,
       });
     } catch (error) {
       await heartbeat.stop();
-      throw await this.recordFailure(lease, error);
+      throw await this.recordFailure(lease, error, controller);
     }
     await heartbeat.stop();
     if (!(await this.complete(lease))) {
-      throw new LostJobLeaseError(lease.id, { reason: 'another owner took the run over before it completed' });
+      const lost = new LostJobLeaseError(lease.id, { reason: 'another owner took the run over before it completed' });
+      controller.abort(lost);
+      throw lost;
     }
     return result;
   }
 
   /** Records FAIL for a callback error and returns what runExclusive must throw. */
-  private async recordFailure(lease: JobLease, error: unknown): Promise<unknown> {
+  private async recordFailure(lease: JobLease, error: unknown, controller: AbortController): Promise<unknown> {
     let recorded: boolean;
     try {
       recorded = await this.fail(lease, describeFailure(error));
@@ -260,8 +276,14 @@ export class JobSchedulerService implements BeforeApplicationShutdown {
       attachCause(error, recordError);
       return error;
     }
-    if (recorded || error instanceof LostJobLeaseError) return error;
-    return new LostJobLeaseError(lease.id, { cause: error, reason: 'another owner took the run over before it failed' });
+    if (recorded) return error;
+    const lost =
+      error instanceof LostJobLeaseError
+        ? error
+        : new LostJobLeaseError(lease.id, { cause: error, reason: 'another owner took the run over before it failed' });
+    // A no-op when the heartbeat already aborted it: the first reason stays.
+    controller.abort(lost);
+    return lost;
   }
 
   private async applies(statement: SqlStatement): Promise<boolean> {

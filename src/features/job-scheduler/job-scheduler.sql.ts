@@ -40,6 +40,7 @@ export interface JobSchedulerStatements {
   heartbeat(id: string, ownerToken: string): SqlStatement;
   complete(id: string, ownerToken: string, data: string | null): SqlStatement;
   fail(id: string, ownerToken: string, data: string | null): SqlStatement;
+  latestScheduledRunKey(code: string): SqlStatement;
 }
 
 /**
@@ -120,7 +121,16 @@ RETURNING "id"`.trim();
   const completeText = finalizeText('SUCCESS');
   const failText = finalizeText('FAIL');
 
+  // The scheduler's history: the latest occurrence of a job, by its ISO 8601 runKey (which sorts
+  // chronologically in the "C" collation). Served backwards by IDX_job_scheduler_code_run_key.
+  const latestScheduledRunKeyText = `
+SELECT "runKey" FROM ${table}
+WHERE "code" = $1 AND "type" = 'SCHEDULE' AND "runKey" ~ '^[0-9]{4}-[0-9]{2}-[0-9]{2}T'
+ORDER BY "runKey" COLLATE "C" DESC
+LIMIT 1`.trim();
+
   return {
+    latestScheduledRunKey: (code) => ({ text: latestScheduledRunKeyText, values: [code] }),
     acquire: (p) => ({
       text: acquireText,
       values: [p.lockKey, p.code, p.name, p.type, p.ownerToken, p.runKey, p.leaseMs, p.ownerId, p.reclaimFailed],

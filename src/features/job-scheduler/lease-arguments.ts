@@ -39,10 +39,33 @@ export const serializeJobData = (data: unknown): string | null => {
   return text;
 };
 
-/** A thrown value as JSON-safe data: name and message for errors, the string form otherwise. */
+/** `read()` as text, or `fallback` when reading or converting it throws. */
+const textOf = (read: () => unknown, fallback: string): string => {
+  try {
+    return String(read());
+  } catch {
+    return fallback;
+  }
+};
+
+const isError = (value: unknown): value is Error => {
+  try {
+    return value instanceof Error;
+  } catch {
+    // A Proxy whose getPrototypeOf trap throws.
+    return false;
+  }
+};
+
+/**
+ * A thrown value as JSON-safe data: name and message for errors, the string form otherwise.
+ * Never throws, whatever was thrown (an object without prototype, a throwing getter or
+ * toString), so that the FAIL of such a callback is still recorded.
+ */
 export const describeFailure = (error: unknown): { error: { name: string; message: string } } => {
-  const name = error instanceof Error ? error.name : typeof error;
-  const message = error instanceof Error ? error.message : String(error);
+  const thrownError = isError(error);
+  const name = thrownError ? textOf(() => error.name, 'Error') : typeof error;
+  const message = thrownError ? textOf(() => error.message, '') : textOf(() => String(error), `unprintable ${typeof error}`);
   const clean = (text: string) => text.replace(UNSTORABLE_ALL, '\uFFFD');
   return { error: { name: clean(name), message: clean(message) } };
 };

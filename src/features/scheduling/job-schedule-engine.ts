@@ -2,7 +2,14 @@ import { describeFailure } from '../job-scheduler/lease-arguments';
 import { occurrenceRunKey } from './occurrence-keys';
 import { type JobHandler, OccurrenceRunner } from './occurrence-runner';
 import type { JobDeclaration } from './schedule/job-declaration';
-import type { SchedulerHistory, SchedulerLease, SchedulerLogger, SchedulerMetrics, SchedulerTimers } from './scheduler-ports';
+import {
+  observedLease,
+  type SchedulerHistory,
+  type SchedulerLease,
+  type SchedulerLogger,
+  type SchedulerMetrics,
+  type SchedulerTimers,
+} from './scheduler-ports';
 import { schedulingErrors } from './scheduling.errors';
 import type { JobExecution, JobRunListener, JobRunRecord, TenantDirectory } from './scheduling.types';
 
@@ -62,8 +69,11 @@ export class JobScheduleEngine {
   private readonly inFlight = new Set<Promise<unknown>>();
   private started = false;
 
+  private readonly lease: SchedulerLease;
+
   constructor(private readonly options: EngineOptions) {
-    this.runner = new OccurrenceRunner(options.lease, options.timers, options.logger);
+    this.lease = observedLease(options.lease, options.timers);
+    this.runner = new OccurrenceRunner(this.lease, options.timers, options.logger);
   }
 
   register(job: EngineJob): void {
@@ -147,7 +157,9 @@ export class JobScheduleEngine {
     const { name } = state.job.declaration;
     let recorded: number | null;
     try {
-      recorded = (await this.options.history?.latestOccurrence(name)) ?? null;
+      const lookup = this.options.history?.latestOccurrence(name) ?? Promise.resolve(null);
+      this.options.timers.observe?.(lookup);
+      recorded = await lookup;
     } catch (error) {
       this.options.logger.warn(`Could not read the history of ${name}; missed occurrences are not checked: ${String(error)}`);
       return;
@@ -173,9 +185,9 @@ export class JobScheduleEngine {
     // so that it is reported once, by one instance, and never run or reported again.
     const { name } = state.job.declaration;
     try {
-      const lock = await this.options.lease.acquire({ code: name, runKey: occurrenceRunKey(due.latest), name, reclaimFailed: false });
+      const lock = await this.lease.acquire({ code: name, runKey: occurrenceRunKey(due.latest), name, reclaimFailed: false });
       if (!lock.acquired) return;
-      await this.options.lease.fail(lock, { outcome: 'missed', missed: due.count });
+      await this.lease.fail(lock, { outcome: 'missed', missed: due.count });
     } catch (error) {
       this.options.logger.warn(`Could not record missed occurrences of ${name}: ${String(error)}`);
     }
@@ -234,7 +246,9 @@ export class JobScheduleEngine {
     }
     let tenants: readonly string[];
     try {
-      tenants = await (this.options.tenants as TenantDirectory).listTenants();
+      const listing = Promise.resolve((this.options.tenants as TenantDirectory).listTenants());
+      this.options.timers.observe?.(listing);
+      tenants = await listing;
     } catch (error) {
       return [this.emit({ name: declaration.name, outcome: 'failed', scheduledAt: new Date(scheduledAt), trigger, errorCode: 'JOB_TENANTS_UNAVAILABLE', error })];
     }

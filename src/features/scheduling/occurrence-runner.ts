@@ -81,7 +81,8 @@ export class OccurrenceRunner {
       correlationId,
       trigger,
     };
-    const active: ActiveJobRun = { name: job.name, lease, controller, settled: Promise.resolve(), done: false };
+    let finished: () => void = ignore;
+    const active: ActiveJobRun = { name: job.name, lease, controller, settled: new Promise((resolve) => (finished = resolve)), done: false };
     this.active.add(active);
     const started = { ...base, startedAt: execution.startedAt };
     heartbeat.start();
@@ -90,13 +91,13 @@ export class OccurrenceRunner {
     const settlement = await this.settle(work, job);
     await heartbeat.stop();
     const record = await this.finalize(job, lease, controller, settlement, started);
-    if (settlement.kind === 'timed-out') {
-      // Nothing stops a promise: the run goes on behind; the lease is already failed.
-      active.settled = work.then(ignore, ignore).finally(() => this.forget(active));
-      work.catch((error: unknown) => this.logger.warn(`${job.name} failed after its timeout: ${String(error)}`));
-    } else {
+    // A run that timed out goes on behind (nothing stops a promise); its lease is already failed.
+    work.then(ignore, (error: unknown) => {
+      if (settlement.kind === 'timed-out') this.logger.warn(`${job.name} failed after its timeout: ${String(error)}`);
+    }).finally(() => {
       this.forget(active);
-    }
+      finished();
+    });
     return record;
   }
 

@@ -6,7 +6,28 @@ export interface SchedulerTimers {
   now(): number;
   /** Calls `fn` once, at or after the instant `at` (epoch ms). Returns a function that cancels it. */
   at(instant: number, fn: () => void): () => void;
+  /**
+   * Told of every lease operation the scheduler waits on, so that a manual clock can let it
+   * finish before it fires the next timer. System timers need not implement it.
+   */
+  observe?(operation: Promise<unknown>): void;
 }
+
+/** The lease, with each operation shown to the timers (for manual clocks over a real database). */
+export const observedLease = (lease: SchedulerLease, timers: SchedulerTimers): SchedulerLease => {
+  const observe = timers.observe?.bind(timers);
+  if (!observe) return lease;
+  const seen = <T>(operation: Promise<T>): Promise<T> => {
+    observe(operation);
+    return operation;
+  };
+  return {
+    acquire: (options) => seen(lease.acquire(options)),
+    heartbeat: (value) => seen(lease.heartbeat(value)),
+    complete: (value, data) => seen(lease.complete(value, data)),
+    fail: (value, data) => seen(lease.fail(value, data)),
+  };
+};
 
 /** The cross-instance lock: JobSchedulerService on PostgreSQL, or the in-memory lease of tests. */
 export interface SchedulerLease {

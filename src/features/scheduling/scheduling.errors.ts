@@ -11,7 +11,7 @@ export class DeclarationError extends Error {
   }
 }
 
-export type SchedulingErrorCode = 'UNKNOWN_JOB' | 'DUPLICATE_JOB' | 'NO_TENANT_DIRECTORY' | 'NOT_A_JOB';
+export type SchedulingErrorCode = 'UNKNOWN_JOB' | 'DUPLICATE_JOB' | 'NO_TENANT_DIRECTORY' | 'NOT_A_JOB' | 'NO_LEASE';
 
 /** A scheduling configuration or call that refers to jobs wrongly. */
 export class SchedulingError extends Error {
@@ -51,6 +51,8 @@ export const schedulingErrors = {
       `The scheduled job "${name}" runs per tenant, but SchedulingModule was given no tenants directory`,
       name,
     ),
+  noLease: () =>
+    new SchedulingError('NO_LEASE', 'SchedulingModule needs JobSchedulerModule (imported globally) or a lease option'),
   notAJob: (name: string, className: string) =>
     new SchedulingError('NOT_A_JOB', `${className} is declared as the scheduled job "${name}" but has no run() method`, name),
 };

@@ -18,6 +18,7 @@ const flush = async (): Promise<void> => {
  */
 export class ManualTimers implements SchedulerTimers {
   private readonly timers: ManualTimer[] = [];
+  private readonly operations = new Set<Promise<unknown>>();
   private order = 0;
 
   constructor(readonly clock: FixedClock = new FixedClock()) {}
@@ -35,6 +36,12 @@ export class ManualTimers implements SchedulerTimers {
     };
   }
 
+  observe(operation: Promise<unknown>): void {
+    this.operations.add(operation);
+    const forget = () => this.operations.delete(operation);
+    operation.then(forget, forget);
+  }
+
   /** Instants of the timers waiting, earliest first. */
   get pending(): number[] {
     return this.timers.map((timer) => timer.at).sort((a, b) => a - b);
@@ -46,16 +53,25 @@ export class ManualTimers implements SchedulerTimers {
    */
   async advance(ms: number): Promise<void> {
     const target = this.clock.now() + ms;
-    await flush();
+    await this.settle();
     for (;;) {
       const next = this.nextDue(target);
       if (!next) break;
       this.timers.splice(this.timers.indexOf(next), 1);
       if (next.at > this.clock.now()) this.clock.set(next.at);
       next.fn();
-      await flush();
+      await this.settle();
     }
     if (target > this.clock.now()) this.clock.set(target);
+  }
+
+  /** Lets the work started so far reach its next wait on time, including lease I/O it was told of. */
+  private async settle(): Promise<void> {
+    await flush();
+    while (this.operations.size > 0) {
+      await Promise.allSettled([...this.operations]);
+      await flush();
+    }
   }
 
   private nextDue(target: number): ManualTimer | undefined {

@@ -1,0 +1,98 @@
+import {
+  type BeforeApplicationShutdown,
+  Inject,
+  Injectable,
+  Logger,
+  type OnApplicationBootstrap,
+  type OnModuleInit,
+  Optional,
+} from '@nestjs/common';
+import { JobSchedulerService } from '../job-scheduler/job-scheduler.service';
+import { JobScheduleEngine } from './job-schedule-engine';
+import { dueInstantOf } from './occurrence-keys';
+import { createPrometheusJobMetrics } from './prometheus-job-metrics';
+import { ScheduledJobsExplorer } from './scheduled-jobs.explorer';
+import { type SchedulerHistory, systemTimers } from './scheduler-ports';
+import { SCHEDULING_MODULE_OPTIONS, type SchedulingModuleOptions } from './scheduling.module-definition';
+import { schedulingErrors } from './scheduling.errors';
+import type { JobRunListener, JobRunRecord } from './scheduling.types';
+
+/** The latest occurrence of a job, from the lease table (any instance's). */
+const postgresHistory = (jobs: JobSchedulerService): SchedulerHistory => ({
+  latestOccurrence: async (name) => {
+    const runKey = await jobs.latestScheduledRunKey(name);
+    return runKey === null ? null : dueInstantOf(runKey);
+  },
+});
+
+/**
+ * The declared jobs of this application: discovered at init, started on bootstrap (unless
+ * `start: false`), stopped before shutdown. runNow runs one on demand.
+ */
+@Injectable()
+export class ScheduledJobsService implements OnModuleInit, OnApplicationBootstrap, BeforeApplicationShutdown {
+  private readonly logger = new Logger('ScheduledJobs');
+  private readonly engine: JobScheduleEngine;
+
+  constructor(
+    @Inject(SCHEDULING_MODULE_OPTIONS) private readonly options: SchedulingModuleOptions,
+    private readonly explorer: ScheduledJobsExplorer,
+    @Optional() jobs?: JobSchedulerService,
+  ) {
+    const lease = options.lease ?? jobs;
+    if (!lease) throw schedulingErrors.noLease();
+    const metrics =
+      options.metrics === false
+        ? undefined
+        : createPrometheusJobMetrics(typeof options.metrics === 'object' ? options.metrics.registry : undefined);
+    this.engine = new JobScheduleEngine({
+      timers: options.timers ?? systemTimers,
+      lease,
+      history: options.lease ? options.history : jobs && postgresHistory(jobs),
+      tenants: options.tenants,
+      metrics,
+      logger: this.logger,
+      lateToleranceMs: options.lateToleranceMs,
+      shutdownGraceMs: options.shutdownGraceMs,
+    });
+  }
+
+  onModuleInit(): void {
+    for (const job of this.explorer.explore(this.options.settings)) this.engine.register(job);
+  }
+
+  async onApplicationBootstrap(): Promise<void> {
+    if (this.options.start === false) return;
+    await this.engine.start();
+    this.logger.log(`Started ${this.engine.jobNames.length} scheduled job(s)`);
+  }
+
+  async beforeApplicationShutdown(): Promise<void> {
+    await this.engine.stop();
+  }
+
+  /** Runs a declared job once, now; scheduledAt is the instant it was asked. UNKNOWN_JOB otherwise. */
+  runNow(name: string): Promise<JobRunRecord[]> {
+    return this.engine.runNow(name);
+  }
+
+  /** The names of the declared jobs. */
+  get jobNames(): string[] {
+    return this.engine.jobNames;
+  }
+
+  /** Recent outcomes on this instance, oldest first. */
+  get runs(): readonly JobRunRecord[] {
+    return this.engine.runs;
+  }
+
+  /** Calls `listener` with every outcome on this instance; returns the unsubscribe function. */
+  onRun(listener: JobRunListener): () => void {
+    return this.engine.onRun(listener);
+  }
+
+  /** Resolves once every run this instance started has settled (for tests and graceful scripts). */
+  idle(): Promise<void> {
+    return this.engine.idle();
+  }
+}

@@ -1,0 +1,33 @@
+import { ConfigurableModuleBuilder } from '@nestjs/common';
+import type { SchedulerHistory, SchedulerLease, SchedulerTimers } from './scheduler-ports';
+import type { JobSettings, TenantDirectory } from './scheduling.types';
+
+export interface SchedulingModuleOptions {
+  /** Start the timers on bootstrap (default true). false: jobs registered, no timers; runNow works. */
+  start?: boolean;
+  /** Per-job settings keyed by job name; a key no module declares is refused (UNKNOWN_JOB). */
+  settings?: Record<string, JobSettings>;
+  /** The tenants of per-tenant jobs, listed at each occurrence. */
+  tenants?: TenantDirectory;
+  /** An occurrence reached later than this (a blocked loop, a clock jump) is missed. Default 60 s. */
+  lateToleranceMs?: number;
+  /** On shutdown: how long running jobs get after their signal aborts, before their leases are released. Default 10 s. */
+  shutdownGraceMs?: number;
+  /** prom-client metrics (when installed): true for the default registry, or a registry. Default true. */
+  metrics?: boolean | { registry: unknown };
+  /** For tests: timers (ManualTimers) and a lease (InMemoryJobLease) instead of the system clock and PostgreSQL. */
+  timers?: SchedulerTimers;
+  lease?: SchedulerLease;
+  /** With `lease`: where missed occurrences are looked up (InMemoryJobLease is one). */
+  history?: SchedulerHistory;
+}
+
+export const {
+  ConfigurableModuleClass: SchedulingConfigurableModule,
+  MODULE_OPTIONS_TOKEN: SCHEDULING_MODULE_OPTIONS,
+  OPTIONS_TYPE: SCHEDULING_OPTIONS_TYPE,
+  ASYNC_OPTIONS_TYPE: SCHEDULING_ASYNC_OPTIONS_TYPE,
+} = new ConfigurableModuleBuilder<SchedulingModuleOptions>({ moduleName: 'Scheduling' })
+  .setClassMethodName('forRoot')
+  .setExtras({ global: true }, (definition, extras) => ({ ...definition, global: extras.global }))
+  .build();

@@ -1,0 +1,111 @@
+import { DeclarationError, Scheduled } from '../../../src/features';
+import { cronExpressionError } from '../../../src/features/scheduling/schedule/cron-expression';
+import { parseInterval } from '../../../src/features/scheduling/schedule/duration';
+import { checkJobDeclaration } from '../../../src/features/scheduling/schedule/job-declaration';
+
+const declare = (name: unknown, options: object) => () => checkJobDeclaration(name, options as never);
+
+describe('job declarations', () => {
+  it('accepts <context>.<job-name> with a schedule and applies the defaults', () => {
+    const declaration = checkJobDeclaration('notifications.send-reminders', { cron: '0 7 * * *', timeZone: 'Europe/Paris' });
+    expect(declaration).toMatchObject({ name: 'notifications.send-reminders', overlap: 'skip', missed: 'drop', tenancy: 'global', jitterMs: 0 });
+    expect(checkJobDeclaration('billing.export-ledger', { every: '15m', overlap: 'queue', missed: 'run-once', timeoutMs: 60_000 })).toMatchObject({
+      overlap: 'queue',
+      missed: 'run-once',
+      timeoutMs: 60_000,
+    });
+  });
+
+  it.each(['send-reminders', 'Notifications.send', 'a.b.c', 'a..b', 'a.b-', 'a_b.c', '', `${'a'.repeat(32)}.${'b'.repeat(32)}`, 7])(
+    'refuses the job name %p',
+    (name) => {
+      expect(declare(name, { every: '1m' })).toThrow(DeclarationError);
+    },
+  );
+
+  it('names the job in the error', () => {
+    expect(declare('billing.export', { every: 0 })).toThrow('Scheduled job "billing.export"');
+    const error = (() => {
+      try {
+        checkJobDeclaration('billing.export', { cron: '61 * * * *' });
+      } catch (caught) {
+        return caught;
+      }
+    })();
+    expect(error).toBeInstanceOf(DeclarationError);
+    expect(error).toMatchObject({ jobName: 'billing.export', code: 'DECLARATION_ERROR' });
+  });
+
+  it('requires exactly one of cron and every', () => {
+    expect(declare('a.b', {})).toThrow(DeclarationError);
+    expect(declare('a.b', { every: '1m', cron: '* * * * *' })).toThrow(DeclarationError);
+  });
+
+  it.each([0, -1, NaN, Infinity, 1.5, '0m', '15', 'soon', '-5m', null])('refuses the interval %p', (every) => {
+    expect(declare('a.b', { every })).toThrow(DeclarationError);
+  });
+
+  it('reads intervals', () => {
+    expect(parseInterval('15m')).toBe(900_000);
+    expect(parseInterval('1h30m')).toBe(5_400_000);
+    expect(parseInterval('500ms')).toBe(500);
+    expect(parseInterval('2d')).toBe(172_800_000);
+    expect(parseInterval(420_000)).toBe(420_000);
+  });
+
+  it.each([
+    '0 0 30 2 *', // never fires
+    '* * * * * *', // seconds
+    '@daily',
+    '0 0 L * *',
+    '0 0 15W * *',
+    '0 0 * * 5#3',
+    '0 0 ? * *',
+    '60 * * * *',
+    '* 24 * * *',
+    '* * 0 * *',
+    '* * * 13 *',
+    '* * * * 8',
+    '5-1 * * * *',
+    '*/0 * * * *',
+    '* * * FOO *',
+    'not a cron',
+  ])('refuses the cron %p', (cron) => {
+    expect(declare('a.b', { cron })).toThrow(DeclarationError);
+  });
+
+  it.each(['0 0 29 2 *', '*/15 * * * *', '0 7 * * 1-5', '0 9 1,15 JAN-MAR MON', '0 0 * * SUN', '30 2 * * *'])('accepts the cron %p', (cron) => {
+    expect(declare('a.b', { cron })).not.toThrow();
+    expect(cronExpressionError(cron)).toBeNull();
+  });
+
+  it('validates time zones with Intl: UTC and IANA names pass, others fail', () => {
+    expect(declare('a.b', { cron: '0 7 * * *', timeZone: 'UTC' })).not.toThrow();
+    expect(declare('a.b', { cron: '0 7 * * *', timeZone: 'Asia/Kolkata' })).not.toThrow();
+    expect(declare('a.b', { cron: '0 7 * * *', timeZone: 'Mars/Olympus' })).toThrow(DeclarationError);
+    expect(declare('a.b', { cron: '0 7 * * *', timeZone: '' })).toThrow(DeclarationError);
+    expect(declare('a.b', { every: '1m', timeZone: 'UTC' })).toThrow(DeclarationError);
+  });
+
+  it.each([
+    { overlap: 'wait' },
+    { missed: 'all' },
+    { tenancy: 'each' },
+    { timeoutMs: 0 },
+    { timeoutMs: 2 ** 31 },
+    { jitterMs: -1 },
+    { leaseMs: 2 },
+  ])('refuses the policy %p', (policy) => {
+    expect(declare('a.b', { every: '1m', ...policy })).toThrow(DeclarationError);
+  });
+
+  it('checks @Scheduled when the class is declared', () => {
+    expect(() => {
+      @Scheduled('Bad Name', { every: '1m' })
+      class BadJob {
+        run() {}
+      }
+      return BadJob;
+    }).toThrow(DeclarationError);
+  });
+});
