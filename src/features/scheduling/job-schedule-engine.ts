@@ -297,7 +297,9 @@ export class JobScheduleEngine {
     const what = `${record.name} @ ${record.scheduledAt.toISOString()}${record.tenantId === undefined ? '' : ` tenant ${record.tenantId}`}`;
     if (record.outcome === 'failed') {
       const { error } = describeFailure(record.error);
-      this.options.logger.error(`${what} failed (${record.errorCode}): ${error.name}: ${error.message}`, record.error instanceof Error ? record.error.stack : undefined);
+      const line = `${what} failed (${record.errorCode}): ${error.name}: ${error.message}`;
+      if (record.errorCode === 'JOB_SHUTDOWN') this.options.logger.warn(line);
+      else this.options.logger.error(line, record.error instanceof Error ? record.error.stack : undefined);
     } else if (record.outcome === 'succeeded') {
       this.options.logger.log(`${what} succeeded in ${record.durationMs} ms`);
     } else {

@@ -32,6 +32,14 @@ type Settlement = { kind: 'returned' } | { kind: 'threw'; error: unknown } | { k
 
 const ignore = (): void => undefined;
 
+/** Why a run that did not return failed: its timeout, shutdown, a lost lease, or its own error. */
+const failureCode = (settlement: Settlement, error: unknown, recorded: boolean): string => {
+  if (settlement.kind === 'timed-out') return 'JOB_TIMEOUT';
+  if (error instanceof JobShutdownError) return 'JOB_SHUTDOWN';
+  if (!recorded || error instanceof LostJobLeaseError) return 'JOB_LEASE_LOST';
+  return 'JOB_FAILED';
+};
+
 /**
  * Runs one occurrence (for one tenant) under the lease: acquire (a FAIL row is final: no retry),
  * heartbeat, timeout, finalization. Never throws: every end is a JobRunRecord.
@@ -160,9 +168,7 @@ export class OccurrenceRunner {
       const error = settlement.kind === 'threw' ? settlement.error : new JobTimeoutError(job.name, job.timeoutMs as number);
       if (settlement.kind === 'timed-out') controller.abort(error);
       const recorded = await this.lease.fail(lease, describeFailure(error));
-      const errorCode =
-        settlement.kind === 'timed-out' ? 'JOB_TIMEOUT' : !recorded || error instanceof LostJobLeaseError ? 'JOB_LEASE_LOST' : 'JOB_FAILED';
-      return finish({ outcome: 'failed', errorCode, error });
+      return finish({ outcome: 'failed', errorCode: failureCode(settlement, error, recorded), error });
     } catch (error) {
       return finish({ outcome: 'failed', errorCode: 'JOB_LEASE_UNAVAILABLE', error });
     }

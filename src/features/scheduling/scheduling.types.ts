@@ -65,7 +65,11 @@ export interface JobRunRecord {
   finishedAt?: Date;
   durationMs?: number;
   correlationId?: string;
-  /** For failed runs: `JOB_TIMEOUT`, `JOB_LEASE_LOST`, `JOB_LEASE_UNAVAILABLE` or `JOB_FAILED`. */
+  /**
+   * For failed runs: `JOB_FAILED` (the job threw), `JOB_TIMEOUT`, `JOB_SHUTDOWN` (stopped by
+   * application shutdown), `JOB_LEASE_LOST`, `JOB_LEASE_UNAVAILABLE` (the database could not be
+   * reached) or `JOB_TENANTS_UNAVAILABLE`.
+   */
   errorCode?: string;
   error?: unknown;
 }
