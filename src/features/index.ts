@@ -47,5 +47,6 @@ export type {
 export { DeclarationError, JobTimeoutError, SchedulingError } from './scheduling/scheduling.errors';
 export { Scheduled } from './scheduling/scheduled.decorator';
 export { SchedulingModule } from './scheduling/scheduling.module';
-export type { SchedulingModuleOptions } from './scheduling/scheduling.module-definition';
+export { type SchedulingModuleOptions, TENANT_DIRECTORY } from './scheduling/scheduling.module-definition';
+export { currentJobExecution } from './scheduling/job-execution-context';
 export { ScheduledJobsService } from './scheduling/scheduled-jobs.service';

@@ -76,6 +76,28 @@ describe('acquire', () => {
     }
   });
 
+  it('a loser takes no row lock and writes nothing', async () => {
+    const request = options();
+    const holder = await nodes[0].acquire(request);
+    if (!holder.acquired) throw new Error('expected to acquire');
+    // Another session holds the row lock; a loser that tried to lock the row would wait for it
+    // and fail after lock_timeout. Its row version (ctid, xmin) must not change either.
+    const strict = (await startLeaseNodes(database, 1, { extra: { options: '-c lock_timeout=300' } }))[0];
+    const blocker = await (await database.dataSource({ poolSize: 1 })).createQueryRunner();
+    await blocker.connect();
+    await blocker.startTransaction();
+    try {
+      await blocker.query('SELECT id FROM "job-scheduler" WHERE id = $1 FOR UPDATE', [holder.id]);
+      const [before] = await database.sql<{ ctid: string; xmin: string }>('SELECT ctid::text, xmin::text FROM "job-scheduler" WHERE id = $1', [holder.id]);
+      for (let attempt = 0; attempt < 5; attempt++) expect(await strict.acquire(request)).toEqual({ acquired: false });
+      const [after] = await database.sql<{ ctid: string; xmin: string }>('SELECT ctid::text, xmin::text FROM "job-scheduler" WHERE id = $1', [holder.id]);
+      expect(after).toEqual(before);
+    } finally {
+      await blocker.rollbackTransaction();
+      await blocker.release();
+    }
+  });
+
   it('records the owner identity, lease and start time on the row', async () => {
     const lock = await nodes[3].acquire(options({ leaseMs: 45_000, name: 'Sync orders' }));
     if (!lock.acquired) throw new Error('expected to acquire');

@@ -255,7 +255,7 @@ export class JobSchedulerService implements BeforeApplicationShutdown {
       });
     } catch (error) {
       await heartbeat.stop();
-      throw await this.recordFailure(lease, error, controller);
+      throw (await this.recordFailure(lease, error, controller)).thrown;
     }
     await heartbeat.stop();
     if (!(await this.complete(lease))) {
@@ -266,24 +266,27 @@ export class JobSchedulerService implements BeforeApplicationShutdown {
     return result;
   }
 
-  /** Records FAIL for a callback error and returns what runExclusive must throw. */
-  private async recordFailure(lease: JobLease, error: unknown, controller: AbortController): Promise<unknown> {
+  /**
+   * Records FAIL for a callback error and returns what runExclusive must throw, wrapped: an async
+   * function that returned a thrown thenable would have it adopted instead of rethrown.
+   */
+  private async recordFailure(lease: JobLease, error: unknown, controller: AbortController): Promise<{ thrown: unknown }> {
     let recorded: boolean;
     try {
       recorded = await this.fail(lease, describeFailure(error));
     } catch (recordError) {
       this.logger.error(`Could not record FAIL for job lease ${lease.id}: ${String(recordError)}`);
       attachCause(error, recordError);
-      return error;
+      return { thrown: error };
     }
-    if (recorded) return error;
+    if (recorded) return { thrown: error };
     const lost =
       error instanceof LostJobLeaseError
         ? error
         : new LostJobLeaseError(lease.id, { cause: error, reason: 'another owner took the run over before it failed' });
     // A no-op when the heartbeat already aborted it: the first reason stays.
     controller.abort(lost);
-    return lost;
+    return { thrown: lost };
   }
 
   private async applies(statement: SqlStatement): Promise<boolean> {

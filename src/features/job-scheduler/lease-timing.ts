@@ -53,7 +53,8 @@ export const resolveLeaseTiming = (options: object, defaults: ResolvedTimingDefa
   const rawHeartbeat = ownValue(options, 'heartbeatMs');
   const leaseMs = rawLease === undefined ? defaults.leaseMs : checkLeaseMs(rawLease);
   if (rawHeartbeat !== undefined) return { leaseMs, heartbeatMs: checkHeartbeatMs(rawHeartbeat, leaseMs) };
-  const configured = defaults.heartbeatMs;
+  // Own only: `defaults` is a plain object, and a polluted Object.prototype must not supply it.
+  const configured = ownValue(defaults, 'heartbeatMs') as number | undefined;
   const heartbeatMs = configured !== undefined && fits(configured, leaseMs) ? configured : defaultHeartbeatMs(leaseMs);
   return { leaseMs, heartbeatMs };
 };

@@ -3,6 +3,7 @@ import { JobShutdownError, LostJobLeaseError } from '../job-scheduler/job-schedu
 import type { JobLease } from '../job-scheduler/job-scheduler.types';
 import { describeFailure } from '../job-scheduler/lease-arguments';
 import { LeaseHeartbeat } from '../job-scheduler/lease-heartbeat';
+import { withJobExecution } from './job-execution-context';
 import { occurrenceRunKey, runNowRunKey } from './occurrence-keys';
 import type { JobDeclaration } from './schedule/job-declaration';
 import type { SchedulerLease, SchedulerLogger, SchedulerTimers } from './scheduler-ports';
@@ -95,7 +96,8 @@ export class OccurrenceRunner {
     const started = { ...base, startedAt: execution.startedAt };
     heartbeat.start();
 
-    const work = Promise.resolve().then(() => request.handler(execution));
+    // Each run in its own scope: code below run() reads it with currentJobExecution().
+    const work = Promise.resolve().then(() => withJobExecution(execution, () => request.handler(execution)));
     const settlement = await this.settle(work, job);
     await heartbeat.stop();
     const record = await this.finalize(job, lease, controller, settlement, started);

@@ -7,15 +7,16 @@ import {
   type OnModuleInit,
   Optional,
 } from '@nestjs/common';
+import { ModuleRef } from '@nestjs/core';
 import { JobSchedulerService } from '../job-scheduler/job-scheduler.service';
 import { JobScheduleEngine } from './job-schedule-engine';
 import { dueInstantOf } from './occurrence-keys';
 import { createPrometheusJobMetrics } from './prometheus-job-metrics';
 import { ScheduledJobsExplorer } from './scheduled-jobs.explorer';
 import { type SchedulerHistory, systemTimers } from './scheduler-ports';
-import { SCHEDULING_MODULE_OPTIONS, type SchedulingModuleOptions } from './scheduling.module-definition';
+import { SCHEDULING_MODULE_OPTIONS, type SchedulingModuleOptions, TENANT_DIRECTORY } from './scheduling.module-definition';
 import { schedulingErrors } from './scheduling.errors';
-import type { JobRunListener, JobRunRecord } from './scheduling.types';
+import type { JobRunListener, JobRunRecord, TenantDirectory } from './scheduling.types';
 
 /** The latest occurrence of a job, from the lease table (any instance's). */
 const postgresHistory = (jobs: JobSchedulerService): SchedulerHistory => ({
@@ -37,6 +38,7 @@ export class ScheduledJobsService implements OnModuleInit, OnApplicationBootstra
   constructor(
     @Inject(SCHEDULING_MODULE_OPTIONS) private readonly options: SchedulingModuleOptions,
     private readonly explorer: ScheduledJobsExplorer,
+    private readonly moduleRef: ModuleRef,
     @Optional() jobs?: JobSchedulerService,
   ) {
     const lease = options.lease ?? jobs;
@@ -49,7 +51,7 @@ export class ScheduledJobsService implements OnModuleInit, OnApplicationBootstra
       timers: options.timers ?? systemTimers,
       lease,
       history: options.lease ? options.history : jobs && postgresHistory(jobs),
-      tenants: options.tenants,
+      tenants: { listTenants: () => this.tenantDirectory().listTenants() },
       metrics,
       logger: this.logger,
       lateToleranceMs: options.lateToleranceMs,
@@ -58,7 +60,10 @@ export class ScheduledJobsService implements OnModuleInit, OnApplicationBootstra
   }
 
   onModuleInit(): void {
-    for (const job of this.explorer.explore(this.options.settings)) this.engine.register(job);
+    const jobs = this.explorer.explore(this.options.settings);
+    const perTenant = jobs.find((job) => job.declaration.tenancy === 'per-tenant');
+    if (perTenant && !this.findTenantDirectory()) throw schedulingErrors.noTenants(perTenant.declaration.name);
+    for (const job of jobs) this.engine.register(job);
   }
 
   async onApplicationBootstrap(): Promise<void> {
@@ -89,6 +94,21 @@ export class ScheduledJobsService implements OnModuleInit, OnApplicationBootstra
   /** Calls `listener` with every outcome on this instance; returns the unsubscribe function. */
   onRun(listener: JobRunListener): () => void {
     return this.engine.onRun(listener);
+  }
+
+  private findTenantDirectory(): TenantDirectory | undefined {
+    if (this.options.tenants) return this.options.tenants;
+    try {
+      return this.moduleRef.get<TenantDirectory>(TENANT_DIRECTORY, { strict: false });
+    } catch {
+      return undefined;
+    }
+  }
+
+  private tenantDirectory(): TenantDirectory {
+    const directory = this.findTenantDirectory();
+    if (!directory) throw schedulingErrors.noTenants('(per-tenant job)');
+    return directory;
   }
 
   /** Resolves once every run this instance started has settled (for tests and graceful scripts). */

@@ -7,7 +7,10 @@ export interface SchedulingModuleOptions {
   start?: boolean;
   /** Per-job settings keyed by job name; a key no module declares is refused (UNKNOWN_JOB). */
   settings?: Record<string, JobSettings>;
-  /** The tenants of per-tenant jobs, listed at each occurrence. */
+  /**
+   * The tenants of per-tenant jobs, listed at each occurrence. Default: the provider registered
+   * under TENANT_DIRECTORY anywhere in the application, if any.
+   */
   tenants?: TenantDirectory;
   /** An occurrence reached later than this (a blocked loop, a clock jump) is missed. Default 60 s. */
   lateToleranceMs?: number;
@@ -21,6 +24,9 @@ export interface SchedulingModuleOptions {
   /** With `lease`: where missed occurrences are looked up (InMemoryJobLease is one). */
   history?: SchedulerHistory;
 }
+
+/** Register your TenantDirectory under this token (or pass `tenants`). */
+export const TENANT_DIRECTORY = Symbol('TENANT_DIRECTORY');
 
 export const {
   ConfigurableModuleClass: SchedulingConfigurableModule,

@@ -1,4 +1,4 @@
-import { type DynamicModule, Module, type Type } from '@nestjs/common';
+import { type DynamicModule, Module, type Provider, type Type } from '@nestjs/common';
 import { Registry } from 'prom-client';
 import {
   type JobExecution,
@@ -7,6 +7,8 @@ import {
   ScheduledJobsService,
   SchedulingModule,
   type SchedulingModuleOptions,
+  TENANT_DIRECTORY,
+  currentJobExecution,
 } from '../../../src/features';
 import { FixedClock, ManualTimers } from '../../../src/features/testing';
 import { type NestNode, startNestNode } from '../../support/nest-node';
@@ -27,7 +29,7 @@ afterAll(async () => {
 });
 
 /** What the jobs below saw, per test. */
-const seen: { job: string; execution: JobExecution; node: string }[] = [];
+const seen: { job: string; execution: JobExecution; node: string; scope?: JobExecution }[] = [];
 let gate: Promise<void> = Promise.resolve();
 beforeEach(async () => {
   seen.length = 0;
@@ -61,7 +63,8 @@ class InvoiceTenantsJob {
   constructor(private readonly node: NodeName) {}
   async run(execution: JobExecution) {
     if (execution.tenantId === 'globex') throw new Error('globex ledger is locked');
-    seen.push({ job: 'billing.invoice-tenants', execution, node: this.node.name });
+    await Promise.resolve();
+    seen.push({ job: 'billing.invoice-tenants', execution, node: this.node.name, scope: currentJobExecution() });
   }
 }
 
@@ -79,8 +82,9 @@ const schedulingNode = async (
   jobs: Type[],
   scheduling: SchedulingModuleOptions,
   extra: { shutdownGraceMs?: number } = {},
+  providers: Provider[] = [],
 ): Promise<NestNode & { scheduler: ScheduledJobsService }> => {
-  @Module({ providers: [...jobs, { provide: NodeName, useValue: new NodeName(name) }] })
+  @Module({ providers: [...jobs, ...providers, { provide: NodeName, useValue: new NodeName(name) }] })
   class JobsModule {}
   const node = await startNestNode(database.url, {
     jobScheduler: { nodeId: name, shutdownGraceMs: extra.shutdownGraceMs },
@@ -213,6 +217,22 @@ describe('SchedulingModule on PostgreSQL', () => {
     ]);
     const keys = new Set(seen.map((entry) => entry.execution.idempotencyKey));
     expect(keys.size).toBe(2);
+  });
+
+  it('finds the tenants through a TENANT_DIRECTORY provider, and gives each run its own scope', async () => {
+    const timers = new ManualTimers(new FixedClock(0));
+    const node = await schedulingNode('scoped', [InvoiceTenantsJob], { timers }, {}, [
+      { provide: TENANT_DIRECTORY, useValue: { listTenants: () => ['acme', 'initech'] } },
+    ]);
+    await timers.advance(60_000);
+    await node.scheduler.idle();
+    expect(seen.map((entry) => [entry.execution.tenantId, entry.scope?.tenantId, entry.scope?.correlationId === entry.execution.correlationId])).toEqual([
+      ['acme', 'acme', true],
+      ['initech', 'initech', true],
+    ]);
+    await expect(schedulingNode('lonely', [InvoiceTenantsJob], { timers: new ManualTimers() })).rejects.toMatchObject({
+      code: 'NO_TENANT_DIRECTORY',
+    });
   });
 
   it('start: false registers jobs without timers; runNow still runs one with scheduledAt = now', async () => {
