@@ -172,13 +172,17 @@ export class JobScheduleEngine {
   /**
    * The latest due instant runs if it is reached within the tolerance (or, late, with
    * `missed: 'run-once'`); the ones before it, and a late one otherwise, are missed. Missed
-   * occurrences are reported by the one instance that also ran (or recorded) the latest.
+   * occurrences are reported by the one instance that also ran (or recorded) the latest. A run
+   * is started, not awaited: start() and timers never wait for a job.
    */
   private async handleDue(state: JobState, due: DueInstants, now: number): Promise<void> {
     const onTime = now - due.latest <= (this.options.lateToleranceMs ?? 60_000);
     if (onTime || state.job.declaration.missed === 'run-once') {
-      const [record] = await this.admit(state, due.latest, onTime ? 'schedule' : 'catch-up');
-      if (due.count > 1 && record?.outcome !== 'skipped-locked') this.reportMissed(state, due.earlier, due.count - 1);
+      void this.track(
+        this.admit(state, due.latest, onTime ? 'schedule' : 'catch-up').then(([record]) => {
+          if (due.count > 1 && record?.outcome !== 'skipped-locked') this.reportMissed(state, due.earlier, due.count - 1);
+        }),
+      );
       return;
     }
     // Dropped: whoever takes the latest occurrence's lease records it FAIL { outcome: 'missed' },
@@ -240,7 +244,7 @@ export class JobScheduleEngine {
 
   private async runOccurrence(state: JobState, scheduledAt: number, trigger: JobExecution['trigger']): Promise<JobRunRecord[]> {
     const { declaration, handler } = state.job;
-    await this.jitter(declaration.jitterMs);
+    if (trigger !== 'run-now') await this.jitter(declaration.jitterMs);
     if (declaration.tenancy === 'global') {
       return [this.emit(await this.runner.run({ job: declaration, handler, scheduledAt, trigger }))];
     }

@@ -214,6 +214,27 @@ describe('ManualJobScheduler', () => {
     expect(lease.statusOf('notifications.digest', '2026-01-01T10:00:00.000Z')).toBe('FAIL');
   });
 
+  it('does not hold start() for a catch-up run', async () => {
+    const clock = new FixedClock(Date.UTC(2026, 0, 1, 6, 0));
+    const lease = new InMemoryJobLease(clock);
+    const never = deferred();
+    const declare = (scheduler: ManualJobScheduler) =>
+      scheduler.register({ name: 'reports.catch-up', cron: '0 * * * *', missed: 'run-once', run: () => never.promise });
+    await lease.acquire({ code: 'reports.catch-up', runKey: '2026-01-01T06:00:00.000Z' });
+    clock.set(Date.UTC(2026, 0, 1, 9, 30));
+    const scheduler = new ManualJobScheduler({ clock, lease });
+    declare(scheduler);
+    await scheduler.start();
+    expect(scheduler.runs).toEqual([]);
+    never.resolve();
+    await scheduler.advance(0);
+    expect(scheduler.runs.map((run) => [run.outcome, run.trigger, run.scheduledAt.toISOString()])).toEqual([
+      ['succeeded', 'catch-up', '2026-01-01T09:00:00.000Z'],
+      ['missed', 'schedule', '2026-01-01T07:00:00.000Z'],
+      ['missed', 'schedule', '2026-01-01T08:00:00.000Z'],
+    ]);
+  });
+
   it('runs a per-tenant job once per tenant; one failing does not stop the others', async () => {
     const clock = new FixedClock(0);
     const lease = new InMemoryJobLease(clock);
