@@ -1,0 +1,95 @@
+import { execFileSync } from 'node:child_process';
+import { copyFileSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { createTestDatabase, type TestDatabase } from '../../support/test-database';
+
+const root = resolve(__dirname, '../../..');
+const consumers = join(__dirname, 'consumers');
+const npm = (args: string[], cwd: string) =>
+  execFileSync('npm', [...args, '--no-audit', '--no-fund', '--prefer-offline', '--loglevel=error'], { cwd, encoding: 'utf8', stdio: 'pipe' });
+
+/** Exact versions of the peers, as this repository pins them (so installs come from the cache). */
+const pinned = (name: string): string => {
+  const { devDependencies } = require(join(root, 'package.json')) as { devDependencies: Record<string, string> };
+  return `${name}@${devDependencies[name]}`;
+};
+const PEERS = ['@nestjs/common', '@nestjs/core', '@nestjs/typeorm', 'typeorm', 'pg', 'reflect-metadata', 'rxjs'];
+
+const ALLOWED = /^(dist\/.+\.(js|d\.ts)|README\.md|CHANGELOG\.md|LICENSE|package\.json)$/;
+
+describe('the packed package', () => {
+  let work: string;
+  let tarball: string;
+  let database: TestDatabase;
+
+  beforeAll(async () => {
+    database = await createTestDatabase({ migrate: false });
+    work = mkdtempSync(join(tmpdir(), 'sdcorejs-pack-'));
+    const [packed] = JSON.parse(npm(['pack', '--json', '--pack-destination', work], root)) as { filename: string }[];
+    tarball = join(work, packed.filename);
+  }, 180_000);
+
+  afterAll(async () => {
+    rmSync(work, { recursive: true, force: true });
+    await database.drop();
+  });
+
+  const consumerApp = (name: string, type: 'commonjs' | 'module', dependencies: string[], flags: string[] = []): string => {
+    const dir = join(work, name);
+    execFileSync('mkdir', ['-p', dir]);
+    writeFileSync(join(dir, 'package.json'), JSON.stringify({ name, private: true, type }));
+    npm(['install', tarball, ...dependencies, ...flags], dir);
+    return dir;
+  };
+
+  it('contains only dist (JavaScript and types), README, CHANGELOG, LICENSE and package.json', () => {
+    const [report] = JSON.parse(npm(['pack', '--dry-run', '--json'], root)) as { files: { path: string }[] }[];
+    const paths = report.files.map((file) => file.path);
+    expect(paths.filter((path) => !ALLOWED.test(path))).toEqual([]);
+    expect(paths).toEqual(
+      expect.arrayContaining([
+        'dist/src/features/index.js',
+        'dist/src/features/index.d.ts',
+        'dist/src/features/testing.d.ts',
+        'dist/migrations/1764547200000-CreateJobSchedulerTable.js',
+        'README.md',
+        'CHANGELOG.md',
+        'LICENSE',
+      ]),
+    );
+  });
+
+  it('runs in a fresh Nest 11 CommonJS application', () => {
+    const dir = consumerApp('nest11', 'commonjs', PEERS.map(pinned));
+    copyFileSync(join(consumers, 'nest11-commonjs.cjs'), join(dir, 'main.cjs'));
+    const output = JSON.parse(execFileSync(process.execPath, ['main.cjs'], { cwd: dir, encoding: 'utf8', env: { ...process.env, DATABASE_URL: database.url } }));
+    expect(output).toMatchObject({ completed: true, exclusive: { acquired: true }, scheduled: 'succeeded', ran: 'consumer.report' });
+    expect(output.nest).toMatch(/^11\./);
+    expect(output.exclusive.result).toMatch(/^v2:/);
+  }, 180_000);
+
+  it('runs in a fresh Nest 12 ESM application (Node 20.19+ loads ESM through require)', () => {
+    const nest12 = ['@nestjs/common@12', '@nestjs/core@12', '@nestjs/typeorm@12'];
+    const dir = consumerApp('nest12', 'module', [...nest12, ...['typeorm', 'pg', 'reflect-metadata', 'rxjs'].map(pinned)]);
+    copyFileSync(join(consumers, 'nest12-esm.mjs'), join(dir, 'main.mjs'));
+    const output = JSON.parse(execFileSync(process.execPath, ['main.mjs'], { cwd: dir, encoding: 'utf8', env: { ...process.env, DATABASE_URL: database.url } }));
+    expect(output).toMatchObject({ completed: true, exclusive: { acquired: true }, scheduled: 'succeeded', ran: 'consumer.report' });
+    expect(output.nest).toMatch(/^12\./);
+  }, 180_000);
+
+  it.each(['node16', 'bundler'])('gives TypeScript consumers every type under moduleResolution %s', (moduleResolution) => {
+    const dir = join(work, 'nest11');
+    copyFileSync(join(consumers, 'types-check.ts'), join(dir, 'types-check.ts'));
+    const module = moduleResolution === 'bundler' ? 'esnext' : 'node16';
+    writeFileSync(
+      join(dir, `tsconfig.${moduleResolution}.json`),
+      JSON.stringify({
+        compilerOptions: { strict: true, module, moduleResolution, target: 'ES2022', noEmit: true, skipLibCheck: true, experimentalDecorators: true, types: [] },
+        files: ['types-check.ts'],
+      }),
+    );
+    execFileSync(process.execPath, [join(root, 'node_modules/typescript/bin/tsc'), '-p', `tsconfig.${moduleResolution}.json`], { cwd: dir, stdio: 'pipe' });
+    expect(readdirSync(dir)).toContain('types-check.ts');
+  });
+});
