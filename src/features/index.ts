@@ -15,11 +15,20 @@ export {
   InvalidJobIdentityOptionsError,
   InvalidJobLeaseError,
   InvalidJobLeaseOptionsError,
+  InvalidJobQueryOptionsError,
   InvalidJobSchedulerModuleOptionsError,
   JobShutdownError,
   LostJobLeaseError,
 } from './job-scheduler/job-scheduler.errors';
 export { JobSchedulerService } from './job-scheduler/job-scheduler.service';
+export { JobRunsInspector } from './job-scheduler/job-runs.inspector';
+export type {
+  ExpiredJobLease,
+  JobPruneOptions,
+  JobRunFilter,
+  JobRunPage,
+  JobRunView,
+} from './job-scheduler/job-run.types';
 export { JobSchedulerModule } from './job-scheduler/job-scheduler.module';
 export type { JobSchedulerModuleOptions } from './job-scheduler/job-scheduler.module-definition';
 export type { LeaseTimingDefaults } from './job-scheduler/lease-timing';

@@ -46,6 +46,16 @@ export class JobShutdownError extends Error {
   }
 }
 
+/** Prune or inspection options that cannot be used. */
+export class InvalidJobQueryOptionsError extends Error {
+  readonly code = 'INVALID_JOB_QUERY_OPTIONS';
+
+  constructor(message: string) {
+    super(message);
+    this.name = 'InvalidJobQueryOptionsError';
+  }
+}
+
 /** Module options that cannot be used. */
 export class InvalidJobSchedulerModuleOptionsError extends Error {
   readonly code = 'INVALID_JOB_SCHEDULER_MODULE_OPTIONS';

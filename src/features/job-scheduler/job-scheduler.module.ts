@@ -8,6 +8,7 @@ import {
   JobSchedulerConfigurableModule,
   type JobSchedulerModuleExtras,
 } from './job-scheduler.module-definition';
+import { JobRunsInspector } from './job-runs.inspector';
 import { JobSchedulerService } from './job-scheduler.service';
 
 /** Wires the lease to a TypeORM DataSource: the default one, or the one named by `dataSource`. */
@@ -26,8 +27,8 @@ const withDataSource = (definition: DynamicModule, extras: JobSchedulerModuleExt
  * table (see migrations/).
  */
 @Module({
-  providers: [JobSchedulerService],
-  exports: [JobSchedulerService],
+  providers: [JobSchedulerService, JobRunsInspector],
+  exports: [JobSchedulerService, JobRunsInspector],
 })
 export class JobSchedulerModule extends JobSchedulerConfigurableModule {
   static override forRoot(options: typeof JOB_SCHEDULER_OPTIONS_TYPE = {}): DynamicModule {

@@ -3,16 +3,10 @@ import { hostname } from 'node:os';
 import { type BeforeApplicationShutdown, Inject, Injectable, Logger, Optional } from '@nestjs/common';
 import type { DataSource } from 'typeorm';
 import { DEFAULT_SHUTDOWN_GRACE_MS, JOB_SCHEDULER_DATA_SOURCE, MAX_TIMER_MS, RELEASED_DATA } from './job-scheduler.constants';
-import { JOB_SCHEDULER_TABLE, JobScheduler } from './job-scheduler.entity';
+import { JobSchedulerExecutor } from './job-scheduler.executor';
 import { JobShutdownError, LostJobLeaseError, moduleErrors } from './job-scheduler.errors';
 import { JOB_SCHEDULER_MODULE_OPTIONS, type JobSchedulerRuntimeOptions } from './job-scheduler.module-definition';
-import {
-  type AcquireRow,
-  createJobSchedulerStatements,
-  type JobSchedulerStatements,
-  qualifiedTableName,
-  type SqlStatement,
-} from './job-scheduler.sql';
+import type { AcquireRow, JobSchedulerStatements, SqlStatement } from './job-scheduler.sql';
 import type {
   JobAcquireOptions,
   JobAcquireResult,
@@ -20,6 +14,8 @@ import type {
   JobLease,
   RunExclusiveResult,
 } from './job-scheduler.types';
+import { resolvePruneOptions } from './job-run-arguments';
+import type { JobPruneOptions } from './job-run.types';
 import { checkJobLease, describeFailure, resolveAcquireRequest, serializeJobData } from './lease-arguments';
 import { LeaseHeartbeat } from './lease-heartbeat';
 import { type ResolvedTimingDefaults, resolveTimingDefaults } from './lease-timing';
@@ -72,6 +68,7 @@ const ignore = (): void => undefined;
 @Injectable()
 export class JobSchedulerService implements BeforeApplicationShutdown {
   private readonly logger = new Logger(JobSchedulerService.name);
+  private readonly executor: JobSchedulerExecutor;
   private readonly statements: JobSchedulerStatements;
   private readonly timingDefaults: ResolvedTimingDefaults;
   private readonly nodeId: string;
@@ -79,16 +76,14 @@ export class JobSchedulerService implements BeforeApplicationShutdown {
   private readonly active = new Set<ActiveRun>();
 
   constructor(
-    @Inject(JOB_SCHEDULER_DATA_SOURCE) private readonly dataSource: DataSource,
+    @Inject(JOB_SCHEDULER_DATA_SOURCE) dataSource: DataSource,
     @Optional() @Inject(JOB_SCHEDULER_MODULE_OPTIONS) options: JobSchedulerRuntimeOptions = {},
   ) {
     this.timingDefaults = resolveTimingDefaults(options.defaults);
     this.nodeId = checkNodeId(options.nodeId);
     this.shutdownGraceMs = checkGraceMs(options.shutdownGraceMs);
-    const metadata = dataSource.hasMetadata(JobScheduler) ? dataSource.getMetadata(JobScheduler) : undefined;
-    this.statements = createJobSchedulerStatements(
-      qualifiedTableName(metadata?.tableName ?? JOB_SCHEDULER_TABLE, metadata?.schema),
-    );
+    this.executor = new JobSchedulerExecutor(dataSource);
+    this.statements = this.executor.statements;
   }
 
   /** The owner identity this node writes on the rows it acquires. */
@@ -160,6 +155,24 @@ export class JobSchedulerService implements BeforeApplicationShutdown {
   /** fail with `{ released: true }` by default: gives the run back so the next acquire can take it. */
   async release(lease: JobLease, data: unknown = RELEASED_DATA): Promise<boolean> {
     return this.fail(lease, data);
+  }
+
+  /**
+   * Deletes finished runs (SUCCESS / FAIL) last written longer ago than `olderThan` by the
+   * database clock, in bounded batches; returns how many. Never deletes RUNNING rows, nor INITIAL
+   * SUCCESS rows unless `dangerouslyDeleteRunOnceSuccess` is set. Keep the horizon longer than any
+   * catch-up window: a deleted past occurrence can be acquired, and run, again.
+   */
+  async prune(options: JobPruneOptions): Promise<number> {
+    const { limit, ...parameters } = resolvePruneOptions(options);
+    let deleted = 0;
+    for (;;) {
+      const batchSize = limit === null ? parameters.batchSize : Math.min(parameters.batchSize, limit - deleted);
+      if (batchSize <= 0) return deleted;
+      const rows = await this.execute(this.statements.prune({ ...parameters, batchSize }));
+      deleted += rows.length;
+      if (rows.length < batchSize) return deleted;
+    }
   }
 
   /**
@@ -293,13 +306,7 @@ export class JobSchedulerService implements BeforeApplicationShutdown {
     return (await this.execute(statement)).length === 1;
   }
 
-  private async execute<Row = Record<string, unknown>>(statement: SqlStatement): Promise<Row[]> {
-    const runner = this.dataSource.createQueryRunner();
-    try {
-      const result = await runner.query(statement.text, statement.values, true);
-      return result.records as Row[];
-    } finally {
-      await runner.release();
-    }
+  private execute<Row = Record<string, unknown>>(statement: SqlStatement): Promise<Row[]> {
+    return this.executor.rows<Row>(statement);
   }
 }

@@ -29,6 +29,50 @@ export interface AcquireRow {
   reclaimed: boolean;
 }
 
+export interface PruneParameters {
+  statuses: string[];
+  type: string | null;
+  olderThanMs: number;
+  /** Also delete INITIAL SUCCESS rows (their run-once job would run again). */
+  includeRunOnceSuccess: boolean;
+  batchSize: number;
+}
+
+export interface FindRunsParameters {
+  code: string | null;
+  status: string | null;
+  type: string | null;
+  createdFrom: Date | null;
+  createdBefore: Date | null;
+  /** Keyset cursor: rows strictly after (createdAt, id) in descending order. */
+  after: { createdAt: string; id: string } | null;
+  limit: number;
+}
+
+/** A lease row as the inspection statements return it (the owner token is never read). */
+export interface RunRow {
+  id: string;
+  lockKey: string;
+  code: string;
+  name: string | null;
+  type: string;
+  status: string;
+  runKey: string | null;
+  attempts: number;
+  fencingToken: string;
+  ownerId: string | null;
+  leaseMs: number | null;
+  createdAt: Date;
+  /** createdAt with microseconds, for a cursor that never skips or repeats a row. */
+  createdAtExact: string;
+  modifiedAt: Date;
+  startedAt: Date | null;
+  finishedAt: Date | null;
+  data: unknown;
+  lastError: unknown;
+  heartbeatAgeMs: string;
+}
+
 export const quoteIdentifier = (identifier: string): string => `"${identifier.replace(/"/g, '""')}"`;
 
 /** `"schema"."table"` or `"table"` (resolved through search_path). */
@@ -41,6 +85,11 @@ export interface JobSchedulerStatements {
   complete(id: string, ownerToken: string, data: string | null): SqlStatement;
   fail(id: string, ownerToken: string, data: string | null): SqlStatement;
   latestScheduledRunKey(code: string): SqlStatement;
+  prune(parameters: PruneParameters): SqlStatement;
+  findRuns(parameters: FindRunsParameters): SqlStatement;
+  runByKey(lockKey: string): SqlStatement;
+  expiredLeases(fallbackLeaseMs: number, limit: number): SqlStatement;
+  countExpiredLeases(fallbackLeaseMs: number): SqlStatement;
 }
 
 /**
@@ -129,7 +178,58 @@ WHERE "code" = $1 AND "type" = 'SCHEDULE' AND "runKey" ~ '^[0-9]{4}-[0-9]{2}-[0-
 ORDER BY "runKey" COLLATE "C" DESC
 LIMIT 1`.trim();
 
+  // Retention: one bounded batch of finished rows older than a database-clock cutoff. RUNNING
+  // rows never match; INITIAL SUCCESS rows only when asked (deleting one makes a run-once job run
+  // again). SKIP LOCKED leaves a row an acquire is reclaiming right now; the WHERE is re-checked
+  // on the locked version, so a row reclaimed meanwhile (RUNNING again) is kept.
+  const pruneText = `
+WITH doomed AS (
+  SELECT "id" FROM ${table}
+  WHERE "status" <> 'RUNNING'
+    AND "status"::text = ANY($1::text[])
+    AND ($2::text IS NULL OR "type"::text = $2::text)
+    AND "modifiedAt" < CURRENT_TIMESTAMP - $3::bigint * INTERVAL '1 millisecond'
+    AND ($4::boolean OR NOT ("type" = 'INITIAL' AND "status" = 'SUCCESS'))
+  LIMIT $5
+  FOR UPDATE SKIP LOCKED
+)
+DELETE FROM ${table} AS t USING doomed WHERE t."id" = doomed."id"
+RETURNING t."id"`.trim();
+
+  // Inspection reads every column but the owner token, which is a secret capability.
+  const runColumns = `"id", "lockKey", "code", "name", "type"::text AS "type", "status"::text AS "status", "runKey",
+  "attempts", "fencingToken"::text AS "fencingToken", "ownerId", "leaseMs", "createdAt",
+  to_char("createdAt" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS "createdAtExact",
+  "modifiedAt", "startedAt", "finishedAt", "data", "lastError",
+  (EXTRACT(EPOCH FROM (CURRENT_TIMESTAMP - "modifiedAt")) * 1000)::bigint::text AS "heartbeatAgeMs"`;
+
+  const findRunsText = `
+SELECT ${runColumns} FROM ${table}
+WHERE ($1::text IS NULL OR "code" = $1::text)
+  AND ($2::text IS NULL OR "status"::text = $2::text)
+  AND ($3::text IS NULL OR "type"::text = $3::text)
+  AND ($4::timestamptz IS NULL OR "createdAt" >= $4::timestamptz)
+  AND ($5::timestamptz IS NULL OR "createdAt" < $5::timestamptz)
+  AND ($6::timestamptz IS NULL OR ("createdAt", "id") < ($6::timestamptz, $7::uuid))
+ORDER BY "createdAt" DESC, "id" DESC
+LIMIT $8`.trim();
+
+  const runByKeyText = `SELECT ${runColumns} FROM ${table} WHERE "lockKey" = $1`;
+
+  const expiredWhere = `"status" = 'RUNNING'
+  AND "modifiedAt" < CURRENT_TIMESTAMP - COALESCE("leaseMs", $1::integer) * INTERVAL '1 millisecond'`;
+  const expiredLeasesText = `SELECT ${runColumns} FROM ${table} WHERE ${expiredWhere} ORDER BY "modifiedAt" LIMIT $2`;
+  const countExpiredLeasesText = `SELECT count(*)::int AS "count" FROM ${table} WHERE ${expiredWhere}`;
+
   return {
+    prune: (p) => ({ text: pruneText, values: [p.statuses, p.type, p.olderThanMs, p.includeRunOnceSuccess, p.batchSize] }),
+    findRuns: (p) => ({
+      text: findRunsText,
+      values: [p.code, p.status, p.type, p.createdFrom, p.createdBefore, p.after?.createdAt ?? null, p.after?.id ?? null, p.limit],
+    }),
+    runByKey: (lockKey) => ({ text: runByKeyText, values: [lockKey] }),
+    expiredLeases: (fallbackLeaseMs, limit) => ({ text: expiredLeasesText, values: [fallbackLeaseMs, limit] }),
+    countExpiredLeases: (fallbackLeaseMs) => ({ text: countExpiredLeasesText, values: [fallbackLeaseMs] }),
     latestScheduledRunKey: (code) => ({ text: latestScheduledRunKeyText, values: [code] }),
     acquire: (p) => ({
       text: acquireText,

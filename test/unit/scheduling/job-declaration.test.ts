@@ -1,6 +1,6 @@
 import { DeclarationError, Scheduled } from '../../../src/features';
 import { cronExpressionError } from '../../../src/features/scheduling/schedule/cron-expression';
-import { parseInterval } from '../../../src/features/scheduling/schedule/duration';
+import { parseInterval } from '../../../src/features/job-scheduler/duration';
 import { checkJobDeclaration } from '../../../src/features/scheduling/schedule/job-declaration';
 
 const declare = (name: unknown, options: object) => () => checkJobDeclaration(name, options as never);

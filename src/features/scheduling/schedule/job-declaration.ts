@@ -2,7 +2,7 @@ import { DeclarationError } from '../scheduling.errors';
 import type { JobSchedule, ScheduledJobOptions } from '../scheduling.types';
 import { cronExpressionError } from './cron-expression';
 import { CronSchedule, type DueSchedule, IntervalSchedule } from './due-schedule';
-import { parseInterval } from './duration';
+import { parseInterval } from '../../job-scheduler/duration';
 import { isKnownTimeZone } from './time-zone';
 
 /** `<context>.<job-name>`: two lowercase kebab-case segments; it is the lease's code (≤ 64). */

@@ -1,0 +1,71 @@
+import type { JobSchedulerStatus, JobSchedulerType } from './job-scheduler.entity';
+
+/** One logical run as an operator sees it. The owner token is never exposed. */
+export interface JobRunView {
+  id: string;
+  /** The v2 lock key, which is also the run's idempotency key. */
+  idempotencyKey: string;
+  code: string;
+  name: string | null;
+  type: JobSchedulerType;
+  status: JobSchedulerStatus;
+  /** Null for INITIAL runs and for rows written by 1.1. */
+  runKey: string | null;
+  attempts: number;
+  fencingToken: number;
+  /** The current (or last) owner's node identity. */
+  ownerId: string | null;
+  leaseMs: number | null;
+  createdAt: Date;
+  /** The last owner write: acquire, heartbeat or finalization (database clock). */
+  modifiedAt: Date;
+  startedAt: Date | null;
+  finishedAt: Date | null;
+  data: unknown;
+  lastError: unknown;
+  /** Milliseconds since modifiedAt, by the database clock. */
+  heartbeatAgeMs: number;
+}
+
+/** A RUNNING run whose holder has not written for longer than its lease: dead, or stuck. */
+export interface ExpiredJobLease extends JobRunView {
+  /** How far past its lease the run is, in ms. */
+  overdueMs: number;
+}
+
+export interface JobRunFilter {
+  code?: string;
+  status?: JobSchedulerStatus;
+  type?: JobSchedulerType;
+  /** createdAt >= from */
+  from?: Date;
+  /** createdAt < to */
+  to?: Date;
+  /** 1–1,000; default 100. */
+  limit?: number;
+  /** The `nextCursor` of the previous page. */
+  cursor?: string;
+}
+
+export interface JobRunPage {
+  runs: JobRunView[];
+  /** Present when more runs may follow: pass it as `cursor`. */
+  nextCursor?: string;
+}
+
+export interface JobPruneOptions {
+  /** Finished longer ago than this (ms, or text like '30d'), by the database clock. */
+  olderThan: number | string;
+  /** Which finished statuses to delete; default both SUCCESS and FAIL. RUNNING is never deleted. */
+  status?: JobSchedulerStatus | readonly JobSchedulerStatus[];
+  type?: JobSchedulerType;
+  /** Stop after deleting this many rows; default: no limit. */
+  limit?: number;
+  /** Rows per statement; default 1,000. */
+  batchSize?: number;
+  /**
+   * Also delete INITIAL SUCCESS rows. Deleting one makes its run-once job run again: only for a
+   * code you mean to re-run.
+   */
+  dangerouslyDeleteRunOnceSuccess?: boolean;
+}

@@ -1,0 +1,133 @@
+import {
+  InvalidJobQueryOptionsError,
+  JobRunsInspector,
+  JobSchedulerService,
+  JobSchedulerStatus,
+  JobSchedulerType,
+} from '../../src/features';
+import { StatementCounter } from '../support/statement-counter';
+import { createTestDatabase, type TestDatabase } from '../support/test-database';
+
+let database: TestDatabase;
+let jobs: JobSchedulerService;
+let inspector: JobRunsInspector;
+let counter: StatementCounter;
+
+beforeAll(async () => {
+  database = await createTestDatabase();
+  counter = new StatementCounter();
+  const dataSource = await database.dataSource({ logger: counter, logging: true });
+  jobs = new JobSchedulerService(dataSource, { nodeId: 'ops-node' });
+  inspector = new JobRunsInspector(dataSource);
+});
+beforeEach(() => database.sql('DELETE FROM "job-scheduler"'));
+afterAll(() => database.drop());
+
+/** Ages a run's last write by `days`, as if it had finished that long ago. */
+const age = (id: string, days: number) =>
+  database.sql(`UPDATE "job-scheduler" SET "modifiedAt" = "modifiedAt" - $2 * interval '1 day' WHERE id = $1`, [id, days]);
+
+const finished = async (code: string, runKey: string | undefined, status: 'SUCCESS' | 'FAIL', days: number, type = JobSchedulerType.SCHEDULE) => {
+  const lock = await jobs.acquire({ code, runKey, type });
+  if (!lock.acquired) throw new Error('expected to acquire');
+  await (status === 'SUCCESS' ? jobs.complete(lock) : jobs.fail(lock, { error: 'x' }));
+  await age(lock.id, days);
+  return lock;
+};
+
+const remaining = async () =>
+  (await database.sql<{ code: string; runKey: string | null; status: string }>('SELECT code, "runKey", status FROM "job-scheduler" ORDER BY code, "runKey"')).map(
+    (row) => `${row.code}/${row.runKey}/${row.status}`,
+  );
+
+describe('prune', () => {
+  it('deletes finished rows older than the cutoff in bounded batches, never RUNNING nor run-once SUCCESS', async () => {
+    for (let day = 0; day < 25; day++) await finished('sync', `old-${String(day).padStart(2, '0')}`, day % 2 ? 'FAIL' : 'SUCCESS', 40);
+    await finished('sync', 'recent', 'SUCCESS', 1);
+    await finished('seed', undefined, 'SUCCESS', 400, JobSchedulerType.INITIAL);
+    const running = await jobs.acquire({ code: 'sync', runKey: 'stuck', leaseMs: 60_000 });
+    if (running.acquired) await age(running.id, 100);
+    counter.reset();
+    expect(await jobs.prune({ olderThan: '30d', batchSize: 10 })).toBe(25);
+    expect(counter.count).toBe(3);
+    expect(await remaining()).toEqual(['seed/null/SUCCESS', 'sync/recent/SUCCESS', 'sync/stuck/RUNNING']);
+  });
+
+  it('filters by status and type, stops at a limit, and deletes run-once rows only when asked loudly', async () => {
+    await finished('a', 'ok', 'SUCCESS', 10);
+    await finished('a', 'ko', 'FAIL', 10);
+    await finished('seed', undefined, 'SUCCESS', 10, JobSchedulerType.INITIAL);
+    expect(await jobs.prune({ olderThan: '5d', status: JobSchedulerStatus.FAIL })).toBe(1);
+    expect(await jobs.prune({ olderThan: '5d', type: JobSchedulerType.INITIAL })).toBe(0);
+    expect(await jobs.prune({ olderThan: '5d', limit: 1 })).toBe(1);
+    expect(await remaining()).toEqual(['seed/null/SUCCESS']);
+    expect(await jobs.prune({ olderThan: 5 * 86_400_000, dangerouslyDeleteRunOnceSuccess: true })).toBe(1);
+    // The run-once job can now run again: that is why the option is loud.
+    expect((await jobs.acquire({ code: 'seed', type: JobSchedulerType.INITIAL })).acquired).toBe(true);
+  });
+
+  it('refuses bad options before any SQL', async () => {
+    counter.reset();
+    for (const options of [{}, { olderThan: 0 }, { olderThan: 'soon' }, { olderThan: '1d', status: 'RUNNING' }, { olderThan: '1d', limit: 0 }, { olderThan: '1d', dangerouslyDeleteRunOnceSuccess: 'yes' }]) {
+      await expect(jobs.prune(options as never)).rejects.toBeInstanceOf(InvalidJobQueryOptionsError);
+    }
+    expect(counter.count).toBe(0);
+  });
+});
+
+describe('JobRunsInspector', () => {
+  it('pages through runs newest first with a cursor that never skips or repeats', async () => {
+    for (let index = 0; index < 23; index++) await finished('report', `tick-${index}`, 'SUCCESS', 0);
+    await finished('other', 'x', 'FAIL', 0);
+    const seen: string[] = [];
+    let cursor: string | undefined;
+    do {
+      const page = await inspector.findRuns({ code: 'report', limit: 5, cursor });
+      seen.push(...page.runs.map((run) => run.runKey as string));
+      cursor = page.nextCursor;
+    } while (cursor);
+    expect(seen).toHaveLength(23);
+    expect(new Set(seen).size).toBe(23);
+    expect(seen[0]).toBe('tick-22');
+    const failed = await inspector.findRuns({ status: JobSchedulerStatus.FAIL });
+    expect(failed.runs.map((run) => run.code)).toEqual(['other']);
+    expect(failed.nextCursor).toBeUndefined();
+    expect(failed.runs[0]).not.toHaveProperty('ownerToken');
+  });
+
+  it('gets one logical run by its identity, typed', async () => {
+    const lock = await finished('sync-orders', '2026-07-20T03:00:00Z', 'SUCCESS', 0);
+    const run = await inspector.getRun({ code: 'sync-orders', runKey: '2026-07-20T03:00:00Z' });
+    expect(run).toMatchObject({
+      id: lock.id,
+      idempotencyKey: 'v2:aV_0WdnjWG686cnhQIIg7xFYkUVv2kIMT-wOCbiWakI',
+      status: 'SUCCESS',
+      type: 'SCHEDULE',
+      fencingToken: 1,
+      attempts: 1,
+      ownerId: 'ops-node',
+    });
+    expect(run?.finishedAt).toBeInstanceOf(Date);
+    expect(await inspector.getRun({ code: 'sync-orders', runKey: 'never' })).toBeNull();
+  });
+
+  it('lists RUNNING leases past their lease with the holder and its last heartbeat age', async () => {
+    const dead = await jobs.acquire({ code: 'export', runKey: 'dead', leaseMs: 60_000 });
+    await jobs.acquire({ code: 'export', runKey: 'alive', leaseMs: 60_000 });
+    if (!dead.acquired) throw new Error('expected to acquire');
+    await database.sql(`UPDATE "job-scheduler" SET "modifiedAt" = "modifiedAt" - interval '5 minutes' WHERE id = $1`, [dead.id]);
+    const expired = await inspector.findExpiredLeases();
+    expect(expired.map((run) => [run.runKey, run.ownerId])).toEqual([['dead', 'ops-node']]);
+    expect(expired[0].heartbeatAgeMs).toBeGreaterThanOrEqual(300_000);
+    expect(expired[0].overdueMs).toBeGreaterThanOrEqual(240_000);
+    expect(await inspector.countExpiredLeases()).toBe(1);
+  });
+
+  it('refuses bad filters before any SQL', async () => {
+    counter.reset();
+    for (const filter of [{ status: 'DONE' }, { limit: 0 }, { limit: 5000 }, { cursor: 'garbage' }, { from: 'yesterday' }, { code: '' }]) {
+      await expect(inspector.findRuns(filter as never)).rejects.toBeInstanceOf(InvalidJobQueryOptionsError);
+    }
+    expect(counter.count).toBe(0);
+  });
+});
