@@ -253,12 +253,10 @@ describe('acquire', () => {
 
   it('treats a serialization failure under stricter default isolation as a lost race', async () => {
     for (const level of ['serializable', 'repeatable read']) {
-      const strict = await startLeaseNodes(database, 8, {
-        extra: { options: `-c default_transaction_isolation=${level.replace(' ', '\\ ')}` },
-      });
-      const [setting] = await (strict[0] as unknown as { dataSource: { query(q: string): Promise<{ transaction_isolation: string }[]> } }).dataSource.query(
-        'SHOW transaction_isolation',
-      );
+      const extra = { options: `-c default_transaction_isolation=${level.replace(' ', '\\ ')}` };
+      const strict = await startLeaseNodes(database, 8, { extra });
+      const probe = await database.dataSource({ extra, poolSize: 1 });
+      const [setting] = (await probe.query('SHOW transaction_isolation')) as { transaction_isolation: string }[];
       expect(setting.transaction_isolation).toBe(level);
       for (let run = 0; run < 10; run++) {
         const request = options();
