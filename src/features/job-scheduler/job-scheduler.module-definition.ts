@@ -1,5 +1,6 @@
 import { ConfigurableModuleBuilder } from '@nestjs/common';
 import type { DataSource, DataSourceOptions } from 'typeorm';
+import type { LeaseTelemetryOptions } from './lease-telemetry';
 import type { LeaseTimingDefaults } from './lease-timing';
 
 /** Options read at runtime by the service (also what `forRootAsync` factories return). */
@@ -10,6 +11,8 @@ export interface JobSchedulerRuntimeOptions {
   defaults?: LeaseTimingDefaults;
   /** On shutdown: how long to wait for aborted callbacks before releasing their leases. Default 10 s. */
   shutdownGraceMs?: number;
+  /** prom-client metrics and OpenTelemetry spans of lease operations (each on when installed). */
+  telemetry?: LeaseTelemetryOptions;
 }
 
 /** Options fixed when the module is declared (they shape the module graph). */

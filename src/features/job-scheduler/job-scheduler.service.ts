@@ -18,9 +18,18 @@ import { resolvePruneOptions } from './job-run-arguments';
 import type { JobPruneOptions } from './job-run.types';
 import { checkJobLease, describeFailure, resolveAcquireRequest, serializeJobData } from './lease-arguments';
 import { LeaseHeartbeat } from './lease-heartbeat';
+import { createLeaseTelemetry, type LeaseOperation, type LeaseTelemetry } from './lease-telemetry';
 import { type ResolvedTimingDefaults, resolveTimingDefaults } from './lease-timing';
 
 const NOT_ACQUIRED: JobAcquireResult = Object.freeze({ acquired: false });
+
+/** acquired | reclaimed | held (RUNNING, or a concurrent insert) | success-locked | fail-locked. */
+const acquireOutcome = (row: AcquireRow | undefined): string => {
+  if (row?.id) return row.reclaimed ? 'reclaimed' : 'acquired';
+  if (row?.status === 'SUCCESS') return 'success-locked';
+  if (row?.status === 'FAIL') return 'fail-locked';
+  return 'held';
+};
 
 /** SQLSTATE 40001: a stricter isolation level saw a concurrent winner. For acquire, a lost race. */
 const isSerializationFailure = (error: unknown): boolean => {
@@ -69,6 +78,7 @@ const ignore = (): void => undefined;
 export class JobSchedulerService implements BeforeApplicationShutdown {
   private readonly logger = new Logger(JobSchedulerService.name);
   private readonly executor: JobSchedulerExecutor;
+  private readonly telemetry: LeaseTelemetry;
   private readonly statements: JobSchedulerStatements;
   private readonly timingDefaults: ResolvedTimingDefaults;
   private readonly nodeId: string;
@@ -83,6 +93,7 @@ export class JobSchedulerService implements BeforeApplicationShutdown {
     this.nodeId = checkNodeId(options.nodeId);
     this.shutdownGraceMs = checkGraceMs(options.shutdownGraceMs);
     this.executor = new JobSchedulerExecutor(dataSource);
+    this.telemetry = createLeaseTelemetry(options.telemetry);
     this.statements = this.executor.statements;
   }
 
@@ -100,35 +111,39 @@ export class JobSchedulerService implements BeforeApplicationShutdown {
     const request = resolveAcquireRequest(options, this.timingDefaults);
     const { identity } = request;
     const ownerToken = randomUUID();
-    let rows: AcquireRow[];
-    try {
-      rows = await this.execute<AcquireRow>(
-        this.statements.acquire({
-          lockKey: identity.lockKey,
-          code: identity.code,
-          name: identity.name,
-          type: identity.type,
-          ownerToken,
-          runKey: identity.runKey,
-          leaseMs: request.leaseMs,
-          ownerId: this.nodeId,
-          reclaimFailed: request.reclaimFailed,
-        }),
-      );
-    } catch (error) {
-      if (isSerializationFailure(error)) return NOT_ACQUIRED;
-      throw error;
-    }
-    const row = rows[0];
-    if (!row) return NOT_ACQUIRED;
+    const statement = this.statements.acquire({
+      lockKey: identity.lockKey,
+      code: identity.code,
+      name: identity.name,
+      type: identity.type,
+      ownerToken,
+      runKey: identity.runKey,
+      leaseMs: request.leaseMs,
+      ownerId: this.nodeId,
+      reclaimFailed: request.reclaimFailed,
+    });
+    const row = await this.telemetry.observe(
+      'acquire',
+      { code: identity.code, idempotencyKey: identity.lockKey },
+      async (): Promise<AcquireRow | undefined> => {
+        try {
+          return (await this.execute<AcquireRow>(statement))[0];
+        } catch (error) {
+          if (isSerializationFailure(error)) return undefined;
+          throw error;
+        }
+      },
+      acquireOutcome,
+    );
+    if (!row || row.id === null) return NOT_ACQUIRED;
     return {
       acquired: true,
       id: row.id,
       ownerToken,
       idempotencyKey: identity.lockKey,
       fencingToken: Number(row.fencingToken),
-      attempt: row.attempts,
-      reclaimed: row.reclaimed,
+      attempt: row.attempts as number,
+      reclaimed: row.reclaimed === true,
       leaseMs: request.leaseMs,
       heartbeatMs: request.heartbeatMs,
     };
@@ -137,19 +152,19 @@ export class JobSchedulerService implements BeforeApplicationShutdown {
   /** Bumps the row's modifiedAt (database clock) if this owner still holds it RUNNING. */
   async heartbeat(lease: JobLease): Promise<boolean> {
     const { id, ownerToken } = checkJobLease(lease);
-    return this.applies(this.statements.heartbeat(id, ownerToken));
+    return this.applies('heartbeat', id, this.statements.heartbeat(id, ownerToken));
   }
 
   /** Marks the owned run SUCCESS with optional JSON data; false if ownership was lost. */
   async complete(lease: JobLease, data?: unknown): Promise<boolean> {
     const { id, ownerToken } = checkJobLease(lease);
-    return this.applies(this.statements.complete(id, ownerToken, serializeJobData(data)));
+    return this.applies('complete', id, this.statements.complete(id, ownerToken, serializeJobData(data)));
   }
 
   /** Marks the owned run FAIL (immediately reclaimable) with optional JSON data; false if lost. */
   async fail(lease: JobLease, data?: unknown): Promise<boolean> {
     const { id, ownerToken } = checkJobLease(lease);
-    return this.applies(this.statements.fail(id, ownerToken, serializeJobData(data)));
+    return this.applies('fail', id, this.statements.fail(id, ownerToken, serializeJobData(data)));
   }
 
   /** fail with `{ released: true }` by default: gives the run back so the next acquire can take it. */
@@ -274,6 +289,7 @@ export class JobSchedulerService implements BeforeApplicationShutdown {
     if (!(await this.complete(lease))) {
       const lost = new LostJobLeaseError(lease.id, { reason: 'another owner took the run over before it completed' });
       controller.abort(lost);
+      this.telemetry.lost();
       throw lost;
     }
     return result;
@@ -299,11 +315,18 @@ export class JobSchedulerService implements BeforeApplicationShutdown {
         : new LostJobLeaseError(lease.id, { cause: error, reason: 'another owner took the run over before it failed' });
     // A no-op when the heartbeat already aborted it: the first reason stays.
     controller.abort(lost);
+    this.telemetry.lost();
     return { thrown: lost };
   }
 
-  private async applies(statement: SqlStatement): Promise<boolean> {
-    return (await this.execute(statement)).length === 1;
+  /** Runs a fenced mutation: true if it applied (this owner still held the run RUNNING). */
+  private applies(operation: LeaseOperation, leaseId: string, statement: SqlStatement): Promise<boolean> {
+    return this.telemetry.observe(
+      operation,
+      { leaseId },
+      async () => (await this.execute(statement)).length === 1,
+      (applied) => (applied ? (operation === 'heartbeat' ? 'extended' : 'applied') : 'lost'),
+    );
   }
 
   private execute<Row = Record<string, unknown>>(statement: SqlStatement): Promise<Row[]> {

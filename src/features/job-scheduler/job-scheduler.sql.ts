@@ -21,12 +21,16 @@ export interface AcquireParameters {
   reclaimFailed: boolean;
 }
 
-/** One row when acquired, none when another owner holds or has completed the run. */
+/**
+ * Acquired: the run's id, fencing token, attempts, and whether it was reclaimed. Not acquired:
+ * id null and the status the loser saw (null when a concurrent insert is not visible yet).
+ */
 export interface AcquireRow {
-  id: string;
-  fencingToken: string;
-  attempts: number;
-  reclaimed: boolean;
+  id: string | null;
+  fencingToken: string | null;
+  attempts: number | null;
+  reclaimed: boolean | null;
+  status: string | null;
 }
 
 export interface PruneParameters {
@@ -110,6 +114,8 @@ export interface JobSchedulerStatements {
  * wrote a row, the UPDATE is skipped; if it did not, a conflicting row exists and only the UPDATE
  * can take it.
  *
+ * The last branch only reads (no lock): for a loser, the status it lost to, for metrics.
+ *
  * Why two reclaimers can never both win: an UPDATE that finds its row being changed by another
  * transaction waits for it, then (READ COMMITTED) re-evaluates the WHERE on the new version. The
  * winner made it RUNNING with a fresh modifiedAt, so the re-check fails and the loser returns no
@@ -125,7 +131,7 @@ WITH inserted AS (
   VALUES ($1, $2, $3, $4, 'RUNNING', $5, $6, $7, $8,
      1, 1, CURRENT_TIMESTAMP, CURRENT_TIMESTAMP, CURRENT_TIMESTAMP)
   ON CONFLICT ("lockKey") DO NOTHING
-  RETURNING t."id", t."fencingToken"::text AS "fencingToken", t."attempts", false AS "reclaimed"
+  RETURNING t."id", t."fencingToken"::text AS "fencingToken", t."attempts", false AS "reclaimed", NULL::text AS "status"
 ),
 reclaimed AS (
   UPDATE ${table} AS t SET
@@ -150,11 +156,15 @@ reclaimed AS (
       OR (t."status" = 'RUNNING'
           AND t."modifiedAt" < CURRENT_TIMESTAMP - COALESCE(t."leaseMs", $7) * INTERVAL '1 millisecond')
     )
-  RETURNING t."id", t."fencingToken"::text AS "fencingToken", t."attempts", true AS "reclaimed"
+  RETURNING t."id", t."fencingToken"::text AS "fencingToken", t."attempts", true AS "reclaimed", NULL::text AS "status"
 )
 SELECT * FROM inserted
 UNION ALL
-SELECT * FROM reclaimed`.trim();
+SELECT * FROM reclaimed
+UNION ALL
+SELECT NULL::uuid, NULL::text, NULL::integer, NULL::boolean, t."status"::text
+FROM ${table} AS t
+WHERE t."lockKey" = $1 AND NOT EXISTS (SELECT 1 FROM inserted) AND NOT EXISTS (SELECT 1 FROM reclaimed)`.trim();
 
   const heartbeatText = `
 UPDATE ${table} SET "modifiedAt" = CURRENT_TIMESTAMP

@@ -3,6 +3,7 @@ import { JobShutdownError, LostJobLeaseError } from '../job-scheduler/job-schedu
 import type { JobLease } from '../job-scheduler/job-scheduler.types';
 import { describeFailure } from '../job-scheduler/lease-arguments';
 import { LeaseHeartbeat } from '../job-scheduler/lease-heartbeat';
+import { createSpanRunner } from '../job-scheduler/lease-telemetry';
 import { withJobExecution } from './job-execution-context';
 import { occurrenceRunKey, runNowRunKey } from './occurrence-keys';
 import type { JobDeclaration } from './schedule/job-declaration';
@@ -47,6 +48,7 @@ const failureCode = (settlement: Settlement, error: unknown, recorded: boolean):
  */
 export class OccurrenceRunner {
   readonly active = new Set<ActiveJobRun>();
+  private readonly span = createSpanRunner();
 
   constructor(
     private readonly lease: SchedulerLease,
@@ -97,7 +99,16 @@ export class OccurrenceRunner {
     heartbeat.start();
 
     // Each run in its own scope: code below run() reads it with currentJobExecution().
-    const work = Promise.resolve().then(() => withJobExecution(execution, () => request.handler(execution)));
+    const attributes: Record<string, string> = {
+      'job.name': job.name,
+      'job.scheduled_at': execution.scheduledAt.toISOString(),
+      'job.idempotency_key': execution.idempotencyKey,
+      'job.trigger': trigger,
+      ...(tenantId === undefined ? {} : { 'job.tenant_id': tenantId }),
+    };
+    const work = Promise.resolve().then(() =>
+      this.span('scheduled_job.run', attributes, async () => withJobExecution(execution, () => request.handler(execution))),
+    );
     const settlement = await this.settle(work, job);
     await heartbeat.stop();
     const record = await this.finalize(job, lease, controller, settlement, started);

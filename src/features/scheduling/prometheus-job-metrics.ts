@@ -1,53 +1,37 @@
+import { optionalPeer, singleMetric } from '../job-scheduler/lease-telemetry';
 import type { SchedulerMetrics } from './scheduler-ports';
 import type { JobRunRecord } from './scheduling.types';
 
 interface PromClient {
-  register: PromRegistry;
+  register: unknown;
   Counter: new (config: object) => { inc(labels: object, value?: number): void };
   Histogram: new (config: object) => { observe(labels: object, value: number): void };
   Gauge: new (config: object) => { set(labels: object, value: number): void };
 }
-
-interface PromRegistry {
-  getSingleMetric(name: string): unknown;
-}
-
-const loadPromClient = (): PromClient | undefined => {
-  try {
-    // Optional peer: without prom-client, metrics are a no-op.
-    return require('prom-client') as PromClient;
-  } catch {
-    return undefined;
-  }
-};
-
-/** One metric per name per registry, however many applications share the process. */
-const metric = <T>(registry: PromRegistry, name: string, create: () => T): T =>
-  (registry.getSingleMetric(name) as T | undefined) ?? create();
 
 /**
  * scheduled_job_runs_total{job,outcome}, scheduled_job_duration_seconds{job,outcome} and
  * scheduled_job_last_success_timestamp_seconds{job}. Labels: the job name and the outcome only.
  */
 export const createPrometheusJobMetrics = (registryOption?: unknown): SchedulerMetrics | undefined => {
-  const client = loadPromClient();
+  const client = optionalPeer<PromClient>('prom-client');
   if (!client) return undefined;
-  const registry = (registryOption ?? client.register) as PromRegistry;
+  const registry = registryOption ?? client.register;
   const registers = [registry];
-  const runs = metric(registry, 'scheduled_job_runs_total', () => new client.Counter({
+  const runs = singleMetric(registry, 'scheduled_job_runs_total', () => new client.Counter({
     name: 'scheduled_job_runs_total',
     help: 'Occurrences of scheduled jobs seen by this instance, by job and outcome',
     labelNames: ['job', 'outcome'],
     registers,
   }));
-  const duration = metric(registry, 'scheduled_job_duration_seconds', () => new client.Histogram({
+  const duration = singleMetric(registry, 'scheduled_job_duration_seconds', () => new client.Histogram({
     name: 'scheduled_job_duration_seconds',
     help: 'Duration of scheduled job runs on this instance, by job and outcome',
     labelNames: ['job', 'outcome'],
     buckets: [0.01, 0.05, 0.25, 1, 5, 15, 60, 300, 900, 3600],
     registers,
   }));
-  const lastSuccess = metric(registry, 'scheduled_job_last_success_timestamp_seconds', () => new client.Gauge({
+  const lastSuccess = singleMetric(registry, 'scheduled_job_last_success_timestamp_seconds', () => new client.Gauge({
     name: 'scheduled_job_last_success_timestamp_seconds',
     help: 'When a run of the job last succeeded on this instance (Unix seconds)',
     labelNames: ['job'],

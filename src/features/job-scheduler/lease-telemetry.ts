@@ -1,0 +1,142 @@
+/**
+ * Metrics (prom-client) and traces (@opentelemetry/api) of lease operations. Both are optional
+ * peers: without them this is a no-op. Labels are low-cardinality (operation, outcome); spans
+ * carry the job code and idempotency key, never the owner token.
+ */
+
+export type LeaseOperation = 'acquire' | 'heartbeat' | 'complete' | 'fail';
+
+export interface LeaseSpanAttributes {
+  code?: string;
+  idempotencyKey?: string;
+  leaseId?: string;
+}
+
+export interface LeaseTelemetry {
+  /** Runs one operation, timing it, counting its outcome and tracing it. */
+  observe<T>(operation: LeaseOperation, attributes: LeaseSpanAttributes, run: () => Promise<T>, outcomeOf: (result: T) => string): Promise<T>;
+  /** A runExclusive lease was lost before finalization. */
+  lost(): void;
+}
+
+export interface LeaseTelemetryOptions {
+  /** prom-client metrics: true (default registry; the default when installed), false, or a registry. */
+  metrics?: boolean | { registry: unknown };
+  /** OpenTelemetry spans (default true when @opentelemetry/api is installed). */
+  tracing?: boolean;
+}
+
+interface Counter {
+  inc(labels?: object, value?: number): void;
+}
+interface Histogram {
+  observe(labels: object, value: number): void;
+}
+interface PromClient {
+  register: Registry;
+  Counter: new (config: object) => Counter;
+  Histogram: new (config: object) => Histogram;
+}
+interface Registry {
+  getSingleMetric(name: string): unknown;
+}
+interface Span {
+  setAttribute(key: string, value: string | number): void;
+  recordException(error: unknown): void;
+  setStatus(status: { code: number }): void;
+  end(): void;
+}
+interface OpenTelemetryApi {
+  trace: { getTracer(name: string): { startActiveSpan<T>(name: string, options: object, fn: (span: Span) => T): T } };
+  SpanStatusCode: { ERROR: number };
+}
+
+/** Loads an optional peer, or undefined when it is not installed. */
+export const optionalPeer = <T>(name: string): T | undefined => {
+  try {
+    return require(name) as T;
+  } catch {
+    return undefined;
+  }
+};
+
+/** One metric per name per registry, however many applications share the process. */
+export const singleMetric = <T>(registry: unknown, name: string, create: () => T): T =>
+  ((registry as Registry).getSingleMetric(name) as T | undefined) ?? create();
+
+const TRACER_NAME = '@sdcorejs/nestjs';
+
+/** Wraps `run` in an active span when OpenTelemetry is installed (and tracing is on). */
+export const createSpanRunner = (enabled = true) => {
+  const api = enabled ? optionalPeer<OpenTelemetryApi>('@opentelemetry/api') : undefined;
+  if (!api) return <T>(_name: string, _attributes: Record<string, string | number>, run: (span?: Span) => Promise<T>) => run();
+  const tracer = api.trace.getTracer(TRACER_NAME);
+  return <T>(name: string, attributes: Record<string, string | number>, run: (span?: Span) => Promise<T>): Promise<T> =>
+    tracer.startActiveSpan(name, { attributes }, async (span) => {
+      try {
+        return await run(span);
+      } catch (error) {
+        span.recordException(error);
+        span.setStatus({ code: api.SpanStatusCode.ERROR });
+        throw error;
+      } finally {
+        span.end();
+      }
+    });
+};
+
+export const createLeaseTelemetry = (options: LeaseTelemetryOptions = {}): LeaseTelemetry => {
+  const client = options.metrics === false ? undefined : optionalPeer<PromClient>('prom-client');
+  const registry = client && (typeof options.metrics === 'object' ? options.metrics.registry : client.register);
+  const registers = [registry];
+  const operations =
+    client &&
+    singleMetric(registry, 'job_lease_operations_total', () =>
+      new client.Counter({
+        name: 'job_lease_operations_total',
+        help: 'Lease operations by outcome: acquire (acquired, reclaimed, held, success-locked, fail-locked), heartbeat (extended, lost), complete/fail (applied, lost); error when the database failed',
+        labelNames: ['operation', 'outcome'],
+        registers,
+      }),
+    );
+  const durations =
+    client &&
+    singleMetric(registry, 'job_lease_operation_duration_seconds', () =>
+      new client.Histogram({
+        name: 'job_lease_operation_duration_seconds',
+        help: 'Round-trip time of lease operations',
+        labelNames: ['operation'],
+        buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1, 5],
+        registers,
+      }),
+    );
+  const lostLeases =
+    client &&
+    singleMetric(registry, 'job_lease_lost_total', () =>
+      new client.Counter({ name: 'job_lease_lost_total', help: 'runExclusive leases lost before finalization', registers }),
+    );
+  const span = createSpanRunner(options.tracing !== false);
+
+  return {
+    observe: (operation, attributes, run, outcomeOf) => {
+      const spanAttributes: Record<string, string> = {};
+      if (attributes.code) spanAttributes['job.code'] = attributes.code;
+      if (attributes.idempotencyKey) spanAttributes['job.idempotency_key'] = attributes.idempotencyKey;
+      if (attributes.leaseId) spanAttributes['job_lease.id'] = attributes.leaseId;
+      return span(`job_lease.${operation}`, spanAttributes, async (active) => {
+        const started = process.hrtime.bigint();
+        let outcome = 'error';
+        try {
+          const result = await run();
+          outcome = outcomeOf(result);
+          active?.setAttribute('job_lease.outcome', outcome);
+          return result;
+        } finally {
+          operations?.inc({ operation, outcome });
+          durations?.observe({ operation }, Number(process.hrtime.bigint() - started) / 1e9);
+        }
+      });
+    },
+    lost: () => lostLeases?.inc(),
+  };
+};
