@@ -22,6 +22,7 @@ export {
 } from './job-scheduler/job-scheduler.errors';
 export { JobSchedulerService } from './job-scheduler/job-scheduler.service';
 export { JobRunsInspector } from './job-scheduler/job-runs.inspector';
+export { JobRetention, type JobRetentionOptions, RETENTION_JOB_CODE } from './job-scheduler/job-retention';
 export type {
   ExpiredJobLease,
   JobPruneOptions,

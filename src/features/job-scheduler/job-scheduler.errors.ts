@@ -140,6 +140,10 @@ export const moduleErrors = {
     new InvalidJobSchedulerModuleOptionsError(
       `shutdownGraceMs must be a safe integer from 0 to 2147483647 milliseconds, got ${describe(value)}`,
     ),
+  retention: (field: string, value: unknown) =>
+    new InvalidJobSchedulerModuleOptionsError(
+      `retention.${field} must be a positive duration (ms, or text like '30d'), got ${describe(value)}`,
+    ),
   nodeId: (value: unknown) =>
     new InvalidJobSchedulerModuleOptionsError(
       `nodeId must be a nonblank string of at most 256 characters without NUL, got ${describe(value)}`,

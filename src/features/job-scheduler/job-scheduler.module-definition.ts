@@ -1,5 +1,6 @@
 import { ConfigurableModuleBuilder } from '@nestjs/common';
 import type { DataSource, DataSourceOptions } from 'typeorm';
+import type { JobRetentionOptions } from './job-retention';
 import type { LeaseTelemetryOptions } from './lease-telemetry';
 import type { LeaseTimingDefaults } from './lease-timing';
 
@@ -11,6 +12,11 @@ export interface JobSchedulerRuntimeOptions {
   defaults?: LeaseTimingDefaults;
   /** On shutdown: how long to wait for aborted callbacks before releasing their leases. Default 10 s. */
   shutdownGraceMs?: number;
+  /**
+   * Prune finished runs on a schedule, once per period across all nodes:
+   * `{ success: '30d', fail: '90d', every: '1h' }`. The horizon must exceed any catch-up window.
+   */
+  retention?: JobRetentionOptions;
   /** prom-client metrics and OpenTelemetry spans of lease operations (each on when installed). */
   telemetry?: LeaseTelemetryOptions;
 }

@@ -8,6 +8,7 @@ import {
   JobSchedulerConfigurableModule,
   type JobSchedulerModuleExtras,
 } from './job-scheduler.module-definition';
+import { JobRetention } from './job-retention';
 import { JobRunsInspector } from './job-runs.inspector';
 import { JobSchedulerService } from './job-scheduler.service';
 
@@ -27,8 +28,8 @@ const withDataSource = (definition: DynamicModule, extras: JobSchedulerModuleExt
  * table (see migrations/).
  */
 @Module({
-  providers: [JobSchedulerService, JobRunsInspector],
-  exports: [JobSchedulerService, JobRunsInspector],
+  providers: [JobSchedulerService, JobRunsInspector, JobRetention],
+  exports: [JobSchedulerService, JobRunsInspector, JobRetention],
 })
 export class JobSchedulerModule extends JobSchedulerConfigurableModule {
   static override forRoot(options: typeof JOB_SCHEDULER_OPTIONS_TYPE = {}): DynamicModule {

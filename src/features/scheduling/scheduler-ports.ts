@@ -57,23 +57,4 @@ export interface SchedulerLogger {
   debug?(message: string): void;
 }
 
-/** System timers: chained one-shot timeouts, re-checked at least every minute against the clock. */
-export const systemTimers: SchedulerTimers = {
-  now: () => Date.now(),
-  at: (instant, fn) => {
-    // Re-checking every minute bounds the delay past a wall-clock jump, and keeps each timeout
-    // far below Node's 2^31-1 ms limit however far the instant is.
-    const RECHECK_MS = 60_000;
-    let timer: NodeJS.Timeout | undefined;
-    const arm = () => {
-      const delay = instant - Date.now();
-      if (delay <= 0) {
-        fn();
-        return;
-      }
-      timer = setTimeout(arm, Math.min(delay, RECHECK_MS));
-    };
-    arm();
-    return () => clearTimeout(timer);
-  },
-};
+export { systemTimers } from '../job-scheduler/system-timers';

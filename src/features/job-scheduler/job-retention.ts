@@ -1,0 +1,88 @@
+import { type BeforeApplicationShutdown, Inject, Injectable, Logger, type OnApplicationBootstrap, Optional } from '@nestjs/common';
+import { parseInterval } from './duration';
+import { JobSchedulerStatus } from './job-scheduler.entity';
+import { moduleErrors } from './job-scheduler.errors';
+import { JOB_SCHEDULER_MODULE_OPTIONS, type JobSchedulerRuntimeOptions } from './job-scheduler.module-definition';
+import { JobSchedulerService } from './job-scheduler.service';
+import { systemTimers } from './system-timers';
+
+/** Module-level retention: finished runs older than these are pruned, once per period, by one node. */
+export interface JobRetentionOptions {
+  /** Keep SUCCESS runs this long (ms or text like '30d'). Omitted: kept forever. */
+  success?: number | string;
+  /** Keep FAIL runs this long. Omitted: kept forever. */
+  fail?: number | string;
+  /** How often to prune, aligned on the epoch (default '1h'). */
+  every?: number | string;
+}
+
+/** The lease code under which retention runs (once per period across all nodes). */
+export const RETENTION_JOB_CODE = 'job-scheduler.retention';
+
+const duration = (value: unknown, field: string): number | undefined => {
+  if (value === undefined) return undefined;
+  const ms = parseInterval(value);
+  if (ms === null) throw moduleErrors.retention(field, value);
+  return ms;
+};
+
+/**
+ * Prunes the lease table on a schedule when `retention` is configured: at each epoch-aligned
+ * period, the node that takes that period's lease prunes; the others skip.
+ */
+@Injectable()
+export class JobRetention implements OnApplicationBootstrap, BeforeApplicationShutdown {
+  private readonly logger = new Logger('JobRetention');
+  private readonly success?: number;
+  private readonly fail?: number;
+  private readonly everyMs: number;
+  private cancel?: () => void;
+
+  constructor(
+    private readonly jobs: JobSchedulerService,
+    @Optional() @Inject(JOB_SCHEDULER_MODULE_OPTIONS) options: JobSchedulerRuntimeOptions = {},
+  ) {
+    const retention = options.retention ?? {};
+    this.success = duration(retention.success, 'success');
+    this.fail = duration(retention.fail, 'fail');
+    this.everyMs = duration(retention.every, 'every') ?? 3_600_000;
+  }
+
+  private get enabled(): boolean {
+    return this.success !== undefined || this.fail !== undefined;
+  }
+
+  onApplicationBootstrap(): void {
+    if (this.enabled) this.arm();
+  }
+
+  beforeApplicationShutdown(): void {
+    this.cancel?.();
+    this.cancel = undefined;
+  }
+
+  /** Prunes now (the period's lease decides which node does). Returns the rows deleted, or null if another node has this period. */
+  async runOnce(period = Math.floor(systemTimers.now() / this.everyMs) * this.everyMs): Promise<number | null> {
+    const outcome = await this.jobs.runExclusive(
+      { code: RETENTION_JOB_CODE, runKey: new Date(period).toISOString(), leaseMs: 10 * 60_000 },
+      async () => {
+        let deleted = 0;
+        if (this.success !== undefined) deleted += await this.jobs.prune({ olderThan: this.success, status: JobSchedulerStatus.SUCCESS });
+        if (this.fail !== undefined) deleted += await this.jobs.prune({ olderThan: this.fail, status: JobSchedulerStatus.FAIL });
+        return deleted;
+      },
+    );
+    return outcome.acquired ? (outcome.result as number) : null;
+  }
+
+  private arm(): void {
+    const next = (Math.floor(systemTimers.now() / this.everyMs) + 1) * this.everyMs;
+    this.cancel = systemTimers.at(next, () => {
+      this.runOnce(next).then(
+        (deleted) => deleted !== null && deleted > 0 && this.logger.log(`Pruned ${deleted} finished job run(s)`),
+        (error: unknown) => this.logger.error(`Retention failed: ${String(error)}`),
+      );
+      this.arm();
+    });
+  }
+}
