@@ -59,4 +59,4 @@ export { Scheduled } from './scheduling/scheduled.decorator';
 export { SchedulingModule } from './scheduling/scheduling.module';
 export { type SchedulingModuleOptions, TENANT_DIRECTORY } from './scheduling/scheduling.module-definition';
 export { currentJobExecution } from './scheduling/job-execution-context';
-export { ScheduledJobsService } from './scheduling/scheduled-jobs.service';
+export { type ScheduledJobHealth, ScheduledJobsService } from './scheduling/scheduled-jobs.service';

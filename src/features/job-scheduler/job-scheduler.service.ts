@@ -3,6 +3,7 @@ import { hostname } from 'node:os';
 import { type BeforeApplicationShutdown, Inject, Injectable, Logger, Optional } from '@nestjs/common';
 import type { DataSource } from 'typeorm';
 import { DEFAULT_SHUTDOWN_GRACE_MS, JOB_SCHEDULER_DATA_SOURCE, MAX_TIMER_MS, RELEASED_DATA } from './job-scheduler.constants';
+import type { JobSchedulerStatus } from './job-scheduler.entity';
 import { JobSchedulerExecutor } from './job-scheduler.executor';
 import { JobShutdownError, LostJobLeaseError, moduleErrors } from './job-scheduler.errors';
 import { JOB_SCHEDULER_MODULE_OPTIONS, type JobSchedulerRuntimeOptions } from './job-scheduler.module-definition';
@@ -191,11 +192,11 @@ export class JobSchedulerService implements BeforeApplicationShutdown {
   }
 
   /**
-   * The greatest runKey recorded for a SCHEDULE run of `code` that begins with an ISO 8601
-   * instant (the scheduler's occurrence keys), or null. One indexed read.
+   * The greatest runKey recorded for a SCHEDULE run of `code` (of that status, if given) that
+   * begins with an ISO 8601 instant (the scheduler's occurrence keys), or null. One indexed read.
    */
-  async latestScheduledRunKey(code: string): Promise<string | null> {
-    const rows = await this.execute<{ runKey: string }>(this.statements.latestScheduledRunKey(code));
+  async latestScheduledRunKey(code: string, status?: JobSchedulerStatus.SUCCESS): Promise<string | null> {
+    const rows = await this.execute<{ runKey: string }>(this.statements.latestScheduledRunKey(code, status));
     return rows[0]?.runKey ?? null;
   }
 

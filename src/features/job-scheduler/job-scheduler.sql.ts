@@ -88,7 +88,7 @@ export interface JobSchedulerStatements {
   heartbeat(id: string, ownerToken: string): SqlStatement;
   complete(id: string, ownerToken: string, data: string | null): SqlStatement;
   fail(id: string, ownerToken: string, data: string | null): SqlStatement;
-  latestScheduledRunKey(code: string): SqlStatement;
+  latestScheduledRunKey(code: string, status?: 'SUCCESS'): SqlStatement;
   prune(parameters: PruneParameters): SqlStatement;
   findRuns(parameters: FindRunsParameters): SqlStatement;
   runByKey(lockKey: string): SqlStatement;
@@ -182,9 +182,11 @@ RETURNING "id"`.trim();
 
   // The scheduler's history: the latest occurrence of a job, by its ISO 8601 runKey (which sorts
   // chronologically in the "C" collation). Served backwards by IDX_job_scheduler_code_run_key.
+  // $2 narrows it to one status (the latest success, for health checks).
   const latestScheduledRunKeyText = `
 SELECT "runKey" FROM ${table}
 WHERE "code" = $1 AND "type" = 'SCHEDULE' AND "runKey" ~ '^[0-9]{4}-[0-9]{2}-[0-9]{2}T'
+  AND ($2::text IS NULL OR "status"::text = $2::text)
 ORDER BY "runKey" COLLATE "C" DESC
 LIMIT 1`.trim();
 
@@ -240,7 +242,7 @@ LIMIT $8`.trim();
     runByKey: (lockKey) => ({ text: runByKeyText, values: [lockKey] }),
     expiredLeases: (fallbackLeaseMs, limit) => ({ text: expiredLeasesText, values: [fallbackLeaseMs, limit] }),
     countExpiredLeases: (fallbackLeaseMs) => ({ text: countExpiredLeasesText, values: [fallbackLeaseMs] }),
-    latestScheduledRunKey: (code) => ({ text: latestScheduledRunKeyText, values: [code] }),
+    latestScheduledRunKey: (code, status) => ({ text: latestScheduledRunKeyText, values: [code, status ?? null] }),
     acquire: (p) => ({
       text: acquireText,
       values: [p.lockKey, p.code, p.name, p.type, p.ownerToken, p.runKey, p.leaseMs, p.ownerId, p.reclaimFailed],

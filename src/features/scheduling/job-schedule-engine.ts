@@ -68,6 +68,7 @@ export class JobScheduleEngine {
   private readonly runner: OccurrenceRunner;
   private readonly inFlight = new Set<Promise<unknown>>();
   private started = false;
+  private startedAt: number | undefined;
 
   private readonly lease: SchedulerLease;
 
@@ -102,6 +103,7 @@ export class JobScheduleEngine {
     if (this.started) return;
     this.started = true;
     const now = this.options.timers.now();
+    this.startedAt = now;
     for (const state of this.states.values()) {
       if (!state.job.enabled) continue;
       state.lastDue = now;
@@ -126,6 +128,29 @@ export class JobScheduleEngine {
     const state = this.states.get(name);
     if (!state) throw schedulingErrors.unknownJob(name);
     return this.track(this.runOccurrence(state, this.options.timers.now(), 'run-now'));
+  }
+
+  /**
+   * For each enabled job: how many occurrences have been due since `lastSuccess(name)` (or since
+   * this instance started, when there is none), counted up to `cap`.
+   */
+  async dueSinceLastSuccess(lastSuccess: (name: string) => Promise<number | null>, cap = 3): Promise<{ name: string; lastSuccessAt: number | null; dueSince: number }[]> {
+    const now = this.options.timers.now();
+    const enabled = [...this.states.values()].filter((state) => state.job.enabled);
+    return Promise.all(
+      enabled.map(async (state) => {
+        const lastSuccessAt = await lastSuccess(state.job.declaration.name);
+        let dueSince = 0;
+        let cursor = lastSuccessAt ?? this.startedAt ?? now;
+        while (dueSince < cap) {
+          const next = state.job.declaration.schedule.next(cursor);
+          if (next === null || next > now) break;
+          dueSince++;
+          cursor = next;
+        }
+        return { name: state.job.declaration.name, lastSuccessAt, dueSince };
+      }),
+    );
   }
 
   /** Resolves once every occurrence this instance started has settled. */

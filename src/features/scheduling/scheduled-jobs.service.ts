@@ -8,6 +8,7 @@ import {
   Optional,
 } from '@nestjs/common';
 import { ModuleRef } from '@nestjs/core';
+import { JobSchedulerStatus } from '../job-scheduler/job-scheduler.entity';
 import { JobSchedulerService } from '../job-scheduler/job-scheduler.service';
 import { JobScheduleEngine } from './job-schedule-engine';
 import { dueInstantOf } from './occurrence-keys';
@@ -17,6 +18,16 @@ import { type SchedulerHistory, systemTimers } from './scheduler-ports';
 import { SCHEDULING_MODULE_OPTIONS, type SchedulingModuleOptions, TENANT_DIRECTORY } from './scheduling.module-definition';
 import { schedulingErrors } from './scheduling.errors';
 import type { JobRunListener, JobRunRecord, TenantDirectory } from './scheduling.types';
+
+export interface ScheduledJobHealth {
+  name: string;
+  /** The due instant of the latest successful occurrence (any instance), or null. */
+  lastSuccessAt: Date | null;
+  /** Occurrences due since then (counted up to 3). */
+  occurrencesSinceSuccess: number;
+  /** Two or more occurrences passed without a success. */
+  stale: boolean;
+}
 
 /** The latest occurrence of a job, from the lease table (any instance's). */
 const postgresHistory = (jobs: JobSchedulerService): SchedulerHistory => ({
@@ -39,7 +50,7 @@ export class ScheduledJobsService implements OnModuleInit, OnApplicationBootstra
     @Inject(SCHEDULING_MODULE_OPTIONS) private readonly options: SchedulingModuleOptions,
     private readonly explorer: ScheduledJobsExplorer,
     private readonly moduleRef: ModuleRef,
-    @Optional() jobs?: JobSchedulerService,
+    @Optional() private readonly jobs?: JobSchedulerService,
   ) {
     const lease = options.lease ?? jobs;
     if (!lease) throw schedulingErrors.noLease();
@@ -109,6 +120,25 @@ export class ScheduledJobsService implements OnModuleInit, OnApplicationBootstra
     const directory = this.findTenantDirectory();
     if (!directory) throw schedulingErrors.noTenants('(per-tenant job)');
     return directory;
+  }
+
+  /**
+   * Each enabled job with the age of its last success against its schedule: `stale` when two or
+   * more occurrences have been due since the last success recorded by any instance (or since
+   * this instance started) — the "no success for two intervals" alert.
+   */
+  async jobHealth(): Promise<ScheduledJobHealth[]> {
+    const lastSuccess = async (name: string): Promise<number | null> => {
+      const runKey = await this.jobs?.latestScheduledRunKey(name, JobSchedulerStatus.SUCCESS);
+      return runKey ? dueInstantOf(runKey) : null;
+    };
+    const health = await this.engine.dueSinceLastSuccess(lastSuccess);
+    return health.map(({ name, lastSuccessAt, dueSince }) => ({
+      name,
+      lastSuccessAt: lastSuccessAt === null ? null : new Date(lastSuccessAt),
+      occurrencesSinceSuccess: dueSince,
+      stale: dueSince >= 2,
+    }));
   }
 
   /** Resolves once every run this instance started has settled (for tests and graceful scripts). */

@@ -52,6 +52,7 @@ describe('the packed package', () => {
         'dist/src/features/index.js',
         'dist/src/features/index.d.ts',
         'dist/src/features/testing.d.ts',
+        'dist/src/features/health.d.ts',
         'dist/migrations/1764547200000-CreateJobSchedulerTable.js',
         'README.md',
         'CHANGELOG.md',

@@ -1,0 +1,2 @@
+// @sdcorejs/nestjs/features/health: needs the optional peer @nestjs/terminus.
+export { JobSchedulerHealthIndicator, type JobSchedulerHealthOptions } from './job-scheduler/job-scheduler.health';
