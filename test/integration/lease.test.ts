@@ -76,6 +76,23 @@ describe('acquire', () => {
     }
   });
 
+  it('behaves the same with named prepared statements', async () => {
+    const prepared = await Promise.all(
+      [1, 2, 3, 4].map(async () => new JobSchedulerService(await database.dataSource({ poolSize: 2 }), { preparedStatements: true })),
+    );
+    for (let run = 0; run < 10; run++) {
+      const request = options();
+      const results = await Promise.all(prepared.map((node) => node.acquire(request)));
+      const winners = results.filter((result) => result.acquired);
+      expect(winners).toHaveLength(1);
+      const [winner] = winners;
+      if (!winner?.acquired) throw new Error('unreachable');
+      expect(await prepared[run % 4].heartbeat(winner)).toBe(true);
+      expect(await prepared[(run + 1) % 4].complete(winner)).toBe(true);
+      expect(await prepared[(run + 2) % 4].acquire(request)).toEqual({ acquired: false });
+    }
+  });
+
   it('a loser takes no row lock and writes nothing', async () => {
     const request = options();
     const holder = await nodes[0].acquire(request);

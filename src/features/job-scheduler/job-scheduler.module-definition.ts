@@ -17,6 +17,11 @@ export interface JobSchedulerRuntimeOptions {
    * `{ success: '30d', fail: '90d', every: '1h' }`. The horizon must exceed any catch-up window.
    */
   retention?: JobRetentionOptions;
+  /**
+   * Named prepared statements for the lease (faster on a direct connection). Leave off behind
+   * PgBouncer in transaction pooling. Default false.
+   */
+  preparedStatements?: boolean;
   /** prom-client metrics and OpenTelemetry spans of lease operations (each on when installed). */
   telemetry?: LeaseTelemetryOptions;
 }

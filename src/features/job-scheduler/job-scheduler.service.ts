@@ -93,7 +93,7 @@ export class JobSchedulerService implements BeforeApplicationShutdown {
     this.timingDefaults = resolveTimingDefaults(options.defaults);
     this.nodeId = checkNodeId(options.nodeId);
     this.shutdownGraceMs = checkGraceMs(options.shutdownGraceMs);
-    this.executor = new JobSchedulerExecutor(dataSource);
+    this.executor = new JobSchedulerExecutor(dataSource, { preparedStatements: options.preparedStatements });
     this.telemetry = createLeaseTelemetry(options.telemetry);
     this.statements = this.executor.statements;
   }
