@@ -23,7 +23,7 @@ describe('lease SQL', () => {
   it('sends every caller value as a parameter, never in the text', () => {
     expect(acquire.text).not.toContain('DROP TABLE');
     expect(acquire.values).toContain("code'; DROP TABLE x; --");
-    expect(acquire.text.match(/"job-scheduler"/g)).toHaveLength(2);
+    expect(acquire.text.match(/"job-scheduler"/g)).toHaveLength(3);
   });
 
   it('acquires with one statement: insert-or-nothing, then a guarded reclaim', () => {
