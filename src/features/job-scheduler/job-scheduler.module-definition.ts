@@ -18,8 +18,8 @@ export interface JobSchedulerRuntimeOptions {
    */
   retention?: JobRetentionOptions;
   /**
-   * Named prepared statements for the lease (faster on a direct connection). Leave off behind
-   * PgBouncer in transaction pooling. Default false.
+   * Named prepared statements for the lease: default true (the fast path). Set false behind
+   * PgBouncer in transaction pooling (a mismatch the server reports also turns them off).
    */
   preparedStatements?: boolean;
   /** prom-client metrics and OpenTelemetry spans of lease operations (each on when installed). */

@@ -93,7 +93,11 @@ export class JobSchedulerService implements BeforeApplicationShutdown {
     this.timingDefaults = resolveTimingDefaults(options.defaults);
     this.nodeId = checkNodeId(options.nodeId);
     this.shutdownGraceMs = checkGraceMs(options.shutdownGraceMs);
-    this.executor = new JobSchedulerExecutor(dataSource, { preparedStatements: options.preparedStatements });
+    this.executor = new JobSchedulerExecutor(dataSource, {
+      preparedStatements: options.preparedStatements,
+      onPreparedStatementsOff: (reason) =>
+        this.logger.warn(`Sending unnamed statements from now on: ${reason} (a pooler in transaction mode?). Set preparedStatements: false to say so.`),
+    });
     this.telemetry = createLeaseTelemetry(options.telemetry);
     this.statements = this.executor.statements;
   }

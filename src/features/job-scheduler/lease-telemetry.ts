@@ -66,6 +66,13 @@ export const singleMetric = <T>(registry: unknown, name: string, create: () => T
 
 const TRACER_NAME = '@sdcorejs/nestjs';
 
+/**
+ * Metric labels without a prototype: prom-client walks labels with `for...in`, so a key on a
+ * polluted Object.prototype would become an unknown label and make the lease operation throw.
+ */
+const labelsOf = (labels: Record<string, string>): Record<string, string> =>
+  Object.assign(Object.create(null) as Record<string, string>, labels);
+
 /** Wraps `run` in an active span when OpenTelemetry is installed (and tracing is on). */
 export const createSpanRunner = (enabled = true) => {
   const api = enabled ? optionalPeer<OpenTelemetryApi>('@opentelemetry/api') : undefined;
@@ -132,8 +139,8 @@ export const createLeaseTelemetry = (options: LeaseTelemetryOptions = {}): Lease
           active?.setAttribute('job_lease.outcome', outcome);
           return result;
         } finally {
-          operations?.inc({ operation, outcome });
-          durations?.observe({ operation }, Number(process.hrtime.bigint() - started) / 1e9);
+          operations?.inc(labelsOf({ operation, outcome }));
+          durations?.observe(labelsOf({ operation }), Number(process.hrtime.bigint() - started) / 1e9);
         }
       });
     },
