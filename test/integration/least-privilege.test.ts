@@ -1,0 +1,79 @@
+import { randomBytes } from 'node:crypto';
+import { Client } from 'pg';
+import { JobSchedulerService } from '../../src/features';
+import { createTestDatabase, serverUrl, type TestDatabase } from '../support/test-database';
+
+/**
+ * What the README's security notes claim: the application's role needs SELECT, INSERT and UPDATE
+ * on the lease table (and USAGE on its schema), nothing more; no superuser, no DDL, no DELETE.
+ */
+let database: TestDatabase;
+let canCreateRoles = false;
+const roles: string[] = [];
+
+const asAdmin = async (text: string): Promise<void> => {
+  const client = new Client({ connectionString: serverUrl() });
+  await client.connect();
+  try {
+    await client.query(text);
+  } finally {
+    await client.end();
+  }
+};
+
+const asRole = (url: string, role: string, password: string): string => {
+  const parsed = new URL(url);
+  parsed.username = role;
+  parsed.password = password;
+  return parsed.toString();
+};
+
+beforeAll(async () => {
+  database = await createTestDatabase();
+  const [me] = await database.sql<{ allowed: boolean }>(
+    'SELECT rolsuper OR rolcreaterole AS allowed FROM pg_roles WHERE rolname = current_user',
+  );
+  canCreateRoles = me.allowed;
+});
+
+afterAll(async () => {
+  // The grants live in the test database: once it is dropped, its roles can go too.
+  await database.drop();
+  for (const role of roles) await asAdmin(`DROP ROLE IF EXISTS "${role}"`);
+});
+
+const startAs = async (grants: string[]): Promise<JobSchedulerService> => {
+  const role = `lease_app_${randomBytes(4).toString('hex')}`;
+  const password = randomBytes(12).toString('hex');
+  roles.push(role);
+  await asAdmin(`CREATE ROLE "${role}" LOGIN PASSWORD '${password}' NOSUPERUSER NOCREATEDB NOCREATEROLE`);
+  await database.sql(`GRANT CONNECT ON DATABASE "${database.name}" TO "${role}"`);
+  await database.sql(`GRANT USAGE ON SCHEMA public TO "${role}"`);
+  for (const grant of grants) await database.sql(`GRANT ${grant} ON "job-scheduler" TO "${role}"`);
+  return new JobSchedulerService(await database.dataSource({ url: asRole(database.url, role, password), poolSize: 1 }));
+};
+
+describe('the application role', () => {
+  it('runs every lease operation with SELECT, INSERT and UPDATE on the table only', async () => {
+    if (!canCreateRoles) {
+      process.stdout.write('least-privilege test: the test server user cannot create roles; nothing to check here\n');
+      return;
+    }
+    const jobs = await startAs(['SELECT', 'INSERT', 'UPDATE']);
+    const lock = await jobs.acquire({ code: 'least-privilege', runKey: 'r1', leaseMs: 60_000 });
+    if (!lock.acquired) throw new Error('expected to acquire');
+    expect(await jobs.heartbeat(lock)).toBe(true);
+    expect(await jobs.release(lock)).toBe(true);
+    const again = await jobs.acquire({ code: 'least-privilege', runKey: 'r1' });
+    if (!again.acquired) throw new Error('expected to reclaim');
+    expect(await jobs.fail(again, { step: 'fail' })).toBe(true);
+    expect(await jobs.runExclusive({ code: 'least-privilege', runKey: 'r1' }, async () => 'done')).toEqual({ acquired: true, result: 'done' });
+    expect(await jobs.acquire({ code: 'least-privilege', runKey: 'r1' })).toEqual({ acquired: false });
+  });
+
+  it('cannot take a run without UPDATE (the grant is needed)', async () => {
+    if (!canCreateRoles) return;
+    const jobs = await startAs(['SELECT', 'INSERT']);
+    await expect(jobs.acquire({ code: 'least-privilege', runKey: 'r2' })).rejects.toThrow(/permission denied/);
+  });
+});
