@@ -70,6 +70,39 @@ describe('the packed package', () => {
     expect(output.exclusive.result).toMatch(/^v2:/);
   }, 180_000);
 
+  it("migrates a consumer's database with the consumer's own TypeORM CLI and the package's migrations glob", async () => {
+    const dir = join(work, 'nest11');
+    const cliDatabase = await createTestDatabase({ migrate: false });
+    try {
+      writeFileSync(
+        join(dir, 'data-source.cjs'),
+        `const { DataSource } = require('typeorm');
+const { JobScheduler } = require('@sdcorejs/nestjs/features');
+module.exports = new DataSource({
+  type: 'postgres',
+  url: process.env.DATABASE_URL,
+  entities: [JobScheduler],
+  migrations: ['node_modules/@sdcorejs/nestjs/dist/migrations/*.js'],
+});
+`,
+      );
+      const typeorm = join(dir, 'node_modules/typeorm/cli.js');
+      const env = { ...process.env, DATABASE_URL: cliDatabase.url };
+      execFileSync(process.execPath, [typeorm, 'migration:run', '-d', 'data-source.cjs'], { cwd: dir, env, stdio: 'pipe' });
+      const ran = await cliDatabase.sql<{ name: string }>('SELECT name FROM migrations ORDER BY id');
+      expect(ran.map((row) => row.name)).toEqual([
+        'CreateJobSchedulerTable1764547200000',
+        'UpgradeJobSchedulerTableFrom111764547200001',
+        'AddJobSchedulerCodeRunKeyIndex1764547200002',
+      ]);
+      const show = execFileSync(process.execPath, [typeorm, 'migration:show', '-d', 'data-source.cjs'], { cwd: dir, env, encoding: 'utf8' });
+      expect(show).toContain('[X]');
+      expect(show).not.toContain('[ ]');
+    } finally {
+      await cliDatabase.drop();
+    }
+  }, 120_000);
+
   it('runs in a fresh Nest 12 ESM application (Node 20.19+ loads ESM through require)', () => {
     const nest12 = ['@nestjs/common@12', '@nestjs/core@12', '@nestjs/typeorm@12'];
     const dir = consumerApp('nest12', 'module', [...nest12, ...['typeorm', 'pg', 'reflect-metadata', 'rxjs'].map(pinned)]);
