@@ -1,3 +1,4 @@
+import type { ChaosConfig } from './chaos.config';
 import { unitOf } from './chaos.random';
 
 /**
@@ -6,24 +7,17 @@ import { unitOf } from './chaos.random';
  * most the line being written), and the per-run rules both sides compute the same way.
  */
 
-/** Given to a worker process in the CHAOS_WORKER environment variable. */
-export interface ChaosWorkerSettings {
+/** Given to a worker process in the CHAOS_WORKER environment variable: the run's settings it needs, and its own. */
+export type ChaosWorkerSettings = Pick<
+  ChaosConfig,
+  'seed' | 'codes' | 'ticks' | 'leaseMs' | 'heartbeatMs' | 'workMinMs' | 'workMaxMs' | 'plannedFailureRate' | 'sweepMs' | 'clockSkewMs'
+> & {
   slot: number;
   generation: number;
   nodeId: string;
   databaseUrl: string;
-  seed: number;
-  codes: string[];
-  ticks: number;
-  leaseMs: number;
-  heartbeatMs: number;
-  workMinMs: number;
-  workMaxMs: number;
-  plannedFailureRate: number;
-  sweepMs: number;
-  clockSkewMs: number;
   eventsFile: string;
-}
+};
 
 export type OrchestratorMessage =
   /** Ticks 0..index are due. A worker that joins late gets the latest one first. */

@@ -1,7 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import { Client } from 'pg';
 import { JobSchedulerService } from '../../src/features';
-import { createTestDatabase, serverUrl, type TestDatabase } from '../support/test-database';
+import { adminQuery, createTestDatabase, type TestDatabase } from '../support/test-database';
 
 /**
  * What the README's security notes claim: the application's role needs SELECT, INSERT and UPDATE
@@ -11,15 +10,6 @@ let database: TestDatabase;
 let canCreateRoles = false;
 const roles: string[] = [];
 
-const asAdmin = async (text: string): Promise<void> => {
-  const client = new Client({ connectionString: serverUrl() });
-  await client.connect();
-  try {
-    await client.query(text);
-  } finally {
-    await client.end();
-  }
-};
 
 const asRole = (url: string, role: string, password: string): string => {
   const parsed = new URL(url);
@@ -39,14 +29,14 @@ beforeAll(async () => {
 afterAll(async () => {
   // The grants live in the test database: once it is dropped, its roles can go too.
   await database.drop();
-  for (const role of roles) await asAdmin(`DROP ROLE IF EXISTS "${role}"`);
+  for (const role of roles) await adminQuery(`DROP ROLE IF EXISTS "${role}"`);
 });
 
 const startAs = async (grants: string[]): Promise<JobSchedulerService> => {
   const role = `lease_app_${randomBytes(4).toString('hex')}`;
   const password = randomBytes(12).toString('hex');
   roles.push(role);
-  await asAdmin(`CREATE ROLE "${role}" LOGIN PASSWORD '${password}' NOSUPERUSER NOCREATEDB NOCREATEROLE`);
+  await adminQuery(`CREATE ROLE "${role}" LOGIN PASSWORD '${password}' NOSUPERUSER NOCREATEDB NOCREATEROLE`);
   await database.sql(`GRANT CONNECT ON DATABASE "${database.name}" TO "${role}"`);
   await database.sql(`GRANT USAGE ON SCHEMA public TO "${role}"`);
   for (const grant of grants) await database.sql(`GRANT ${grant} ON "job-scheduler" TO "${role}"`);

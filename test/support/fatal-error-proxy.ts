@@ -1,4 +1,5 @@
 import { connect, createServer, type Server, type Socket } from 'node:net';
+import { listenOnLoopback, type ProxyTarget, targetOf } from './tcp-proxy';
 
 /**
  * A loopback proxy in front of PostgreSQL that can end a connection the way `pg_terminate_backend`
@@ -17,23 +18,16 @@ export class FatalErrorProxy {
   private armedNext = 0;
   injected = 0;
 
-  constructor(private readonly target: { host: string; port: number }) {}
+  constructor(private readonly target: ProxyTarget) {}
 
   static forUrl(url: string): FatalErrorProxy {
-    const parsed = new URL(url);
-    return new FatalErrorProxy({ host: parsed.hostname, port: Number(parsed.port || 5432) });
+    return new FatalErrorProxy(targetOf(url));
   }
 
   /** Listens on a free loopback port; returns `url` rewritten to go through the proxy. */
   async start(url: string): Promise<string> {
     this.server = createServer((client) => this.accept(client));
-    await new Promise<void>((resolve) => this.server?.listen(0, '127.0.0.1', resolve));
-    const address = this.server.address();
-    if (typeof address !== 'object' || !address) throw new Error('proxy has no address');
-    const parsed = new URL(url);
-    parsed.hostname = '127.0.0.1';
-    parsed.port = String(address.port);
-    return parsed.toString();
+    return listenOnLoopback(this.server, url);
   }
 
   /** The next new connection ends with a FATAL as its startup completes. */

@@ -1,5 +1,27 @@
 import { createServer, type Server, type Socket, connect } from 'node:net';
 
+export interface ProxyTarget {
+  host: string;
+  port: number;
+}
+
+/** The host and port a PostgreSQL URL points at. */
+export const targetOf = (url: string): ProxyTarget => {
+  const parsed = new URL(url);
+  return { host: parsed.hostname, port: Number(parsed.port || 5432) };
+};
+
+/** Starts `server` on a free loopback port; returns `url` rewritten to go through it. */
+export const listenOnLoopback = async (server: Server, url: string): Promise<string> => {
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const address = server.address();
+  if (typeof address !== 'object' || !address) throw new Error('proxy has no address');
+  const parsed = new URL(url);
+  parsed.hostname = '127.0.0.1';
+  parsed.port = String(address.port);
+  return parsed.toString();
+};
+
 /**
  * A loopback TCP proxy in front of PostgreSQL that a test can cut and restore, to play a database
  * outage (or a network partition) for the connections that go through it, and only those.
@@ -9,23 +31,16 @@ export class TcpProxy {
   private readonly sockets = new Set<Socket>();
   private down = false;
 
-  constructor(private readonly target: { host: string; port: number }) {}
+  constructor(private readonly target: ProxyTarget) {}
 
   static forUrl(url: string): TcpProxy {
-    const parsed = new URL(url);
-    return new TcpProxy({ host: parsed.hostname, port: Number(parsed.port || 5432) });
+    return new TcpProxy(targetOf(url));
   }
 
   /** Starts listening on a free loopback port; returns `url` rewritten to go through the proxy. */
   async start(url: string): Promise<string> {
     this.server = createServer((client) => this.accept(client));
-    await new Promise<void>((resolve) => this.server?.listen(0, '127.0.0.1', resolve));
-    const address = this.server.address();
-    if (typeof address !== 'object' || !address) throw new Error('proxy has no address');
-    const parsed = new URL(url);
-    parsed.hostname = '127.0.0.1';
-    parsed.port = String(address.port);
-    return parsed.toString();
+    return listenOnLoopback(this.server, url);
   }
 
   /** Drops every open connection and refuses new ones until restore(). */

@@ -30,7 +30,8 @@ export interface TestDatabase {
   drop(): Promise<void>;
 }
 
-const adminQuery = async (text: string): Promise<void> => {
+/** Runs SQL on the server's admin database, on a short-lived connection. */
+export const adminQuery = async (text: string): Promise<void> => {
   const client = new Client({ connectionString: serverUrl() });
   await client.connect();
   try {

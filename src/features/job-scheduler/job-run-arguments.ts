@@ -4,10 +4,10 @@ import { InvalidJobQueryOptionsError } from './job-scheduler.errors';
 import type { FindRunsParameters, PruneParameters, RunRow } from './job-scheduler.sql';
 import type { JobPruneOptions, JobRunFilter, JobRunView } from './job-run.types';
 import { ownValue } from './job-identity';
+import { UUID } from './lease-arguments';
 
 const STATUSES = new Set<unknown>(Object.values(JobSchedulerStatus));
 const TYPES = new Set<unknown>(Object.values(JobSchedulerType));
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 const invalid = (what: string, value: unknown) =>
   new InvalidJobQueryOptionsError(`${what}, got ${typeof value === 'string' ? JSON.stringify(value) : String(value)}`);

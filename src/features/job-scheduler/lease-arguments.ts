@@ -5,7 +5,8 @@ import type { JobLease } from './job-scheduler.types';
 
 const UNSTORABLE_ALL = new RegExp(UNSTORABLE_TEXT.source, 'gu');
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+/** A UUID in its canonical text form. */
+export const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** Checks a `{ id, ownerToken }` argument before it reaches SQL. Throws InvalidJobLeaseError. */
 export const checkJobLease = (lease: unknown): JobLease => {

@@ -1,11 +1,9 @@
 import type { JobAcquireOptions, JobAcquireResult, JobLease } from '../job-scheduler/job-scheduler.types';
+import type { InstantTimers } from '../job-scheduler/system-timers';
 import type { JobRunRecord } from './scheduling.types';
 
 /** Time for the scheduler: the system clock in production, a manual clock in tests. */
-export interface SchedulerTimers {
-  now(): number;
-  /** Calls `fn` once, at or after the instant `at` (epoch ms). Returns a function that cancels it. */
-  at(instant: number, fn: () => void): () => void;
+export interface SchedulerTimers extends InstantTimers {
   /**
    * Told of every lease operation the scheduler waits on, so that a manual clock can let it
    * finish before it fires the next timer. System timers need not implement it.

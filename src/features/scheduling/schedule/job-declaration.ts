@@ -1,3 +1,4 @@
+import { MAX_TIMER_MS } from '../../job-scheduler/job-scheduler.constants';
 import { DeclarationError } from '../scheduling.errors';
 import type { JobSchedule, ScheduledJobOptions } from '../scheduling.types';
 import { cronExpressionError } from './cron-expression';
@@ -8,7 +9,6 @@ import { isKnownTimeZone } from './time-zone';
 /** `<context>.<job-name>`: two lowercase kebab-case segments; it is the lease's code (≤ 64). */
 const JOB_NAME = /^[a-z][a-z0-9]*(?:-[a-z0-9]+)*\.[a-z][a-z0-9]*(?:-[a-z0-9]+)*$/;
 const MAX_JOB_NAME = 64;
-const MAX_TIMER_MS = 2 ** 31 - 1;
 const NEVER_HORIZON_MS = 8 * 366 * 86_400_000;
 
 /** A declaration with every value checked and defaults applied. */
