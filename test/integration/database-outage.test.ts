@@ -99,7 +99,7 @@ describe('database down', () => {
     // clock), any node takes it over, with the same idempotency key.
     expect(await direct.acquire(request)).toEqual({ acquired: false });
     await database.sql(`UPDATE "job-scheduler" SET "modifiedAt" = "modifiedAt" - interval '2 seconds' WHERE id = $1`, [leaseId]);
-    expect(await direct.acquire(request)).toMatchObject({ acquired: true, id: leaseId, fencingToken: 2, reclaimed: true });
+    expect(await direct.acquire(request)).toMatchObject({ acquired: true, id: leaseId, attempt: 2, reclaimed: true });
     // And the node that lost it works again on its own.
     expect(await node.jobs.runExclusive(options(), async () => 'recovered')).toEqual({ acquired: true, result: 'recovered' });
   });

@@ -67,10 +67,10 @@ describe('acquire', () => {
       for (const loser of results.filter((result) => !result.acquired)) expect(loser).toEqual({ acquired: false });
       const [winner] = winners;
       if (!winner?.acquired) throw new Error('unreachable');
-      expect(winner).toMatchObject({ fencingToken: 1, attempt: 1, reclaimed: false, leaseMs: 900_000, heartbeatMs: 60_000 });
+      expect(winner).toMatchObject({ fencingToken: expect.any(Number), attempt: 1, reclaimed: false, leaseMs: 900_000, heartbeatMs: 60_000 });
       expect(winner.idempotencyKey).toMatch(/^v2:/);
       const row = await rowOf(winner.id);
-      expect(row).toMatchObject({ status: 'RUNNING', ownerToken: winner.ownerToken, fencingToken: '1', attempts: 1 });
+      expect(row).toMatchObject({ status: 'RUNNING', ownerToken: winner.ownerToken, fencingToken: String(winner.fencingToken), attempts: 1 });
       expect(row.lockKey).toBe(winner.idempotencyKey);
       expect(row.runKey).toBe(request.runKey);
     }
@@ -131,10 +131,10 @@ describe('acquire', () => {
     await ageRow(lock.id, 10 * 24 * 3_600_000);
     const retries = await Promise.all(nodes.map((node) => node.acquire({ ...request, leaseMs: 3 })));
     expect(retries.every((result) => !result.acquired)).toBe(true);
-    expect(await rowOf(lock.id)).toMatchObject({ status: 'SUCCESS', data: { rows: 42 }, fencingToken: '1' });
+    expect(await rowOf(lock.id)).toMatchObject({ status: 'SUCCESS', data: { rows: 42 }, fencingToken: String(lock.fencingToken) });
   });
 
-  it('reclaims FAIL at once: same id and idempotency key, rotated token, fence + 1, last error kept', async () => {
+  it('reclaims FAIL at once: same id and idempotency key, rotated token, a greater fencing token, last error kept', async () => {
     const request = options();
     const first = await nodes[0].acquire(request);
     if (!first.acquired) throw new Error('expected to acquire');
@@ -147,7 +147,8 @@ describe('acquire', () => {
     expect(second.id).toBe(first.id);
     expect(second.idempotencyKey).toBe(first.idempotencyKey);
     expect(second.ownerToken).not.toBe(first.ownerToken);
-    expect(second).toMatchObject({ fencingToken: 2, attempt: 2, reclaimed: true });
+    expect(second).toMatchObject({ attempt: 2, reclaimed: true });
+    expect(second.fencingToken).toBeGreaterThan(first.fencingToken);
     expect(await rowOf(first.id)).toMatchObject({ status: 'RUNNING', data: null, lastError: { error: 'boom' }, attempts: 2 });
   });
 
@@ -171,7 +172,8 @@ describe('acquire', () => {
     const results = await Promise.all(nodes.slice(1).map((node) => node.acquire({ ...request, leaseMs: 60_000 })));
     const winners = results.filter((result) => result.acquired);
     expect(winners).toHaveLength(1);
-    expect(winners[0]).toMatchObject({ id: holder.id, fencingToken: 2, reclaimed: true });
+    expect(winners[0]).toMatchObject({ id: holder.id, attempt: 2, reclaimed: true });
+    expect(winners[0].acquired && winners[0].fencingToken).toBeGreaterThan(holder.fencingToken);
     const row = await rowOf(holder.id);
     expect(row.lastError).toMatchObject({ expired: true, ownerId: 'node-0' });
     expect(row.leaseMs).toBe(60_000);

@@ -4,7 +4,8 @@ import { adminQuery, createTestDatabase, type TestDatabase } from '../support/te
 
 /**
  * What the README's security notes claim: the application's role needs SELECT, INSERT and UPDATE
- * on the lease table (and USAGE on its schema), nothing more; no superuser, no DDL, no DELETE.
+ * on the lease table, USAGE on its fencing-token sequence (and on its schema), nothing more; no
+ * superuser, no DDL, no DELETE.
  */
 let database: TestDatabase;
 let canCreateRoles = false;
@@ -32,7 +33,7 @@ afterAll(async () => {
   for (const role of roles) await adminQuery(`DROP ROLE IF EXISTS "${role}"`);
 });
 
-const startAs = async (grants: string[]): Promise<JobSchedulerService> => {
+const startAs = async (grants: string[], sequence = true): Promise<JobSchedulerService> => {
   const role = `lease_app_${randomBytes(4).toString('hex')}`;
   const password = randomBytes(12).toString('hex');
   roles.push(role);
@@ -40,11 +41,12 @@ const startAs = async (grants: string[]): Promise<JobSchedulerService> => {
   await database.sql(`GRANT CONNECT ON DATABASE "${database.name}" TO "${role}"`);
   await database.sql(`GRANT USAGE ON SCHEMA public TO "${role}"`);
   for (const grant of grants) await database.sql(`GRANT ${grant} ON "job-scheduler" TO "${role}"`);
+  if (sequence) await database.sql(`GRANT USAGE ON SEQUENCE "job-scheduler_fencingToken_seq" TO "${role}"`);
   return new JobSchedulerService(await database.dataSource({ url: asRole(database.url, role, password), poolSize: 1 }));
 };
 
 describe('the application role', () => {
-  it('runs every lease operation with SELECT, INSERT and UPDATE on the table only', async () => {
+  it('runs every lease operation with SELECT, INSERT and UPDATE on the table and USAGE on its sequence only', async () => {
     if (!canCreateRoles) {
       process.stdout.write('least-privilege test: the test server user cannot create roles; nothing to check here\n');
       return;
@@ -65,5 +67,11 @@ describe('the application role', () => {
     if (!canCreateRoles) return;
     const jobs = await startAs(['SELECT', 'INSERT']);
     await expect(jobs.acquire({ code: 'least-privilege', runKey: 'r2' })).rejects.toThrow(/permission denied/);
+  });
+
+  it('cannot draw a fencing token without USAGE on the sequence (the grant is needed)', async () => {
+    if (!canCreateRoles) return;
+    const jobs = await startAs(['SELECT', 'INSERT', 'UPDATE'], false);
+    await expect(jobs.acquire({ code: 'least-privilege', runKey: 'r3' })).rejects.toThrow(/permission denied for sequence/);
   });
 });

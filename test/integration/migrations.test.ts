@@ -56,6 +56,7 @@ describe('migrations', () => {
       'CreateJobSchedulerTable1764547200000',
       'UpgradeJobSchedulerTableFrom111764547200001',
       'AddJobSchedulerCodeRunKeyIndex1764547200002',
+      'AddJobSchedulerFencingTokenSequence1764547200003',
     ]);
     const columns = await columnsOf(database);
     expect(columns.id).toMatchObject({ data_type: 'uuid', column_default: 'gen_random_uuid()' });
@@ -69,7 +70,7 @@ describe('migrations', () => {
     for (const column of ['createdAt', 'modifiedAt', 'startedAt', 'finishedAt']) {
       expect(columns[column]).toMatchObject({ data_type: 'timestamp with time zone' });
     }
-    expect(columns.fencingToken).toMatchObject({ data_type: 'bigint', column_default: '1' });
+    expect(columns.fencingToken).toMatchObject({ data_type: 'bigint', column_default: `nextval('"job-scheduler_fencingToken_seq"'::regclass)` });
     expect(columns.runKey).toMatchObject({ character_maximum_length: 1024 });
     const [unique] = await database.sql<{ definition: string }>(
       `SELECT pg_get_constraintdef(oid) AS definition FROM pg_constraint WHERE conrelid = '"job-scheduler"'::regclass AND contype = 'u'`,
@@ -84,9 +85,7 @@ describe('migrations', () => {
   it('revert and re-apply cleanly', async () => {
     const database = await fresh(true);
     const dataSource = await database.dataSource({ migrations: [...JobSchedulerMigrations], poolSize: 1 });
-    await dataSource.undoLastMigration();
-    await dataSource.undoLastMigration();
-    await dataSource.undoLastMigration();
+    for (let step = 0; step < 4; step++) await dataSource.undoLastMigration();
     expect(await database.sql(`SELECT to_regclass('"job-scheduler"') AS t`)).toEqual([{ t: null }]);
     await dataSource.runMigrations();
     expect(Object.keys(await columnsOf(database))).toContain('fencingToken');
@@ -116,7 +115,7 @@ describe('migrations', () => {
       `SELECT id, "lockKey", EXTRACT(EPOCH FROM "modifiedAt")::text AS epoch FROM "job-scheduler" ORDER BY id`,
     );
 
-    expect(await migrate(database)).toHaveLength(3);
+    expect(await migrate(database)).toHaveLength(4);
 
     const after = await database.sql<{ id: string; lockKey: string; epoch: string; fencingToken: string }>(
       `SELECT id, "lockKey", EXTRACT(EPOCH FROM "modifiedAt")::text AS epoch, "fencingToken" FROM "job-scheduler" ORDER BY id`,
@@ -130,8 +129,11 @@ describe('migrations', () => {
     expect(await jobs.acquire(schedule('2026-07-20T03:00:00Z'))).toEqual({ acquired: false });
     expect(await jobs.acquire({ code: 'seed', type: JobSchedulerType.INITIAL })).toEqual({ acquired: false });
     expect(await jobs.acquire(schedule('live-holder-tick'))).toEqual({ acquired: false });
-    expect(await jobs.acquire(schedule('failed-tick'))).toMatchObject({ acquired: true, fencingToken: 2, reclaimed: true });
-    expect(await jobs.acquire(schedule('dead-holder-tick'))).toMatchObject({ acquired: true, fencingToken: 2 });
+    // 1.1 rows carry fencing token 1; the sequence starts above it, so reclaims go up from there.
+    const failedTick = await jobs.acquire(schedule('failed-tick'));
+    const deadHolderTick = await jobs.acquire(schedule('dead-holder-tick'));
+    expect(failedTick).toMatchObject({ acquired: true, reclaimed: true, fencingToken: 2 });
+    expect(deadHolderTick).toMatchObject({ acquired: true, reclaimed: true, fencingToken: 3 });
     expect((await jobs.acquire(schedule('new-tick'))).acquired).toBe(true);
     const [failed] = await database.sql<{ lastError: unknown }>(`SELECT "lastError" FROM "job-scheduler" WHERE "lockKey" = $1`, [
       key('sync-orders', 'failed-tick'),

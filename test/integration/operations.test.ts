@@ -103,7 +103,7 @@ describe('JobRunsInspector', () => {
       idempotencyKey: 'v2:aV_0WdnjWG686cnhQIIg7xFYkUVv2kIMT-wOCbiWakI',
       status: 'SUCCESS',
       type: 'SCHEDULE',
-      fencingToken: 1,
+      fencingToken: lock.fencingToken,
       attempts: 1,
       ownerId: 'ops-node',
     });

@@ -39,7 +39,7 @@ describe('runExclusive', () => {
         node.runExclusive(request, async (lease) => {
           calls.push(`node-${index}`);
           expect(lease.idempotencyKey).toMatch(/^v2:/);
-          expect(lease.fencingToken).toBe(1);
+          expect(lease.fencingToken).toBeGreaterThan(0);
           expect(lease.signal.aborted).toBe(false);
           await sleep(50);
           return { exported: 3 };
@@ -62,7 +62,8 @@ describe('runExclusive', () => {
     ).rejects.toThrow('first attempt fails');
     await nodes[1].runExclusive(request, async ({ idempotencyKey, fencingToken, attempt }) => {
       keys.push(idempotencyKey);
-      expect({ fencingToken, attempt }).toEqual({ fencingToken: 2, attempt: 2 });
+      expect(attempt).toBe(2);
+      expect(fencingToken).toBeGreaterThan(1);
     });
     expect(keys[0]).toBe(keys[1]);
     expect((await rowByKey(keys[0])).status).toBe('SUCCESS');

@@ -1,4 +1,4 @@
-import { Column, Entity, Index, PrimaryColumn, Unique } from 'typeorm';
+import { Column, Entity, Generated, Index, PrimaryColumn, Unique } from 'typeorm';
 
 export enum JobSchedulerStatus {
   RUNNING = 'RUNNING',
@@ -68,8 +68,12 @@ export class JobScheduler {
   @Column({ type: 'integer', nullable: true })
   leaseMs!: number | null;
 
-  /** 1 on insert, +1 on every reclaim: lets an external resource reject a stale writer. */
-  @Column({ type: 'bigint', default: 1 })
+  /**
+   * Drawn from the sequence "job-scheduler_fencingToken_seq" on insert and on every reclaim:
+   * strictly increasing for a run, forever, so an external resource can reject a stale writer.
+   */
+  @Column({ type: 'bigint' })
+  @Generated('increment')
   fencingToken!: string;
 
   /** How many owners this run has had (1 + reclaims). */

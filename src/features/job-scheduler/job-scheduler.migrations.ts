@@ -1,16 +1,19 @@
 import { CreateJobSchedulerTable1764547200000 } from '../../../migrations/1764547200000-CreateJobSchedulerTable';
 import { UpgradeJobSchedulerTableFrom111764547200001 } from '../../../migrations/1764547200001-UpgradeJobSchedulerTableFrom11';
 import { AddJobSchedulerCodeRunKeyIndex1764547200002 } from '../../../migrations/1764547200002-AddJobSchedulerCodeRunKeyIndex';
+import { AddJobSchedulerFencingTokenSequence1764547200003 } from '../../../migrations/1764547200003-AddJobSchedulerFencingTokenSequence';
 
 /** The lease's migrations in order, for `migrations: [...JobSchedulerMigrations]` in a DataSource. */
 export const JobSchedulerMigrations = [
   CreateJobSchedulerTable1764547200000,
   UpgradeJobSchedulerTableFrom111764547200001,
   AddJobSchedulerCodeRunKeyIndex1764547200002,
+  AddJobSchedulerFencingTokenSequence1764547200003,
 ] as const;
 
 export {
   AddJobSchedulerCodeRunKeyIndex1764547200002,
+  AddJobSchedulerFencingTokenSequence1764547200003,
   CreateJobSchedulerTable1764547200000,
   UpgradeJobSchedulerTableFrom111764547200001,
 };

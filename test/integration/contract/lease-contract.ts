@@ -126,7 +126,8 @@ export const describeLeaseContract = (
       for (let round = 1; round <= 10; round++) {
         expect(await target.nodes[(round - 1) % target.nodes.length].release(previous)).toBe(true);
         const next = await acquired(target.nodes[round % target.nodes.length], options);
-        expect(next).toMatchObject({ id: previous.id, idempotencyKey: previous.idempotencyKey, fencingToken: round + 1, reclaimed: true });
+        expect(next).toMatchObject({ id: previous.id, idempotencyKey: previous.idempotencyKey, attempt: round + 1, reclaimed: true });
+        expect(next.fencingToken).toBeGreaterThan(previous.fencingToken);
         expect(next.ownerToken).not.toBe(previous.ownerToken);
         previous = next;
       }
@@ -144,7 +145,8 @@ export const describeLeaseContract = (
       const results = await Promise.all(target.nodes.slice(1).map((node) => node.acquire(options)));
       const winners = results.filter((result) => result.acquired);
       expect(winners).toHaveLength(1);
-      expect(winners[0]).toMatchObject({ id: holder.id, idempotencyKey: holder.idempotencyKey, fencingToken: 2, attempt: 2, reclaimed: true });
+      expect(winners[0]).toMatchObject({ id: holder.id, idempotencyKey: holder.idempotencyKey, attempt: 2, reclaimed: true });
+      expect(winners[0].acquired && winners[0].fencingToken).toBeGreaterThan(holder.fencingToken);
       expect((await rowOf(holder.id)).lastError).toMatchObject({ expired: true });
     });
 
@@ -204,7 +206,7 @@ export const describeLeaseContract = (
       expect(await target.nodes[0].complete(old, { by: 'old' })).toBe(false);
       expect(await target.nodes[0].fail(old, { by: 'old' })).toBe(false);
       expect(await target.nodes[0].release(old)).toBe(false);
-      expect(await rowOf(old.id)).toMatchObject({ status: 'RUNNING', ownerToken: current.ownerToken, fencingToken: '2', data: null });
+      expect(await rowOf(old.id)).toMatchObject({ status: 'RUNNING', ownerToken: current.ownerToken, fencingToken: String(current.fencingToken), data: null });
       expect(await target.nodes[1].complete(current, { by: 'current' })).toBe(true);
       expect(await target.nodes[0].complete(old, { by: 'old' })).toBe(false);
       expect(await rowOf(old.id)).toMatchObject({ status: 'SUCCESS', data: { by: 'current' } });
@@ -228,8 +230,10 @@ export const describeLeaseContract = (
       const runKeyOf = async (lockKey: string) =>
         (await target.sql<{ runKey: string }>(`SELECT "runKey" FROM ${target.table} WHERE "lockKey" = $1`, [lockKey]))[0].runKey;
       for (const lockKey of [running, legacy, failed]) {
+        const [before] = await target.sql<{ fencingToken: string }>(`SELECT "fencingToken"::text FROM ${target.table} WHERE "lockKey" = $1`, [lockKey]);
         const lock = await target.nodes[0].acquire({ code: 'contract-job', runKey: await runKeyOf(lockKey) });
-        expect(lock).toMatchObject({ acquired: true, idempotencyKey: lockKey, fencingToken: 2, reclaimed: true });
+        expect(lock).toMatchObject({ acquired: true, idempotencyKey: lockKey, attempt: 2, reclaimed: true });
+        expect(lock.acquired && lock.fencingToken).toBeGreaterThan(Number(before.fencingToken));
       }
       expect(await target.nodes[0].acquire({ code: 'contract-job', runKey: await runKeyOf(done) })).toEqual({ acquired: false });
     });

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { JobSchedulerStatus } from '../../job-scheduler/job-scheduler.entity';
 import type { JobAcquireOptions, JobAcquireResult, JobLease } from '../../job-scheduler/job-scheduler.types';
 import { checkJobLease, resolveAcquireRequest, serializeJobData } from '../../job-scheduler/lease-arguments';
+import { provenUntil } from '../../job-scheduler/lease-deadline';
 import { resolveTimingDefaults } from '../../job-scheduler/lease-timing';
 import { dueInstantOf } from '../occurrence-keys';
 import type { SchedulerHistory, SchedulerLease } from '../scheduler-ports';
@@ -28,6 +29,8 @@ interface LeaseRow {
 export class InMemoryJobLease implements SchedulerLease, SchedulerHistory {
   private readonly rows = new Map<string, LeaseRow>();
   private readonly timing = resolveTimingDefaults(undefined);
+  /** Fencing tokens come from one counter, as from the table's sequence: they never go back. */
+  private lastFencingToken = 0;
 
   constructor(readonly clock: FixedClock = new FixedClock()) {}
 
@@ -47,6 +50,7 @@ export class InMemoryJobLease implements SchedulerLease, SchedulerHistory {
       reclaimed,
       leaseMs: request.leaseMs,
       heartbeatMs: request.heartbeatMs,
+      heldUntil: provenUntil(now, request.leaseMs),
     });
     if (!existing) {
       const row: LeaseRow = {
@@ -55,7 +59,7 @@ export class InMemoryJobLease implements SchedulerLease, SchedulerHistory {
         runKey: identity.runKey,
         status: JobSchedulerStatus.RUNNING,
         ownerToken,
-        fencingToken: 1,
+        fencingToken: ++this.lastFencingToken,
         attempts: 1,
         leaseMs: request.leaseMs,
         modifiedAt: now,
@@ -71,7 +75,7 @@ export class InMemoryJobLease implements SchedulerLease, SchedulerHistory {
     Object.assign(existing, {
       status: JobSchedulerStatus.RUNNING,
       ownerToken,
-      fencingToken: existing.fencingToken + 1,
+      fencingToken: ++this.lastFencingToken,
       attempts: existing.attempts + 1,
       leaseMs: request.leaseMs,
       modifiedAt: now,
