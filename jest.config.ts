@@ -8,6 +8,8 @@ const config: Config = {
   reporters: ['default', '<rootDir>/test/support/summary-reporter.cjs'],
   globalSetup: '<rootDir>/test/support/global-setup.ts',
   globalTeardown: '<rootDir>/test/support/global-teardown.ts',
+  // A global option: jest ignores it inside a project, where it used to stand.
+  testTimeout: 60_000,
   projects: [
     {
       displayName: 'unit',
@@ -20,7 +22,6 @@ const config: Config = {
       testEnvironment: 'node',
       transform: tsJest,
       testMatch: ['<rootDir>/test/integration/**/*.test.ts'],
-      testTimeout: 60_000,
     },
   ],
 };

@@ -31,5 +31,5 @@ export const RAW_FUNCTION = rawVariant(
   'raw-function',
   "raw pg: the library's acquire inside a PL/pgSQL function (plan cached per server session), unnamed calls: PgBouncer-safe",
   false,
-  async (query, parameters) => acquiredRun(await query<AcquireRow>({ text: CALL, values: LIBRARY_STATEMENTS.acquire(parameters).values })),
+  async (query, parameters) => acquiredRun(await query<AcquireRow>({ text: CALL, values: LIBRARY_STATEMENTS.acquire(parameters).values, operation: 'acquire' })),
 );

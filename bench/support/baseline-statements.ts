@@ -69,11 +69,12 @@ INSERT INTO ${table} AS t ${INSERTED_COLUMNS}
   RETURNING ${RETURNED}, (t."attempts" > 1) AS "reclaimed"`.trim();
 
   return {
-    claim: (p) => ({ text: claimText, values: [p.lockKey, p.code, p.name, p.type, p.ownerToken, p.runKey, p.leaseMs, p.ownerId] }),
-    reclaim: (p) => ({ text: reclaimText, values: [p.lockKey, p.ownerToken, p.name, p.runKey, p.leaseMs, p.ownerId, p.reclaimFailed] }),
+    claim: (p) => ({ text: claimText, values: [p.lockKey, p.code, p.name, p.type, p.ownerToken, p.runKey, p.leaseMs, p.ownerId], operation: 'acquire' }),
+    reclaim: (p) => ({ text: reclaimText, values: [p.lockKey, p.ownerToken, p.name, p.runKey, p.leaseMs, p.ownerId, p.reclaimFailed], operation: 'acquire' }),
     upsert: (p) => ({
       text: upsertText,
       values: [p.lockKey, p.code, p.name, p.type, p.ownerToken, p.runKey, p.leaseMs, p.ownerId, p.reclaimFailed],
+      operation: 'acquire',
     }),
   };
 };

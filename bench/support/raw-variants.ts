@@ -14,7 +14,10 @@ import { BENCH_LEASE_MS, type LeaseVariant, type NodeContext } from './lease-nod
 import { preparedStatementName } from './statement-names';
 
 /** The library's own statements, for the raw `pg` variants. */
-export const LIBRARY_STATEMENTS = createJobSchedulerStatements(qualifiedTableName(JOB_SCHEDULER_TABLE));
+export const LIBRARY_STATEMENTS = createJobSchedulerStatements(
+  qualifiedTableName(JOB_SCHEDULER_TABLE),
+  qualifiedTableName(`${JOB_SCHEDULER_TABLE}_fencingToken_seq`),
+);
 /** The baselines' statements on the same table. */
 export const BASELINE_STATEMENTS = createBaselineStatements(qualifiedTableName(JOB_SCHEDULER_TABLE));
 

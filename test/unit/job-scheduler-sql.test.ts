@@ -1,7 +1,7 @@
 import { createJobSchedulerStatements, qualifiedTableName } from '../../src/features/job-scheduler/job-scheduler.sql';
 
 describe('lease SQL', () => {
-  const statements = createJobSchedulerStatements(qualifiedTableName('job-scheduler'));
+  const statements = createJobSchedulerStatements(qualifiedTableName('job-scheduler'), qualifiedTableName('job-scheduler_fencingToken_seq'));
   const acquire = statements.acquire({
     lockKey: 'v2:key',
     code: "code'; DROP TABLE x; --",
@@ -23,7 +23,8 @@ describe('lease SQL', () => {
   it('sends every caller value as a parameter, never in the text', () => {
     expect(acquire.text).not.toContain('DROP TABLE');
     expect(acquire.values).toContain("code'; DROP TABLE x; --");
-    expect(acquire.text.match(/"job-scheduler"/g)).toHaveLength(3);
+    // insert (and its guard), reclaim, the loser's status read: the table named once per use.
+    expect(acquire.text.match(/"job-scheduler"/g)).toHaveLength(4);
   });
 
   it('acquires with one statement: insert-or-nothing, then a guarded reclaim', () => {

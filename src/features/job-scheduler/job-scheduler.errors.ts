@@ -86,6 +86,65 @@ export class InvalidJobLeaseError extends Error {
   }
 }
 
+/** What the lease was doing when the database failed it. */
+export type JobLeaseDatabaseOperation =
+  | 'acquire'
+  | 'heartbeat'
+  | 'complete'
+  | 'fail'
+  | 'prune'
+  | 'inspect'
+  | 'history'
+  | 'replication-check';
+
+/**
+ * The database failed a lease statement: it could not be reached, did not answer in time, or
+ * refused the statement. `sqlState` is PostgreSQL's code when the server answered (undefined for a
+ * connection refused, reset or closed, or a statement timed out client-side); `retryable` says
+ * whether the same statement may succeed later. The driver's error is the `cause`, rebuilt without
+ * the statement's parameters: no owner token reaches this error, its cause, its JSON or a log.
+ */
+export class JobLeaseDatabaseError extends Error {
+  readonly code = 'JOB_LEASE_DATABASE';
+  readonly operation: JobLeaseDatabaseOperation;
+  readonly sqlState: string | undefined;
+  readonly retryable: boolean;
+
+  constructor(
+    message: string,
+    details: { operation: JobLeaseDatabaseOperation; sqlState?: string; retryable: boolean; cause?: unknown },
+  ) {
+    super(message, details.cause === undefined ? undefined : { cause: details.cause });
+    this.name = 'JobLeaseDatabaseError';
+    this.operation = details.operation;
+    this.sqlState = details.sqlState;
+    this.retryable = details.retryable;
+  }
+}
+
+/**
+ * Refused to grant a lease: `requireSynchronousReplication` is set and the primary streams to
+ * standbys without synchronous replication, so a failover could forget the lease.
+ */
+export class JobLeaseReplicationError extends Error {
+  readonly code = 'JOB_LEASE_REPLICATION_UNSAFE';
+
+  constructor(message: string) {
+    super(message);
+    this.name = 'JobLeaseReplicationError';
+  }
+}
+
+/** runExclusive was given a callback that is not a function. */
+export class InvalidJobCallbackError extends Error {
+  readonly code = 'INVALID_JOB_CALLBACK';
+
+  constructor(message: string) {
+    super(message);
+    this.name = 'InvalidJobCallbackError';
+  }
+}
+
 const describe = (value: unknown): string => {
   if (value === null) return 'null';
   if (typeof value === 'string') return `a string of ${value.length} characters`;
@@ -144,6 +203,12 @@ export const moduleErrors = {
     new InvalidJobSchedulerModuleOptionsError(
       `retention.${field} must be a positive duration (ms, or text like '30d'), got ${describe(value)}`,
     ),
+  statementTimeoutMs: (value: unknown) =>
+    new InvalidJobSchedulerModuleOptionsError(
+      `statementTimeoutMs must be a safe integer from 1 to 2147483647 milliseconds, got ${describe(value)}`,
+    ),
+  boolean: (field: string, value: unknown) =>
+    new InvalidJobSchedulerModuleOptionsError(`${field} must be a boolean when given, got ${describe(value)}`),
   nodeId: (value: unknown) =>
     new InvalidJobSchedulerModuleOptionsError(
       `nodeId must be a nonblank string of at most 256 characters without NUL, got ${describe(value)}`,
@@ -153,6 +218,8 @@ export const moduleErrors = {
 export const leaseArgumentErrors = {
   invalid: (value: unknown) =>
     new InvalidJobLeaseError(`A job lease must be { id, ownerToken } with two UUID strings, got ${describe(value)}`),
+  notAcquired: (value: unknown) =>
+    new InvalidJobLeaseError(`keepAlive needs what acquire returned (with leaseMs, heartbeatMs and heldUntil), got ${describe(value)}`),
 };
 
 export const dataErrors = {
@@ -165,4 +232,44 @@ export const dataErrors = {
     new InvalidJobDataError(`Job data must be a JSON value or undefined, got ${type}`),
   unstorableText: () =>
     new InvalidJobDataError('Job data contains a NUL character or a lone surrogate, which PostgreSQL jsonb cannot store'),
+};
+
+export const callbackErrors = {
+  notAFunction: (value: unknown) =>
+    new InvalidJobCallbackError(`runExclusive needs a callback function as its second argument, got ${describe(value)}`),
+};
+
+const MIGRATIONS_HINT =
+  'run the package\'s migrations first (migrations: [...JobSchedulerMigrations] in your DataSource, then migration:run), or synchronize the JobScheduler entity in development';
+
+export const databaseErrors = {
+  missingRelation: (operation: JobLeaseDatabaseOperation, serverMessage: string, cause: unknown) =>
+    new JobLeaseDatabaseError(`The job-scheduler table or its fencing-token sequence is missing (${serverMessage}): ${MIGRATIONS_HINT}`, {
+      operation,
+      sqlState: '42P01',
+      retryable: false,
+      cause,
+    }),
+  failed: (operation: JobLeaseDatabaseOperation, serverMessage: string, details: { sqlState?: string; retryable: boolean; cause: unknown }) =>
+    new JobLeaseDatabaseError(
+      `Job lease ${operation} failed: ${serverMessage}${details.sqlState ? ` (SQLSTATE ${details.sqlState})` : ''}`,
+      { operation, ...details },
+    ),
+  timedOut: (operation: JobLeaseDatabaseOperation, timeoutMs: number, phase: 'connection' | 'answer') =>
+    new JobLeaseDatabaseError(
+      `Job lease ${operation} failed: no ${phase === 'connection' ? 'pool connection' : 'answer from the database'} within ${timeoutMs} ms`,
+      { operation, retryable: true },
+    ),
+  notInitialized: (operation: JobLeaseDatabaseOperation) =>
+    new JobLeaseDatabaseError(`Job lease ${operation} failed: the DataSource is not initialized (or was destroyed)`, {
+      operation,
+      retryable: false,
+    }),
+};
+
+export const replicationErrors = {
+  unsafe: (description: string) =>
+    new JobLeaseReplicationError(
+      `Refusing to grant a job lease: ${description}. A failover could forget leases and completions; configure synchronous replication, or set requireSynchronousReplication: false to accept the risk`,
+    ),
 };

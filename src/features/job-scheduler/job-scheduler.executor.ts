@@ -1,8 +1,11 @@
 import { createHash } from 'node:crypto';
-import type { Pool, QueryConfig } from 'pg';
-import { type DataSource, QueryFailedError } from 'typeorm';
+import type { Pool, PoolClient, QueryConfig } from 'pg';
+import type { DataSource } from 'typeorm';
+import { toLeaseDatabaseError, REDACTED } from './driver-error';
 import { JOB_SCHEDULER_TABLE, JobScheduler } from './job-scheduler.entity';
+import { databaseErrors, JobLeaseDatabaseError } from './job-scheduler.errors';
 import { createJobSchedulerStatements, type JobSchedulerStatements, qualifiedTableName, type SqlStatement } from './job-scheduler.sql';
+import { DEFAULT_STATEMENT_TIMEOUT_MS, monotonicNow } from './lease-deadline';
 import { guardPoolConnections } from './pool-error-guard';
 
 export interface ExecutorOptions {
@@ -16,19 +19,33 @@ export interface ExecutorOptions {
    */
   preparedStatements?: boolean;
   onPreparedStatementsOff?: (reason: string) => void;
+  /** The bound on one lease statement, pool checkout included (default 5 s). */
+  statementTimeoutMs?: number;
 }
+
+/** Operators' statements (prune batches, inspection pages) may scan: they get a longer bound. */
+const OPERATOR_STATEMENT_TIMEOUT_MS = 60_000;
 
 /** "prepared statement does not exist" / "already exists": raised before the statement runs. */
 const PREPARED_STATEMENT_MISMATCH = new Set(['26000', '42P05']);
 
+const sqlStateOf = (error: unknown): unknown => (error as { code?: unknown } | null)?.code;
+
 /**
  * Runs the lease's statements on the DataSource's own `pg` pool (no TypeORM QueryRunner per
  * statement: one checkout, one round trip), on the table found from the entity metadata (its
- * schema included) or `job-scheduler` on the search_path. The DataSource's logger still sees
- * every statement, and driver errors still arrive as TypeORM's QueryFailedError.
+ * schema included) or `job-scheduler` on the search_path.
+ *
+ * Every statement is bounded: the checkout and the answer together must come within its timeout,
+ * or it fails with a retryable JobLeaseDatabaseError (the connection is then discarded; the
+ * server may still apply the statement, which every lease statement tolerates: see README,
+ * "Failover"). The bound is client-side, so it holds behind PgBouncer too. Driver errors leave as
+ * JobLeaseDatabaseError without parameters; the DataSource's logger sees each statement with the
+ * owner token redacted.
  */
 export class JobSchedulerExecutor {
   readonly statements: JobSchedulerStatements;
+  readonly statementTimeoutMs: number;
   private readonly names = new Map<string, string>();
   /** Whether the DataSource's pools give every connection an error listener (pool-error-guard.ts). */
   private poolsGuarded = false;
@@ -39,38 +56,107 @@ export class JobSchedulerExecutor {
     private readonly options: ExecutorOptions = {},
   ) {
     this.prepared = options.preparedStatements ?? true;
+    this.statementTimeoutMs = options.statementTimeoutMs ?? DEFAULT_STATEMENT_TIMEOUT_MS;
     const metadata = dataSource.hasMetadata(JobScheduler) ? dataSource.getMetadata(JobScheduler) : undefined;
-    this.statements = createJobSchedulerStatements(qualifiedTableName(metadata?.tableName ?? JOB_SCHEDULER_TABLE, metadata?.schema));
+    const tableName = metadata?.tableName ?? JOB_SCHEDULER_TABLE;
+    this.statements = createJobSchedulerStatements(
+      qualifiedTableName(tableName, metadata?.schema),
+      qualifiedTableName(`${tableName}_fencingToken_seq`, metadata?.schema),
+    );
     this.poolsGuarded = guardPoolConnections(dataSource);
   }
 
-  async rows<Row = Record<string, unknown>>({ text, values }: SqlStatement): Promise<Row[]> {
+  /**
+   * Runs one statement within `timeoutMs` (default: the lease statement bound, or a minute for
+   * operators' statements). Throws JobLeaseDatabaseError.
+   */
+  async rows<Row = Record<string, unknown>>(statement: SqlStatement, timeoutMs?: number): Promise<Row[]> {
+    const { text, values, operation, secret } = statement;
     const { logger } = this.dataSource;
-    logger.logQuery(text, values);
+    const logged = secret === undefined ? values : values.map((value) => (value === secret ? REDACTED : value));
+    logger.logQuery(text, logged);
+    const bound = timeoutMs ?? (operation === 'prune' || operation === 'inspect' ? OPERATOR_STATEMENT_TIMEOUT_MS : this.statementTimeoutMs);
     try {
-      if (!this.prepared) return (await this.pool().query({ text, values })).rows as Row[];
+      const pool = this.pool(statement);
+      if (!this.prepared) return await this.send<Row>(pool, { text, values }, statement, bound);
       try {
-        return (await this.pool().query({ name: this.nameOf(text), text, values } satisfies QueryConfig)).rows as Row[];
+        return await this.send<Row>(pool, { name: this.nameOf(text), text, values }, statement, bound);
       } catch (error) {
-        const code = (error as { code?: unknown }).code;
+        const code = sqlStateOf(error);
         if (typeof code !== 'string' || !PREPARED_STATEMENT_MISMATCH.has(code)) throw error;
         this.prepared = false;
         this.options.onPreparedStatementsOff?.(`the server reported SQLSTATE ${code} for a named prepared statement`);
-        return (await this.pool().query({ text, values })).rows as Row[];
+        return await this.send<Row>(pool, { text, values }, statement, bound);
       }
     } catch (error) {
-      logger.logQueryError(error instanceof Error ? error : String(error), text, values);
-      throw new QueryFailedError(text, values, error instanceof Error ? error : new Error(String(error)));
+      const wrapped = error instanceof JobLeaseDatabaseError ? error : toLeaseDatabaseError(error, operation, secret);
+      logger.logQueryError(wrapped, text, logged);
+      throw wrapped;
     }
   }
 
+  /** One checkout and one round trip, together within `timeoutMs`; a connection that failed is discarded. */
+  private async send<Row>(pool: Pool, query: QueryConfig, statement: SqlStatement, timeoutMs: number): Promise<Row[]> {
+    const started = monotonicNow();
+    const client = await this.checkout(pool, statement, timeoutMs);
+    const remaining = Math.max(1, Math.floor(timeoutMs - (monotonicNow() - started)));
+    let failure: Error | undefined;
+    try {
+      const result = await client.query({ ...query, query_timeout: remaining } as QueryConfig);
+      return result.rows as Row[];
+    } catch (error) {
+      failure = error instanceof Error ? error : new Error(String(error));
+      if (failure.message === 'Query read timeout') throw databaseErrors.timedOut(statement.operation, timeoutMs, 'answer');
+      throw error;
+    } finally {
+      client.release(failure);
+    }
+  }
+
+  /** A pool connection within `timeoutMs`; one that arrives later goes straight back to the pool. */
+  private checkout(pool: Pool, statement: SqlStatement, timeoutMs: number): Promise<PoolClient> {
+    return new Promise((resolve, reject) => {
+      let late = false;
+      const timer = setTimeout(() => {
+        late = true;
+        reject(databaseErrors.timedOut(statement.operation, timeoutMs, 'connection'));
+      }, timeoutMs);
+      pool.connect().then(
+        (client) => {
+          if (late) {
+            client.release();
+            return;
+          }
+          clearTimeout(timer);
+          resolve(client);
+        },
+        (error: unknown) => {
+          clearTimeout(timer);
+          if (!late) reject(error);
+        },
+      );
+    });
+  }
+
   /** The DataSource's pg pool (the primary's, when replication is configured). */
-  private pool(): Pool {
+  private pool(statement: SqlStatement): Pool {
     const pool = (this.dataSource.driver as unknown as { master?: Pool }).master;
-    if (!pool) throw new QueryFailedError('', [], new Error('The DataSource is not initialized (or was destroyed)'));
+    if (!pool) throw databaseErrors.notInitialized(statement.operation);
     // Also for the application's TypeORM queries on this DataSource (see pool-error-guard.ts).
     if (!this.poolsGuarded) this.poolsGuarded = guardPoolConnections(this.dataSource);
+    this.boundConnectionAttempts(pool);
     return pool;
+  }
+
+  /**
+   * A connection attempt whose handshake never answers (packets dropped in a partition, a proxy
+   * with no backend) would hold its pool slot forever: node-postgres waits without limit unless
+   * the pool has a connect timeout (TypeORM's `connectTimeoutMS`). Where the DataSource set none,
+   * the lease sets its statement bound, so that abandoned attempts give their slots back.
+   */
+  private boundConnectionAttempts(pool: Pool): void {
+    const options = (pool as unknown as { options?: { connectionTimeoutMillis?: number } }).options;
+    if (options && !options.connectionTimeoutMillis) options.connectionTimeoutMillis = this.statementTimeoutMs;
   }
 
   private nameOf(text: string): string {

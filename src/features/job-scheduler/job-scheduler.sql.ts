@@ -1,3 +1,5 @@
+import type { JobLeaseDatabaseOperation } from './job-scheduler.errors';
+
 /**
  * Every statement the lease runs, as pure builders of `{ text, values }`. Each operation is one
  * statement, atomic in PostgreSQL and judged by the database clock (CURRENT_TIMESTAMP), so node
@@ -7,6 +9,19 @@
 export interface SqlStatement {
   text: string;
   values: unknown[];
+  /** What the statement does, for errors and timeouts. */
+  operation: JobLeaseDatabaseOperation;
+  /** The owner token among `values`, if any: redacted from logs and errors. */
+  secret?: string;
+}
+
+/** What the replication check reads from the server the lease writes to. */
+export interface ReplicationRow {
+  inRecovery: boolean;
+  synchronousStandbyNames: string;
+  synchronousCommit: string;
+  /** Physical (streaming) standbys connected to this server; logical consumers are not counted. */
+  standbys: number;
 }
 
 export interface AcquireParameters {
@@ -88,6 +103,11 @@ export interface JobSchedulerStatements {
   heartbeat(id: string, ownerToken: string): SqlStatement;
   complete(id: string, ownerToken: string, data: string | null): SqlStatement;
   fail(id: string, ownerToken: string, data: string | null): SqlStatement;
+  /** complete, also "applied" when this owner already completed the run (a retry whose first reply was lost). */
+  completeAgain(id: string, ownerToken: string, data: string | null): SqlStatement;
+  /** fail, also "applied" when this owner already failed the run. */
+  failAgain(id: string, ownerToken: string, data: string | null): SqlStatement;
+  replication(): SqlStatement;
   latestScheduledRunKey(code: string, status?: 'SUCCESS'): SqlStatement;
   prune(parameters: PruneParameters): SqlStatement;
   findRuns(parameters: FindRunsParameters): SqlStatement;
@@ -101,8 +121,10 @@ export interface JobSchedulerStatements {
  *
  * Acquire: insert a fresh row, or reclaim a FAIL / expired RUNNING row, in one statement.
  *
- * - `inserted` is `INSERT ... ON CONFLICT DO NOTHING`: when the row exists, the conflict is found
- *   in the unique index before any tuple is written, so a loser writes nothing and locks nothing.
+ * - `inserted` is `INSERT ... SELECT ... WHERE NOT EXISTS ... ON CONFLICT DO NOTHING`: when the
+ *   row exists, the guard produces no tuple, so a loser writes nothing, locks nothing and draws no
+ *   fencing token; two first inserters racing past the guard meet in the unique index, and ON
+ *   CONFLICT turns the later one away before any tuple is written.
  * - `reclaimed` is an `UPDATE` whose WHERE only matches a row that may be taken over: FAIL (when
  *   allowed) or RUNNING whose last owner write is older than the lease stored on the row (the
  *   caller's lease for rows written by 1.1, which stored none), by the database clock. A row
@@ -116,20 +138,28 @@ export interface JobSchedulerStatements {
  *
  * The last branch only reads (no lock): for a loser, the status it lost to, for metrics.
  *
+ * Fencing tokens come from one sequence (`<table>_fencingToken_seq`), on insert and on every
+ * reclaim: a token is greater than every token drawn before it, so a run's tokens strictly
+ * increase across reclaims, and also across prune and retention (a deleted row's successor draws
+ * a newer value). Its one limit: asynchronous replication can lose the latest values in a
+ * failover, as it can lose the rows themselves.
+ *
  * Why two reclaimers can never both win: an UPDATE that finds its row being changed by another
  * transaction waits for it, then (READ COMMITTED) re-evaluates the WHERE on the new version. The
  * winner made it RUNNING with a fresh modifiedAt, so the re-check fails and the loser returns no
  * row. Under REPEATABLE READ or SERIALIZABLE the loser gets a serialization failure instead,
  * which the service maps to "not acquired".
  */
-export const createJobSchedulerStatements = (table: string): JobSchedulerStatements => {
+export const createJobSchedulerStatements = (table: string, fencingTokenSequence: string): JobSchedulerStatements => {
+  const nextFencingToken = `'${fencingTokenSequence.replace(/'/g, "''")}'`;
   const acquireText = `
 WITH inserted AS (
   INSERT INTO ${table} AS t
     ("lockKey", "code", "name", "type", "status", "ownerToken", "runKey", "leaseMs", "ownerId",
      "fencingToken", "attempts", "startedAt", "createdAt", "modifiedAt")
-  VALUES ($1, $2, $3, $4, 'RUNNING', $5, $6, $7, $8,
-     1, 1, CURRENT_TIMESTAMP, CURRENT_TIMESTAMP, CURRENT_TIMESTAMP)
+  SELECT $1::text, $2, $3, $4, 'RUNNING', $5, $6, $7, $8,
+     nextval(${nextFencingToken}), 1, CURRENT_TIMESTAMP, CURRENT_TIMESTAMP, CURRENT_TIMESTAMP
+  WHERE NOT EXISTS (SELECT 1 FROM ${table} WHERE "lockKey" = $1)
   ON CONFLICT ("lockKey") DO NOTHING
   RETURNING t."id", t."fencingToken"::text AS "fencingToken", t."attempts", false AS "reclaimed", NULL::text AS "status"
 ),
@@ -141,7 +171,7 @@ reclaimed AS (
     "runKey" = $6,
     "leaseMs" = $7,
     "ownerId" = $8,
-    "fencingToken" = t."fencingToken" + 1,
+    "fencingToken" = nextval(${nextFencingToken}),
     "attempts" = t."attempts" + 1,
     "lastError" = CASE WHEN t."status" = 'FAIL' THEN t."data"
       ELSE jsonb_build_object('expired', true, 'ownerId', t."ownerId", 'lastHeartbeatAt', t."modifiedAt") END,
@@ -179,6 +209,30 @@ WHERE "id" = $1 AND "ownerToken" = $2 AND "status" = 'RUNNING'
 RETURNING "id"`.trim();
   const completeText = finalizeText('SUCCESS');
   const failText = finalizeText('FAIL');
+
+  // A retry of complete / fail whose first attempt may have committed with its reply lost: also
+  // applied when the row already holds that status under this owner token (nobody else can have
+  // written it: the token is this owner's secret, and a reclaim rotates it).
+  const finalizeAgainText = (status: 'SUCCESS' | 'FAIL'): string =>
+    `
+WITH finalized AS (
+${finalizeText(status)}
+)
+SELECT "id" FROM finalized
+UNION ALL
+SELECT "id" FROM ${table}
+WHERE "id" = $1 AND "ownerToken" = $2 AND "status" = '${status}' AND NOT EXISTS (SELECT 1 FROM finalized)`.trim();
+  const completeAgainText = finalizeAgainText('SUCCESS');
+  const failAgainText = finalizeAgainText('FAIL');
+
+  // Whether a failover could forget what this server acknowledges: physical walsenders (their
+  // pg_stat_activity row has no database; logical consumers have one), the synchronous standbys
+  // named, and this session's synchronous_commit. Readable without privileges.
+  const replicationText = `
+SELECT pg_is_in_recovery() AS "inRecovery",
+  current_setting('synchronous_standby_names') AS "synchronousStandbyNames",
+  current_setting('synchronous_commit') AS "synchronousCommit",
+  (SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'walsender' AND datid IS NULL)::int AS "standbys"`.trim();
 
   // The scheduler's history: the latest occurrence of a job, by its ISO 8601 runKey (which sorts
   // chronologically in the "C" collation). Served backwards by IDX_job_scheduler_code_run_key.
@@ -234,21 +288,31 @@ LIMIT $8`.trim();
   const countExpiredLeasesText = `SELECT count(*)::int AS "count" FROM ${table} WHERE ${expiredWhere}`;
 
   return {
-    prune: (p) => ({ text: pruneText, values: [p.statuses, p.type, p.olderThanMs, p.includeRunOnceSuccess, p.batchSize] }),
+    prune: (p) => ({
+      text: pruneText,
+      values: [p.statuses, p.type, p.olderThanMs, p.includeRunOnceSuccess, p.batchSize],
+      operation: 'prune',
+    }),
     findRuns: (p) => ({
       text: findRunsText,
       values: [p.code, p.status, p.type, p.createdFrom, p.createdBefore, p.after?.createdAt ?? null, p.after?.id ?? null, p.limit],
+      operation: 'inspect',
     }),
-    runByKey: (lockKey) => ({ text: runByKeyText, values: [lockKey] }),
-    expiredLeases: (fallbackLeaseMs, limit) => ({ text: expiredLeasesText, values: [fallbackLeaseMs, limit] }),
-    countExpiredLeases: (fallbackLeaseMs) => ({ text: countExpiredLeasesText, values: [fallbackLeaseMs] }),
-    latestScheduledRunKey: (code, status) => ({ text: latestScheduledRunKeyText, values: [code, status ?? null] }),
+    runByKey: (lockKey) => ({ text: runByKeyText, values: [lockKey], operation: 'inspect' }),
+    expiredLeases: (fallbackLeaseMs, limit) => ({ text: expiredLeasesText, values: [fallbackLeaseMs, limit], operation: 'inspect' }),
+    countExpiredLeases: (fallbackLeaseMs) => ({ text: countExpiredLeasesText, values: [fallbackLeaseMs], operation: 'inspect' }),
+    latestScheduledRunKey: (code, status) => ({ text: latestScheduledRunKeyText, values: [code, status ?? null], operation: 'history' }),
     acquire: (p) => ({
       text: acquireText,
       values: [p.lockKey, p.code, p.name, p.type, p.ownerToken, p.runKey, p.leaseMs, p.ownerId, p.reclaimFailed],
+      operation: 'acquire',
+      secret: p.ownerToken,
     }),
-    heartbeat: (id, ownerToken) => ({ text: heartbeatText, values: [id, ownerToken] }),
-    complete: (id, ownerToken, data) => ({ text: completeText, values: [id, ownerToken, data] }),
-    fail: (id, ownerToken, data) => ({ text: failText, values: [id, ownerToken, data] }),
+    heartbeat: (id, ownerToken) => ({ text: heartbeatText, values: [id, ownerToken], operation: 'heartbeat', secret: ownerToken }),
+    complete: (id, ownerToken, data) => ({ text: completeText, values: [id, ownerToken, data], operation: 'complete', secret: ownerToken }),
+    fail: (id, ownerToken, data) => ({ text: failText, values: [id, ownerToken, data], operation: 'fail', secret: ownerToken }),
+    completeAgain: (id, ownerToken, data) => ({ text: completeAgainText, values: [id, ownerToken, data], operation: 'complete', secret: ownerToken }),
+    failAgain: (id, ownerToken, data) => ({ text: failAgainText, values: [id, ownerToken, data], operation: 'fail', secret: ownerToken }),
+    replication: () => ({ text: replicationText, values: [], operation: 'replication-check' }),
   };
 };
