@@ -1,4 +1,5 @@
-import { LeaseHeartbeat } from '../../src/features/job-scheduler/lease-heartbeat';
+import { DEFAULT_STATEMENT_TIMEOUT_MS, monotonicNow, provenUntil } from '../../src/features/job-scheduler/lease-deadline';
+import { LeaseHold } from '../../src/features/job-scheduler/lease-hold';
 import type { AcquireRow } from '../../src/features/job-scheduler/job-scheduler.sql';
 import type { NodeContext } from './lease-node';
 import { type LibrarySetup, startLibraryNode } from './library-variants';
@@ -47,13 +48,13 @@ export const libraryHolder = (setup: LibrarySetup) => async (context: NodeContex
 
 /**
  * The baseline: raw pg with the library's statements and the library's own heartbeat loop
- * (LeaseHeartbeat), so only the path from the loop to the wire differs.
+ * (LeaseHold), so only the path from the loop to the wire differs.
  */
 export const RAW_HOLDER = async (context: NodeContext): Promise<LeaseHolder> => {
   const query = rawQuery(startRawPool(context), false);
   return {
     name: 'raw',
-    description: "raw pg: the library's statements and LeaseHeartbeat loop, no Nest/TypeORM",
+    description: "raw pg: the library's statements and LeaseHold loop, no Nest/TypeORM",
     hold: async ({ leases, leaseMs, heartbeatMs, onStarted, until }) => {
       await Promise.all(
         Array.from({ length: leases }, async () => {
@@ -61,11 +62,13 @@ export const RAW_HOLDER = async (context: NodeContext): Promise<LeaseHolder> => 
           const row = acquiredRun(await query<AcquireRow>(LIBRARY_STATEMENTS.acquire(parameters)));
           if (!row) throw new Error('raw: a fresh run was not acquired');
           const beat = async () => (await query(LIBRARY_STATEMENTS.heartbeat(row.id, parameters.ownerToken))).length === 1;
-          const heartbeat = new LeaseHeartbeat(heartbeatMs, beat, () => undefined);
-          heartbeat.start();
+          const hold = new LeaseHold(
+            { leaseId: row.id, leaseMs, heartbeatMs, heldUntil: provenUntil(monotonicNow(), leaseMs), statementTimeoutMs: DEFAULT_STATEMENT_TIMEOUT_MS },
+            { heartbeat: beat, finalize: async () => true },
+          ).start();
           onStarted(row.id);
           await until;
-          await heartbeat.stop();
+          await hold.stop();
           await query(LIBRARY_STATEMENTS.complete(row.id, parameters.ownerToken, null));
         }),
       );

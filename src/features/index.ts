@@ -7,16 +7,23 @@ export type {
   JobAcquiredLease,
   JobExecutionLease,
   JobLease,
+  JobLeaseHold,
   RunExclusiveResult,
 } from './job-scheduler/job-scheduler.types';
 export { DEFAULT_HEARTBEAT_MS, DEFAULT_LEASE_MS } from './job-scheduler/job-scheduler.constants';
+export { DEFAULT_STATEMENT_TIMEOUT_MS, leaseSafetyMarginMs } from './job-scheduler/lease-deadline';
+export type { JobLeaseReplicationStatus } from './job-scheduler/replication-check';
 export {
+  InvalidJobCallbackError,
   InvalidJobDataError,
   InvalidJobIdentityOptionsError,
   InvalidJobLeaseError,
   InvalidJobLeaseOptionsError,
   InvalidJobQueryOptionsError,
   InvalidJobSchedulerModuleOptionsError,
+  JobLeaseDatabaseError,
+  type JobLeaseDatabaseOperation,
+  JobLeaseReplicationError,
   JobShutdownError,
   LostJobLeaseError,
 } from './job-scheduler/job-scheduler.errors';
@@ -35,6 +42,7 @@ export type { JobSchedulerModuleOptions } from './job-scheduler/job-scheduler.mo
 export type { LeaseTimingDefaults } from './job-scheduler/lease-timing';
 export {
   AddJobSchedulerCodeRunKeyIndex1764547200002,
+  AddJobSchedulerFencingTokenSequence1764547200003,
   CreateJobSchedulerTable1764547200000,
   JobSchedulerMigrations,
   UpgradeJobSchedulerTableFrom111764547200001,

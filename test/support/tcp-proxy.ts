@@ -30,6 +30,7 @@ export class TcpProxy {
   private server: Server | undefined;
   private readonly sockets = new Set<Socket>();
   private down = false;
+  private muted = false;
 
   constructor(private readonly target: ProxyTarget) {}
 
@@ -54,6 +55,18 @@ export class TcpProxy {
     this.down = false;
   }
 
+  /**
+   * Keeps forwarding what clients send but drops every byte the server answers, on open and new
+   * connections alike: a statement reaches the server and commits, and its reply is lost.
+   */
+  mute(): void {
+    this.muted = true;
+  }
+
+  unmute(): void {
+    this.muted = false;
+  }
+
   async close(): Promise<void> {
     this.cut();
     await new Promise<void>((resolve) => (this.server ? this.server.close(() => resolve()) : resolve()));
@@ -75,6 +88,8 @@ export class TcpProxy {
       });
     }
     client.pipe(upstream);
-    upstream.pipe(client);
+    upstream.on('data', (chunk: Buffer) => {
+      if (!this.muted) client.write(chunk);
+    });
   }
 }

@@ -22,6 +22,17 @@ export interface JobSchedulerRuntimeOptions {
    * PgBouncer in transaction pooling (a mismatch the server reports also turns them off).
    */
   preparedStatements?: boolean;
+  /**
+   * The bound on one lease statement, pool checkout included (default 5 s). A heartbeat is also
+   * bounded by its interval and by the local deadline. Client-side, so it holds behind PgBouncer.
+   */
+  statementTimeoutMs?: number;
+  /**
+   * Refuse to grant leases (JobLeaseReplicationError) while the primary streams to standbys
+   * without synchronous replication, where a failover could forget them. Default false: the risk
+   * is logged once at boot and shown by the health indicator.
+   */
+  requireSynchronousReplication?: boolean;
   /** prom-client metrics and OpenTelemetry spans of lease operations (each on when installed). */
   telemetry?: LeaseTelemetryOptions;
 }

@@ -1,26 +1,37 @@
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
-import { type BeforeApplicationShutdown, Inject, Injectable, Logger, Optional } from '@nestjs/common';
+import { type BeforeApplicationShutdown, Inject, Injectable, Logger, type OnApplicationBootstrap, Optional } from '@nestjs/common';
 import type { DataSource } from 'typeorm';
 import { DEFAULT_SHUTDOWN_GRACE_MS, JOB_SCHEDULER_DATA_SOURCE, MAX_TIMER_MS, RELEASED_DATA } from './job-scheduler.constants';
 import type { JobSchedulerStatus } from './job-scheduler.entity';
 import { JobSchedulerExecutor } from './job-scheduler.executor';
-import { JobShutdownError, LostJobLeaseError, moduleErrors } from './job-scheduler.errors';
+import {
+  callbackErrors,
+  JobLeaseDatabaseError,
+  JobShutdownError,
+  LostJobLeaseError,
+  moduleErrors,
+  replicationErrors,
+} from './job-scheduler.errors';
 import { JOB_SCHEDULER_MODULE_OPTIONS, type JobSchedulerRuntimeOptions } from './job-scheduler.module-definition';
-import type { AcquireRow, JobSchedulerStatements, SqlStatement } from './job-scheduler.sql';
+import type { AcquireRow, JobSchedulerStatements, ReplicationRow, SqlStatement } from './job-scheduler.sql';
 import type {
   JobAcquireOptions,
   JobAcquireResult,
+  JobAcquiredLease,
   JobExecutionLease,
   JobLease,
+  JobLeaseHold,
   RunExclusiveResult,
 } from './job-scheduler.types';
 import { resolvePruneOptions } from './job-run-arguments';
 import type { JobPruneOptions } from './job-run.types';
-import { checkJobLease, describeFailure, resolveAcquireRequest, serializeJobData } from './lease-arguments';
-import { LeaseHeartbeat } from './lease-heartbeat';
+import { checkAcquiredLease, checkJobLease, describeFailure, resolveAcquireRequest, serializeJobData } from './lease-arguments';
+import { DEFAULT_STATEMENT_TIMEOUT_MS, monotonicNow, provenUntil } from './lease-deadline';
+import { LeaseHold } from './lease-hold';
 import { createLeaseTelemetry, type LeaseOperation, type LeaseTelemetry } from './lease-telemetry';
 import { type ResolvedTimingDefaults, resolveTimingDefaults } from './lease-timing';
+import { assessReplication, type JobLeaseReplicationStatus } from './replication-check';
 
 const NOT_ACQUIRED: JobAcquireResult = Object.freeze({ acquired: false });
 
@@ -33,10 +44,10 @@ const acquireOutcome = (row: AcquireRow | undefined): string => {
 };
 
 /** SQLSTATE 40001: a stricter isolation level saw a concurrent winner. For acquire, a lost race. */
-const isSerializationFailure = (error: unknown): boolean => {
-  const candidate = error as { code?: unknown; driverError?: { code?: unknown } } | null;
-  return candidate?.code === '40001' || candidate?.driverError?.code === '40001';
-};
+const isSerializationFailure = (error: unknown): boolean => error instanceof JobLeaseDatabaseError && error.sqlState === '40001';
+
+/** How long a replication reading stands before requireSynchronousReplication reads it again. */
+const REPLICATION_RECHECK_MS = 30_000;
 
 /** Attaches `cause` to an error that has none, so a secondary failure is not lost. */
 const attachCause = (error: unknown, cause: unknown): void => {
@@ -61,9 +72,23 @@ const checkGraceMs = (value: unknown): number => {
   return value as number;
 };
 
+const checkStatementTimeoutMs = (value: unknown): number => {
+  if (value === undefined) return DEFAULT_STATEMENT_TIMEOUT_MS;
+  if (!Number.isSafeInteger(value) || (value as number) < 1 || (value as number) > MAX_TIMER_MS) {
+    throw moduleErrors.statementTimeoutMs(value);
+  }
+  return value as number;
+};
+
+const checkBoolean = (field: 'requireSynchronousReplication', value: unknown): boolean => {
+  if (value === undefined) return false;
+  if (typeof value !== 'boolean') throw moduleErrors.boolean(field, value);
+  return value;
+};
+
 interface ActiveRun {
   lease: JobLease;
-  controller: AbortController;
+  hold: LeaseHold;
   /** Settles (never rejects) once the run has finished, whatever its outcome. */
   settled: Promise<void>;
   done: boolean;
@@ -76,7 +101,7 @@ const ignore = (): void => undefined;
  * finalization around a callback. Owner tokens are never logged.
  */
 @Injectable()
-export class JobSchedulerService implements BeforeApplicationShutdown {
+export class JobSchedulerService implements OnApplicationBootstrap, BeforeApplicationShutdown {
   private readonly logger = new Logger(JobSchedulerService.name);
   private readonly executor: JobSchedulerExecutor;
   private readonly telemetry: LeaseTelemetry;
@@ -84,7 +109,11 @@ export class JobSchedulerService implements BeforeApplicationShutdown {
   private readonly timingDefaults: ResolvedTimingDefaults;
   private readonly nodeId: string;
   private readonly shutdownGraceMs: number;
+  private readonly requireSynchronousReplication: boolean;
   private readonly active = new Set<ActiveRun>();
+  /** The last replication reading (monotonic instant) and whether its risk was logged. */
+  private replication: { status: JobLeaseReplicationStatus; readAt: number } | undefined;
+  private replicationWarned = false;
 
   constructor(
     @Inject(JOB_SCHEDULER_DATA_SOURCE) dataSource: DataSource,
@@ -93,8 +122,10 @@ export class JobSchedulerService implements BeforeApplicationShutdown {
     this.timingDefaults = resolveTimingDefaults(options.defaults);
     this.nodeId = checkNodeId(options.nodeId);
     this.shutdownGraceMs = checkGraceMs(options.shutdownGraceMs);
+    this.requireSynchronousReplication = checkBoolean('requireSynchronousReplication', options.requireSynchronousReplication);
     this.executor = new JobSchedulerExecutor(dataSource, {
       preparedStatements: options.preparedStatements,
+      statementTimeoutMs: checkStatementTimeoutMs(options.statementTimeoutMs),
       onPreparedStatementsOff: (reason) =>
         this.logger.warn(`Sending unnamed statements from now on: ${reason} (a pooler in transaction mode?). Set preparedStatements: false to say so.`),
     });
@@ -115,6 +146,7 @@ export class JobSchedulerService implements BeforeApplicationShutdown {
   async acquire(options: JobAcquireOptions): Promise<JobAcquireResult> {
     const request = resolveAcquireRequest(options, this.timingDefaults);
     const { identity } = request;
+    await this.checkReplicationBeforeGranting();
     const ownerToken = randomUUID();
     const statement = this.statements.acquire({
       lockKey: identity.lockKey,
@@ -127,6 +159,8 @@ export class JobSchedulerService implements BeforeApplicationShutdown {
       ownerId: this.nodeId,
       reclaimFailed: request.reclaimFailed,
     });
+    // The lease runs from the row's modifiedAt, stamped by the database no earlier than this send.
+    const sentAt = monotonicNow();
     const row = await this.telemetry.observe(
       'acquire',
       { code: identity.code, idempotencyKey: identity.lockKey },
@@ -151,7 +185,19 @@ export class JobSchedulerService implements BeforeApplicationShutdown {
       reclaimed: row.reclaimed === true,
       leaseMs: request.leaseMs,
       heartbeatMs: request.heartbeatMs,
+      heldUntil: provenUntil(sentAt, request.leaseMs),
     };
+  }
+
+  /**
+   * Keeps a hand-acquired lease alive with runExclusive's own loop: heartbeats (retried with
+   * backoff while transient failures last), the local deadline (`heldUntil`, after which the signal
+   * aborts with LostJobLeaseError), and complete / fail / release that retry within it. Call one of
+   * those, or stop(), when the work ends.
+   */
+  keepAlive(lock: JobAcquiredLease): JobLeaseHold {
+    const checked = checkAcquiredLease(lock);
+    return this.hold(checked, checked);
   }
 
   /** Bumps the row's modifiedAt (database clock) if this owner still holds it RUNNING. */
@@ -213,21 +259,14 @@ export class JobSchedulerService implements BeforeApplicationShutdown {
     options: JobAcquireOptions,
     fn: (lease: JobExecutionLease) => Promise<T>,
   ): Promise<RunExclusiveResult<T>> {
+    if (typeof fn !== 'function') throw callbackErrors.notAFunction(fn);
     const lock = await this.acquire(options);
     if (!lock.acquired) return { acquired: false };
 
     const lease: JobLease = { id: lock.id, ownerToken: lock.ownerToken };
-    const controller = new AbortController();
-    const heartbeat = new LeaseHeartbeat(
-      lock.heartbeatMs,
-      () => this.heartbeat(lease),
-      (cause) => {
-        const reason = cause === undefined ? 'another owner took the run over' : 'a heartbeat could not reach the database';
-        controller.abort(new LostJobLeaseError(lease.id, { cause, reason }));
-      },
-    );
-    const run: ActiveRun = { lease, controller, settled: Promise.resolve(), done: false };
-    const outcome = this.finishRun(lock, lease, controller, heartbeat, fn).finally(() => {
+    const hold = this.hold(lock, lease);
+    const run: ActiveRun = { lease, hold, settled: Promise.resolve(), done: false };
+    const outcome = this.finishRun(lock, lease, hold, fn).finally(() => {
       run.done = true;
       this.active.delete(run);
     });
@@ -237,13 +276,37 @@ export class JobSchedulerService implements BeforeApplicationShutdown {
   }
 
   /**
+   * Reads the replication of the server the lease writes to: streaming standbys, the synchronous
+   * standbys named, synchronous_commit, and whether a failover could forget acknowledged leases.
+   */
+  async replicationStatus(): Promise<JobLeaseReplicationStatus> {
+    const [row] = await this.execute<ReplicationRow>(this.statements.replication());
+    const status = assessReplication(row);
+    this.replication = { status, readAt: monotonicNow() };
+    if (status.risk !== null && !this.replicationWarned) {
+      this.replicationWarned = true;
+      const consequence = this.requireSynchronousReplication ? 'leases are refused until it is fixed' : 'set requireSynchronousReplication: true to refuse leases then';
+      this.logger.warn(`Lease safety across failovers: ${status.risk}. See README, "Failover"; ${consequence}.`);
+    }
+    return status;
+  }
+
+  /** At boot: reads the replication once and warns if a failover could forget leases. */
+  async onApplicationBootstrap(): Promise<void> {
+    try {
+      await this.replicationStatus();
+    } catch (error) {
+      this.logger.warn(`Could not read the database's replication settings at boot: ${error instanceof Error ? error.message : String(error)}`);
+    }
+  }
+  /**
    * On application shutdown: aborts every running callback's signal, waits up to the grace for
    * them to settle, then releases the leases still held (fenced: another node's lease is safe).
    */
   async beforeApplicationShutdown(): Promise<void> {
     const running = [...this.active];
     if (running.length === 0) return;
-    for (const run of running) run.controller.abort(new JobShutdownError(run.lease.id));
+    for (const run of running) run.hold.abort(new JobShutdownError(run.lease.id));
     let timer: NodeJS.Timeout | undefined;
     const grace = new Promise<void>((resolve) => {
       timer = setTimeout(resolve, this.shutdownGraceMs);
@@ -254,6 +317,7 @@ export class JobSchedulerService implements BeforeApplicationShutdown {
     await Promise.all(
       stuck.map(async (run) => {
         try {
+          await run.hold.stop();
           await this.release(run.lease, { released: true, reason: 'shutdown' });
         } catch (error) {
           this.logger.error(`Could not release job lease ${run.lease.id} on shutdown: ${String(error)}`);
@@ -261,6 +325,37 @@ export class JobSchedulerService implements BeforeApplicationShutdown {
       }),
     );
     if (stuck.length > 0) this.logger.warn(`Released ${stuck.length} job lease(s) still running after the shutdown grace`);
+  }
+
+  /** A started LeaseHold on `lock`, its statements going through this service's executor and telemetry. */
+  private hold(lock: Pick<JobAcquiredLease, 'leaseMs' | 'heartbeatMs' | 'heldUntil'>, lease: JobLease): LeaseHold {
+    const { id, ownerToken } = lease;
+    return new LeaseHold(
+      {
+        leaseId: id,
+        leaseMs: lock.leaseMs,
+        heartbeatMs: lock.heartbeatMs,
+        heldUntil: lock.heldUntil,
+        statementTimeoutMs: this.executor.statementTimeoutMs,
+        onRetry: (operation, error, attempt) => {
+          const message = `Retrying ${operation} of job lease ${id} (attempt ${attempt + 1}): ${error instanceof Error ? error.message : String(error)}`;
+          if (attempt === 1) this.logger.warn(message);
+          else this.logger.debug(message);
+        },
+      },
+      {
+        prepare: (data) => serializeJobData(data),
+        heartbeat: (timeoutMs) => this.applies('heartbeat', id, this.statements.heartbeat(id, ownerToken), timeoutMs),
+        finalize: (outcome, data, again, timeoutMs) => {
+          const json = data as string | null;
+          const statement =
+            outcome === 'complete'
+              ? (again ? this.statements.completeAgain : this.statements.complete)(id, ownerToken, json)
+              : (again ? this.statements.failAgain : this.statements.fail)(id, ownerToken, json);
+          return this.applies(outcome, id, statement, timeoutMs);
+        },
+      },
+    ).start();
   }
 
   /**
@@ -271,11 +366,9 @@ export class JobSchedulerService implements BeforeApplicationShutdown {
   private async finishRun<T>(
     lock: { idempotencyKey: string; fencingToken: number; attempt: number },
     lease: JobLease,
-    controller: AbortController,
-    heartbeat: LeaseHeartbeat,
+    hold: LeaseHold,
     fn: (lease: JobExecutionLease) => Promise<T>,
   ): Promise<T> {
-    heartbeat.start();
     let result: T;
     try {
       result = await fn({
@@ -284,18 +377,17 @@ export class JobSchedulerService implements BeforeApplicationShutdown {
         idempotencyKey: lock.idempotencyKey,
         fencingToken: lock.fencingToken,
         attempt: lock.attempt,
-        signal: controller.signal,
+        signal: hold.signal,
       });
     } catch (error) {
-      await heartbeat.stop();
-      throw (await this.recordFailure(lease, error, controller)).thrown;
+      throw (await this.recordFailure(lease, hold, error)).thrown;
     }
-    await heartbeat.stop();
-    if (!(await this.complete(lease))) {
-      const lost = new LostJobLeaseError(lease.id, { reason: 'another owner took the run over before it completed' });
-      controller.abort(lost);
+    const lostBeforeCompleting = () =>
+      new LostJobLeaseError(lease.id, { reason: 'another owner took the run over before it completed' });
+    if (!(await hold.finalize('complete', undefined, lostBeforeCompleting))) {
       this.telemetry.lost();
-      throw lost;
+      const reason: unknown = hold.signal.reason;
+      throw reason instanceof LostJobLeaseError ? reason : lostBeforeCompleting();
     }
     return result;
   }
@@ -304,37 +396,48 @@ export class JobSchedulerService implements BeforeApplicationShutdown {
    * Records FAIL for a callback error and returns what runExclusive must throw, wrapped: an async
    * function that returned a thrown thenable would have it adopted instead of rethrown.
    */
-  private async recordFailure(lease: JobLease, error: unknown, controller: AbortController): Promise<{ thrown: unknown }> {
+  private async recordFailure(lease: JobLease, hold: LeaseHold, error: unknown): Promise<{ thrown: unknown }> {
+    const lostBeforeFailing = () =>
+      error instanceof LostJobLeaseError
+        ? error
+        : new LostJobLeaseError(lease.id, { cause: error, reason: 'another owner took the run over before it failed' });
     let recorded: boolean;
     try {
-      recorded = await this.fail(lease, describeFailure(error));
+      recorded = await hold.finalize('fail', describeFailure(error), lostBeforeFailing);
     } catch (recordError) {
       this.logger.error(`Could not record FAIL for job lease ${lease.id}: ${String(recordError)}`);
       attachCause(error, recordError);
       return { thrown: error };
     }
     if (recorded) return { thrown: error };
-    const lost =
-      error instanceof LostJobLeaseError
-        ? error
-        : new LostJobLeaseError(lease.id, { cause: error, reason: 'another owner took the run over before it failed' });
-    // A no-op when the heartbeat already aborted it: the first reason stays.
-    controller.abort(lost);
     this.telemetry.lost();
-    return { thrown: lost };
+    const reason: unknown = hold.signal.reason;
+    return { thrown: error instanceof LostJobLeaseError ? error : reason instanceof LostJobLeaseError ? reason : lostBeforeFailing() };
+  }
+
+  /**
+   * With requireSynchronousReplication, refuses to grant a lease while the reading (at most 30 s
+   * old) says a failover could forget it.
+   */
+  private async checkReplicationBeforeGranting(): Promise<void> {
+    if (!this.requireSynchronousReplication) return;
+    const reading = this.replication;
+    const status =
+      reading && monotonicNow() - reading.readAt < REPLICATION_RECHECK_MS ? reading.status : await this.replicationStatus();
+    if (status.risk !== null) throw replicationErrors.unsafe(status.risk);
   }
 
   /** Runs a fenced mutation: true if it applied (this owner still held the run RUNNING). */
-  private applies(operation: LeaseOperation, leaseId: string, statement: SqlStatement): Promise<boolean> {
+  private applies(operation: LeaseOperation, leaseId: string, statement: SqlStatement, timeoutMs?: number): Promise<boolean> {
     return this.telemetry.observe(
       operation,
       { leaseId },
-      async () => (await this.execute(statement)).length === 1,
+      async () => (await this.execute(statement, timeoutMs)).length === 1,
       (applied) => (applied ? (operation === 'heartbeat' ? 'extended' : 'applied') : 'lost'),
     );
   }
 
-  private execute<Row = Record<string, unknown>>(statement: SqlStatement): Promise<Row[]> {
-    return this.executor.rows<Row>(statement);
+  private execute<Row = Record<string, unknown>>(statement: SqlStatement, timeoutMs?: number): Promise<Row[]> {
+    return this.executor.rows<Row>(statement, timeoutMs);
   }
 }

@@ -40,6 +40,31 @@ export interface JobAcquiredLease extends JobLease {
   /** The lease and heartbeat this owner runs with, after defaults. */
   leaseMs: number;
   heartbeatMs: number;
+  /**
+   * Until when this node provably holds the lease, on `performance.now()`'s clock: the instant the
+   * acquire was sent, plus leaseMs, minus a safety margin (a tenth of the lease, at most 1 s). No
+   * other node can take the run over before it. `keepAlive` moves it forward with each heartbeat.
+   */
+  heldUntil: number;
+}
+
+/**
+ * A hand-acquired lease kept alive with runExclusive's own loop: heartbeats with retries, the
+ * local deadline, and a signal. From `JobSchedulerService.keepAlive(lock)`.
+ */
+export interface JobLeaseHold {
+  /** Aborts with LostJobLeaseError when the lease is lost or its deadline passes unrenewed. */
+  readonly signal: AbortSignal;
+  /** Until when the lease is provably held, on `performance.now()`'s clock. */
+  readonly heldUntil: number;
+  /** Stops heartbeats and marks the run SUCCESS, retrying transient failures until the deadline; false if lost. */
+  complete(data?: unknown): Promise<boolean>;
+  /** Stops heartbeats and marks the run FAIL (immediately reclaimable), with the same retries; false if lost. */
+  fail(data?: unknown): Promise<boolean>;
+  /** fail with `{ released: true }` by default. */
+  release(data?: unknown): Promise<boolean>;
+  /** Stops heartbeats without finalizing: the lease then runs out by itself. */
+  stop(): Promise<void>;
 }
 
 export type JobAcquireResult =
@@ -57,7 +82,10 @@ export interface JobExecutionLease extends JobLease {
   idempotencyKey: string;
   fencingToken: number;
   attempt: number;
-  /** Aborts when the lease is lost, a heartbeat cannot prove it, or the application shuts down. */
+  /**
+   * Aborts with LostJobLeaseError when the lease is lost or its local deadline passes before a
+   * heartbeat renews it, and with JobShutdownError when the application shuts down.
+   */
   signal: AbortSignal;
 }
 

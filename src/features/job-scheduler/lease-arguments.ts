@@ -2,6 +2,7 @@ import { dataErrors, InvalidJobDataError, leaseArgumentErrors, leaseErrors } fro
 import { type JobIdentity, ownValue, resolveJobIdentity, UNSTORABLE_TEXT } from './job-identity';
 import { type LeaseTiming, resolveLeaseTiming, type ResolvedTimingDefaults } from './lease-timing';
 import type { JobLease } from './job-scheduler.types';
+import { DEFAULT_LEASE_MS } from './job-scheduler.constants';
 
 const UNSTORABLE_ALL = new RegExp(UNSTORABLE_TEXT.source, 'gu');
 
@@ -89,4 +90,20 @@ export const resolveAcquireRequest = (options: unknown, defaults: ResolvedTiming
     throw leaseErrors.reclaimFailed(rawReclaimFailed);
   }
   return { identity, ...timing, reclaimFailed: rawReclaimFailed ?? true };
+};
+
+/**
+ * Checks what keepAlive needs of an acquire result: `{ id, ownerToken }` (InvalidJobLeaseError),
+ * its lease timing (InvalidJobLeaseOptionsError) and a finite `heldUntil`.
+ */
+export const checkAcquiredLease = (lock: unknown): JobLease & { leaseMs: number; heartbeatMs: number; heldUntil: number } => {
+  const lease = checkJobLease(lock);
+  const source = lock as object;
+  const timing = resolveLeaseTiming(
+    { leaseMs: ownValue(source, 'leaseMs') ?? null, heartbeatMs: ownValue(source, 'heartbeatMs') ?? null },
+    { leaseMs: DEFAULT_LEASE_MS },
+  );
+  const heldUntil = ownValue(source, 'heldUntil');
+  if (typeof heldUntil !== 'number' || !Number.isFinite(heldUntil)) throw leaseArgumentErrors.notAcquired(lock);
+  return { ...lease, ...timing, heldUntil };
 };

@@ -1,11 +1,17 @@
+import { type HoldClock, monotonicClock } from './lease-hold';
+
 /** Time for timers: now, and a call at (or after) an instant; returns a function that cancels it. */
 export interface InstantTimers {
   now(): number;
   at(instant: number, fn: () => void): () => void;
 }
 
-/** System timers: chained one-shot timeouts, re-checked at least every minute against the clock. */
-export const systemTimers: InstantTimers = {
+/**
+ * System timers: chained one-shot timeouts, re-checked at least every minute against the clock.
+ * Lease holders' deadlines run on the monotonic clock instead.
+ */
+export const systemTimers: InstantTimers & { holdClock: HoldClock } = {
+  holdClock: monotonicClock,
   now: () => Date.now(),
   at: (instant, fn) => {
     // Re-checking every minute bounds the delay past a wall-clock jump, and keeps each timeout

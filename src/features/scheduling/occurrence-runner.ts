@@ -2,7 +2,8 @@ import { randomUUID } from 'node:crypto';
 import { JobShutdownError, LostJobLeaseError } from '../job-scheduler/job-scheduler.errors';
 import type { JobLease } from '../job-scheduler/job-scheduler.types';
 import { describeFailure } from '../job-scheduler/lease-arguments';
-import { LeaseHeartbeat } from '../job-scheduler/lease-heartbeat';
+import { DEFAULT_STATEMENT_TIMEOUT_MS, provenUntil } from '../job-scheduler/lease-deadline';
+import { type HoldClock, LeaseHold } from '../job-scheduler/lease-hold';
 import { createSpanRunner } from '../job-scheduler/lease-telemetry';
 import { withJobExecution } from './job-execution-context';
 import { occurrenceRunKey, runNowRunKey } from './occurrence-keys';
@@ -17,7 +18,7 @@ export type JobHandler = (execution: JobExecution) => Promise<void> | void;
 export interface ActiveJobRun {
   name: string;
   lease: JobLease;
-  controller: AbortController;
+  hold: LeaseHold;
   settled: Promise<void>;
   done: boolean;
 }
@@ -63,6 +64,12 @@ export class OccurrenceRunner {
     const runKey =
       trigger === 'run-now' ? runNowRunKey(scheduledAt, correlationId, tenantId) : occurrenceRunKey(scheduledAt, tenantId);
 
+    // The holder's clock: monotonic on system timers, the manual clock in tests.
+    const clock: HoldClock = this.timers.holdClock ?? {
+      now: () => this.timers.now(),
+      after: (delayMs, fn) => this.timers.at(this.timers.now() + delayMs, fn),
+    };
+    const sentAt = clock.now();
     let lock;
     try {
       lock = await this.lease.acquire({ code: job.name, runKey, name: job.name, leaseMs: job.leaseMs, reclaimFailed: false });
@@ -73,19 +80,27 @@ export class OccurrenceRunner {
     if (!lock.acquired) return { ...base, outcome: 'skipped-locked' };
 
     const lease: JobLease = { id: lock.id, ownerToken: lock.ownerToken };
-    const controller = new AbortController();
     const startedAt = this.timers.now();
-    const heartbeat = new LeaseHeartbeat(
-      lock.heartbeatMs,
-      () => this.lease.heartbeat(lease),
-      (cause) => controller.abort(new LostJobLeaseError(lease.id, { cause, reason: 'a heartbeat could not prove the lease' })),
-      (fn, delayMs) => this.timers.at(this.timers.now() + delayMs, fn),
+    // Heartbeats with retries and the local deadline; finalization stays below (one attempt).
+    const hold = new LeaseHold(
+      {
+        leaseId: lease.id,
+        leaseMs: lock.leaseMs,
+        heartbeatMs: lock.heartbeatMs,
+        heldUntil: provenUntil(sentAt, lock.leaseMs),
+        statementTimeoutMs: DEFAULT_STATEMENT_TIMEOUT_MS,
+        clock,
+      },
+      {
+        heartbeat: () => this.lease.heartbeat(lease),
+        finalize: (outcome, data) => (outcome === 'complete' ? this.lease.complete(lease, data) : this.lease.fail(lease, data)),
+      },
     );
     const execution: JobExecution = {
       name: job.name,
       scheduledAt: new Date(scheduledAt),
       startedAt: new Date(startedAt),
-      signal: controller.signal,
+      signal: hold.signal,
       tenantId,
       idempotencyKey: lock.idempotencyKey,
       fencingToken: lock.fencingToken,
@@ -93,10 +108,10 @@ export class OccurrenceRunner {
       trigger,
     };
     let finished: () => void = ignore;
-    const active: ActiveJobRun = { name: job.name, lease, controller, settled: new Promise((resolve) => (finished = resolve)), done: false };
+    const active: ActiveJobRun = { name: job.name, lease, hold, settled: new Promise((resolve) => (finished = resolve)), done: false };
     this.active.add(active);
     const started = { ...base, startedAt: execution.startedAt };
-    heartbeat.start();
+    hold.start();
 
     // Each run in its own scope: code below run() reads it with currentJobExecution().
     const attributes: Record<string, string> = {
@@ -110,8 +125,8 @@ export class OccurrenceRunner {
       this.span('scheduled_job.run', attributes, async () => withJobExecution(execution, () => request.handler(execution))),
     );
     const settlement = await this.settle(work, job);
-    await heartbeat.stop();
-    const record = await this.finalize(job, lease, controller, settlement, started);
+    await hold.stop();
+    const record = await this.finalize(job, lease, hold, settlement, started);
     // A run that timed out goes on behind (nothing stops a promise); its lease is already failed.
     work.then(ignore, (error: unknown) => {
       if (settlement.kind === 'timed-out') this.logger.warn(`${job.name} failed after its timeout: ${String(error)}`);
@@ -125,7 +140,7 @@ export class OccurrenceRunner {
   /** Aborts every run, waits up to the grace, then gives back the leases still held. */
   async shutdown(graceMs: number): Promise<void> {
     const running = [...this.active];
-    for (const run of running) run.controller.abort(new JobShutdownError(run.lease.id));
+    for (const run of running) run.hold.abort(new JobShutdownError(run.lease.id));
     let cancel: () => void = ignore;
     const grace = new Promise<void>((resolve) => {
       cancel = this.timers.at(this.timers.now() + graceMs, resolve);
@@ -164,7 +179,7 @@ export class OccurrenceRunner {
   private async finalize(
     job: JobDeclaration,
     lease: JobLease,
-    controller: AbortController,
+    hold: LeaseHold,
     settlement: Settlement,
     started: JobRunRecord,
   ): Promise<JobRunRecord> {
@@ -179,7 +194,7 @@ export class OccurrenceRunner {
           : finish({ outcome: 'failed', errorCode: 'JOB_LEASE_LOST', error: new LostJobLeaseError(lease.id) });
       }
       const error = settlement.kind === 'threw' ? settlement.error : new JobTimeoutError(job.name, job.timeoutMs as number);
-      if (settlement.kind === 'timed-out') controller.abort(error);
+      if (settlement.kind === 'timed-out') hold.abort(error);
       const recorded = await this.lease.fail(lease, describeFailure(error));
       return finish({ outcome: 'failed', errorCode: failureCode(settlement, error, recorded), error });
     } catch (error) {

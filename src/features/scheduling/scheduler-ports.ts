@@ -1,9 +1,12 @@
 import type { JobAcquireOptions, JobAcquireResult, JobLease } from '../job-scheduler/job-scheduler.types';
+import type { HoldClock } from '../job-scheduler/lease-hold';
 import type { InstantTimers } from '../job-scheduler/system-timers';
 import type { JobRunRecord } from './scheduling.types';
 
 /** Time for the scheduler: the system clock in production, a manual clock in tests. */
 export interface SchedulerTimers extends InstantTimers {
+  /** The clock of a lease holder's deadline; by default, derived from now() and at(). */
+  holdClock?: HoldClock;
   /**
    * Told of every lease operation the scheduler waits on, so that a manual clock can let it
    * finish before it fires the next timer. System timers need not implement it.

@@ -1,0 +1,236 @@
+import { RELEASED_DATA } from './job-scheduler.constants';
+import { JobLeaseDatabaseError, LostJobLeaseError } from './job-scheduler.errors';
+import type { JobLeaseHold } from './job-scheduler.types';
+import { monotonicNow, provenUntil, retryDelayMs, statementTimeoutMs } from './lease-deadline';
+
+/** The holder's clock: now, and a call after a delay (returns a function that cancels it). */
+export interface HoldClock {
+  now(): number;
+  /** `keepProcessAlive`: a wait the caller awaits (a retry), not a watchdog in the background. */
+  after(delayMs: number, fn: () => void, keepProcessAlive?: boolean): () => void;
+}
+
+/** performance.now() and unreferenced Node timers: the work being protected keeps the process alive. */
+export const monotonicClock: HoldClock = {
+  now: monotonicNow,
+  after: (delayMs, fn, keepProcessAlive = false) => {
+    const timer = setTimeout(fn, delayMs);
+    if (!keepProcessAlive) timer.unref();
+    return () => clearTimeout(timer);
+  },
+};
+
+/** The statements a hold sends, each bounded by the timeout it is given. */
+export interface HoldStatements {
+  /** Checks finalize data before anything stops or is sent (throws a typed error); returns what finalize sends. */
+  prepare?(data: unknown): unknown;
+  heartbeat(timeoutMs: number): Promise<boolean>;
+  /** complete or fail; `again` on a retry, where "already done by this owner" counts as applied. */
+  finalize(outcome: 'complete' | 'fail', data: unknown, again: boolean, timeoutMs: number): Promise<boolean>;
+}
+
+export interface HoldSettings {
+  leaseId: string;
+  leaseMs: number;
+  /** 0: no heartbeats (the lease must outlast the work). */
+  heartbeatMs: number;
+  /** The instant (on `clock`) until which the acquire proved the lease held. */
+  heldUntil: number;
+  /** The bound on one statement. */
+  statementTimeoutMs: number;
+  clock?: HoldClock;
+  random?: () => number;
+  /** Told of each failed attempt that will be retried (for a debug log). */
+  onRetry?: (operation: string, error: unknown, attempt: number) => void;
+}
+
+const isRetryable = (error: unknown): boolean => error instanceof JobLeaseDatabaseError && error.retryable;
+
+/**
+ * Keeps one acquired lease: heartbeats, a local deadline, and finalization with retries.
+ *
+ * The deadline is the holder's proof: the send instant of the last write the database confirmed
+ * (acquire or heartbeat), plus the lease, minus a safety margin (lease-deadline.ts). Until then no
+ * other node can take the run over; at that instant the signal aborts with LostJobLeaseError,
+ * even while a heartbeat is still in flight or hung. A heartbeat that fails transiently is retried
+ * with backoff and jitter until the deadline; only `false` (taken over), an error no retry can fix,
+ * or the deadline aborts. Heartbeats are a chain of one-shot timers: they never overlap.
+ */
+export class LeaseHold implements JobLeaseHold {
+  private readonly controller = new AbortController();
+  private readonly clock: HoldClock;
+  private until: number;
+  private cancelBeat: () => void = () => undefined;
+  private cancelDeadline: () => void = () => undefined;
+  private inFlight: Promise<void> | undefined;
+  private beating = false;
+  private lastError: unknown;
+  private lost = false;
+
+  constructor(
+    private readonly settings: HoldSettings,
+    private readonly statements: HoldStatements,
+  ) {
+    this.clock = settings.clock ?? monotonicClock;
+    this.until = settings.heldUntil;
+  }
+
+  /** Aborts when the lease is lost, its deadline passes unrenewed, or the application shuts down. */
+  get signal(): AbortSignal {
+    return this.controller.signal;
+  }
+
+  /** Until when (on the hold's clock: performance.now() by default) the lease is provably held. */
+  get heldUntil(): number {
+    return this.until;
+  }
+
+  /** Arms the deadline and starts heartbeats. */
+  start(): this {
+    this.armDeadline();
+    if (this.settings.heartbeatMs > 0) {
+      this.beating = true;
+      this.scheduleBeat(this.settings.heartbeatMs, 1);
+    }
+    return this;
+  }
+
+  /**
+   * Aborts the signal (a no-op once aborted: the first reason stays). Heartbeats go on: a run told
+   * to stop (shutdown, its timeout) still holds its lease until it settles.
+   */
+  abort(reason: unknown): void {
+    if (!this.controller.signal.aborted) this.controller.abort(reason);
+  }
+
+  /** The lease is gone or unprovable: no more heartbeats, and the signal says why. */
+  private lose(reason: LostJobLeaseError): void {
+    this.lost = true;
+    this.stopBeating();
+    this.cancelDeadline();
+    this.abort(reason);
+  }
+
+  /** Stops heartbeats and waits for one in flight, so that none lands after finalization starts. */
+  async stopHeartbeats(): Promise<void> {
+    this.stopBeating();
+    await this.inFlight;
+  }
+
+  /** Marks the run SUCCESS (see finalize). */
+  complete(data?: unknown): Promise<boolean> {
+    return this.finalize('complete', data);
+  }
+
+  /** Marks the run FAIL, immediately reclaimable (see finalize). */
+  fail(data?: unknown): Promise<boolean> {
+    return this.finalize('fail', data);
+  }
+
+  /** fail with `{ released: true }` by default: gives the run back. */
+  release(data: unknown = RELEASED_DATA): Promise<boolean> {
+    return this.finalize('fail', data);
+  }
+
+  /** Stops heartbeats and the deadline, without finalizing: the lease runs out by itself. */
+  async stop(): Promise<void> {
+    await this.stopHeartbeats();
+    this.cancelDeadline();
+  }
+
+  /**
+   * complete or fail the run, retrying transient failures until the deadline (a retry that finds
+   * the run already finalized by this owner counts as applied). At least one attempt is made,
+   * even past the deadline: finalization is fenced. Returns false when another owner took the run.
+   */
+  async finalize(outcome: 'complete' | 'fail', data?: unknown, lost?: () => LostJobLeaseError): Promise<boolean> {
+    const prepared = this.statements.prepare ? this.statements.prepare(data) : data;
+    await this.stopHeartbeats();
+    try {
+      for (let attempt = 1; ; attempt++) {
+        let applied: boolean;
+        try {
+          applied = await this.statements.finalize(outcome, prepared, attempt > 1, this.settings.statementTimeoutMs);
+        } catch (error) {
+          const remaining = this.until - this.clock.now();
+          if (!isRetryable(error) || remaining <= 0) throw error;
+          this.settings.onRetry?.(outcome, error, attempt);
+          await new Promise<void>((resolve) => this.clock.after(retryDelayMs(attempt, remaining, this.settings.random), resolve, true));
+          if (this.clock.now() >= this.until) throw error;
+          continue;
+        }
+        if (!applied) {
+          const reason = `another owner took the run over before it ${outcome === 'complete' ? 'completed' : 'failed'}`;
+          this.lose(lost?.() ?? new LostJobLeaseError(this.settings.leaseId, { reason }));
+        }
+        return applied;
+      }
+    } finally {
+      this.cancelDeadline();
+    }
+  }
+
+  private stopBeating(): void {
+    this.beating = false;
+    this.cancelBeat();
+  }
+
+  private armDeadline(): void {
+    this.cancelDeadline();
+    this.cancelDeadline = this.clock.after(Math.max(0, this.until - this.clock.now()), () => this.onDeadline());
+  }
+
+  private onDeadline(): void {
+    // A confirmed heartbeat may have moved the deadline after this timer was armed.
+    if (this.clock.now() < this.until) {
+      this.armDeadline();
+      return;
+    }
+    const reason =
+      this.lastError === undefined
+        ? 'its local deadline passed before a heartbeat could renew it'
+        : 'its local deadline passed while heartbeats could not reach the database';
+    this.lose(new LostJobLeaseError(this.settings.leaseId, { reason, cause: this.lastError }));
+  }
+
+  private scheduleBeat(delayMs: number, attempt: number): void {
+    if (!this.beating) return;
+    this.cancelBeat = this.clock.after(delayMs, () => {
+      this.inFlight = this.beat(attempt);
+    });
+  }
+
+  private async beat(attempt: number): Promise<void> {
+    const sentAt = this.clock.now();
+    const timeoutMs = statementTimeoutMs(this.settings.statementTimeoutMs, {
+      heartbeatMs: this.settings.heartbeatMs,
+      deadline: this.until,
+      now: sentAt,
+    });
+    let owned: boolean;
+    try {
+      owned = await this.statements.heartbeat(timeoutMs);
+    } catch (error) {
+      if (!this.beating) return;
+      this.lastError = error;
+      if (!isRetryable(error)) {
+        this.lose(new LostJobLeaseError(this.settings.leaseId, { reason: 'a heartbeat failed with an error a retry cannot fix', cause: error }));
+        return;
+      }
+      this.settings.onRetry?.('heartbeat', error, attempt);
+      const remaining = this.until - this.clock.now();
+      if (remaining > 0) this.scheduleBeat(retryDelayMs(attempt, remaining, this.settings.random), attempt + 1);
+      return;
+    }
+    if (!owned) {
+      if (this.beating) this.lose(new LostJobLeaseError(this.settings.leaseId, { reason: 'another owner took the run over' }));
+      return;
+    }
+    this.lastError = undefined;
+    if (!this.lost) {
+      this.until = Math.max(this.until, provenUntil(sentAt, this.settings.leaseMs));
+      this.armDeadline();
+    }
+    this.scheduleBeat(this.settings.heartbeatMs, 1);
+  }
+}
