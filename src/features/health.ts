@@ -1,2 +1,2 @@
 // @sdcorejs/nestjs/features/health: needs the optional peer @nestjs/terminus.
-export { JobSchedulerHealthIndicator, type JobSchedulerHealthOptions } from './job-scheduler/job-scheduler.health';
+export { JobSchedulerHealthIndicator, type JobSchedulerHealthOptions } from './health/job-scheduler.health';

@@ -1,19 +1,27 @@
 import { Injectable, Optional } from '@nestjs/common';
 import { HealthIndicatorService } from '@nestjs/terminus';
+import { JobRunsInspector } from '../job-scheduler/job-runs.inspector';
+import { JobSchedulerService } from '../job-scheduler/job-scheduler.service';
+import type { JobLeaseReplicationStatus } from '../job-scheduler/replication-check';
 import { ScheduledJobsService } from '../scheduling/scheduled-jobs.service';
-import { JobRunsInspector } from './job-runs.inspector';
 
 export interface JobSchedulerHealthOptions {
   /** More RUNNING leases past their lease than this is unhealthy. Default: reported, never unhealthy. */
   maxExpiredLeases?: number;
   /** Whether a declared job with no success for two intervals is unhealthy (default true). */
   staleJobsAreUnhealthy?: boolean;
+  /**
+   * Whether replication that a failover could lose leases to (streaming standbys without
+   * synchronous replication) is unhealthy. Default false: reported under `replication`, never down.
+   */
+  requireSynchronousReplication?: boolean;
 }
 
 /**
  * A @nestjs/terminus health indicator: the database answers, how many RUNNING leases are past
- * their lease (dead or stuck holders), and, with SchedulingModule, which declared jobs have had
- * no success for two intervals.
+ * their lease (dead or stuck holders), whether a failover could forget leases (replication),
+ * and, with SchedulingModule, which declared jobs have had no success for two intervals. It sits
+ * above the lease and the scheduler, and reads both.
  *
  *   @Get('health') check() { return this.health.check([() => this.jobs.isHealthy('jobs')]); }
  */
@@ -22,14 +30,16 @@ export class JobSchedulerHealthIndicator {
   constructor(
     private readonly health: HealthIndicatorService,
     private readonly inspector: JobRunsInspector,
+    private readonly lease: JobSchedulerService,
     @Optional() private readonly scheduled?: ScheduledJobsService,
   ) {}
 
   async isHealthy<const Key extends string>(key: Key, options: JobSchedulerHealthOptions = {}) {
     const indicator = this.health.check(key);
     let expiredLeases: number;
+    let replication: JobLeaseReplicationStatus;
     try {
-      expiredLeases = await this.inspector.countExpiredLeases();
+      [expiredLeases, replication] = await Promise.all([this.inspector.countExpiredLeases(), this.lease.replicationStatus()]);
     } catch (error) {
       return indicator.down({ database: 'unreachable', message: error instanceof Error ? error.message : String(error) });
     }
@@ -38,12 +48,20 @@ export class JobSchedulerHealthIndicator {
     const details = {
       database: 'up',
       expiredLeases,
+      replication: {
+        safe: replication.safe,
+        standbys: replication.standbys,
+        synchronousStandbyNames: replication.synchronousStandbyNames,
+        synchronousCommit: replication.synchronousCommit,
+        risk: replication.risk,
+      },
       jobs: Object.fromEntries(
         jobs.map((job) => [job.name, { lastSuccessAt: job.lastSuccessAt?.toISOString() ?? null, occurrencesSinceSuccess: job.occurrencesSinceSuccess, stale: job.stale }]),
       ),
     };
     const tooManyExpired = options.maxExpiredLeases !== undefined && expiredLeases > options.maxExpiredLeases;
     const staleUnhealthy = (options.staleJobsAreUnhealthy ?? true) && staleJobs.length > 0;
-    return tooManyExpired || staleUnhealthy ? indicator.down({ ...details, staleJobs }) : indicator.up(details);
+    const unsafeReplication = options.requireSynchronousReplication === true && !replication.safe;
+    return tooManyExpired || staleUnhealthy || unsafeReplication ? indicator.down({ ...details, staleJobs }) : indicator.up(details);
   }
 }
