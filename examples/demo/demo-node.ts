@@ -47,7 +47,7 @@ class SyncOrdersJob {
 
 /**
  * Every 2 s one node looks for ticks whose holder died (RUNNING past its own lease) and finishes
- * them with runExclusive, which reclaims the row: new owner token, fencing token + 1, same key.
+ * them with runExclusive, which reclaims the row: new owner token, a greater fencing token, same key.
  */
 @Scheduled('demo.recover-stale', { every: '2s' })
 class RecoverStaleJob {
