@@ -10,6 +10,7 @@ import {
   JobSchedulerStatus,
   LostJobLeaseError,
 } from '../../src/features';
+import { JobSchedulerExecutor } from '../../src/features/job-scheduler/job-scheduler.executor';
 import { sleep } from '../support/lease-nodes';
 import { TcpProxy } from '../support/tcp-proxy';
 import { createTestDatabase, type TestDatabase } from '../support/test-database';
@@ -42,8 +43,14 @@ const nestCapture: LoggerService = {
   verbose: (message: unknown) => void printed.push(String(message)),
 };
 
-const nodeOn = async (url: string, options: JobSchedulerModuleOptions = {}, extra: { poolSize?: number } = {}) => {
-  const dataSource: DataSource = await database.dataSource({ url, poolSize: extra.poolSize ?? 2, logging: 'all', logger: capture });
+const nodeOn = async (url: string, options: JobSchedulerModuleOptions = {}, extra: { poolSize?: number; connectTimeoutMS?: number } = {}) => {
+  const dataSource: DataSource = await database.dataSource({
+    url,
+    poolSize: extra.poolSize ?? 2,
+    logging: 'all',
+    logger: capture,
+    ...(extra.connectTimeoutMS === undefined ? {} : { connectTimeoutMS: extra.connectTimeoutMS }),
+  });
   return new JobSchedulerService(dataSource, options);
 };
 
@@ -204,7 +211,8 @@ describe('finalization across an outage', () => {
   });
 
   it('counts a completion whose reply was lost as applied when the retry finds it done', async () => {
-    const behind = await nodeOn(proxiedUrl, { statementTimeoutMs: 1_000 });
+    // connectTimeoutMS, as the README asks: handshakes sent while muted are given up, not kept forever.
+    const behind = await nodeOn(proxiedUrl, { statementTimeoutMs: 1_000 }, { connectTimeoutMS: 1_000 });
     const options = request({ leaseMs: 15_000, heartbeatMs: 0 });
     let id = '';
     let calls = 0;
@@ -243,15 +251,15 @@ describe('finalization across an outage', () => {
 describe('keepAlive for hand-acquired leases', () => {
   it('heartbeats, moves heldUntil forward, and completes', async () => {
     const node = await nodeOn(database.url);
-    const lock = await node.acquire(request({ leaseMs: 2_000, heartbeatMs: 200 }));
+    const lock = await node.acquire(request({ leaseMs: 4_000, heartbeatMs: 800 }));
     if (!lock.acquired) throw new Error('expected to acquire');
     tokensSeen.add(lock.ownerToken);
     expect(lock.heldUntil).toBeGreaterThan(performance.now());
-    expect(lock.heldUntil).toBeLessThanOrEqual(performance.now() + 2_000 - 200);
+    expect(lock.heldUntil).toBeLessThanOrEqual(performance.now() + 4_000 - 400);
     const hold = node.keepAlive(lock);
-    await sleep(2_500); // longer than the lease: only heartbeats keep it
+    await sleep(5_000); // longer than the lease: only heartbeats keep it
     expect(hold.signal.aborted).toBe(false);
-    expect(hold.heldUntil).toBeGreaterThan(lock.heldUntil + 1_000);
+    expect(hold.heldUntil).toBeGreaterThan(lock.heldUntil + 2_000);
     expect(await hold.complete({ rows: 42 })).toBe(true);
     expect((await rowOf(lock.id)).status).toBe('SUCCESS');
   });
@@ -303,7 +311,7 @@ describe('fencing tokens', () => {
 
 describe('errors', () => {
   it('wrap database failures in JobLeaseDatabaseError: operation, SQLSTATE, retryable, a sanitized cause', async () => {
-    const behind = await nodeOn(proxiedUrl, { statementTimeoutMs: 1_500 });
+    const behind = await nodeOn(proxiedUrl, { statementTimeoutMs: 1_500 }, { connectTimeoutMS: 1_500 });
     const lock = await behind.acquire(request());
     if (!lock.acquired) throw new Error('expected to acquire');
     tokensSeen.add(lock.ownerToken);
@@ -321,6 +329,28 @@ describe('errors', () => {
     expect((timedOut as Error).message).toMatch(/within 1500 ms/);
     proxy.unmute();
     collected.push(...errors, timedOut);
+  });
+
+  it('redact the owner token where the server itself quotes it (message and detail)', async () => {
+    const node = await nodeOn(database.url);
+    const lock = await node.acquire(request({ code: 'faults-trigger' }));
+    if (!lock.acquired) throw new Error('expected to acquire');
+    tokensSeen.add(lock.ownerToken);
+    await database.sql(`
+      CREATE FUNCTION quote_token() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN
+        RAISE EXCEPTION 'refused %', NEW."ownerToken" USING DETAIL = 'token ' || NEW."ownerToken"::text, ERRCODE = '23514';
+      END $$`);
+    await database.sql(`CREATE TRIGGER quote_token BEFORE UPDATE ON "job-scheduler" FOR EACH ROW WHEN (NEW.code = 'faults-trigger') EXECUTE FUNCTION quote_token()`);
+    try {
+      const error = await settle(node.heartbeat(lock));
+      expect(error).toBeInstanceOf(JobLeaseDatabaseError);
+      expect(error).toMatchObject({ sqlState: '23514', retryable: false });
+      expect((error as Error).message).toContain('refused [redacted]');
+      collected.push(error);
+    } finally {
+      await database.sql('DROP TRIGGER quote_token ON "job-scheduler"; DROP FUNCTION quote_token()');
+    }
   });
 
   it('name the migrations when the table is missing, and run no callback', async () => {
@@ -347,6 +377,80 @@ describe('errors', () => {
     }
     expect(printed.length).toBe(queriesBefore);
     expect(queriesBefore).toBeGreaterThanOrEqual(before);
+  });
+});
+
+describe('statements that wait on the server', () => {
+  it('prove the lease from the instant acquire was sent, however late its answer comes', async () => {
+    const node = await nodeOn(database.url);
+    const locker = new Client({ connectionString: database.url });
+    await locker.connect();
+    await locker.query('BEGIN');
+    await locker.query('LOCK TABLE "job-scheduler" IN ACCESS EXCLUSIVE MODE');
+    const sentBefore = performance.now();
+    const pending = node.acquire(request({ leaseMs: 20_000 }));
+    await sleep(1_500);
+    await locker.query('COMMIT');
+    await locker.end();
+    const lock = await pending;
+    if (!lock.acquired) throw new Error('expected to acquire');
+    tokensSeen.add(lock.ownerToken);
+    expect(performance.now() - sentBefore).toBeGreaterThan(1_400);
+    // From the send (at or after sentBefore), never from the answer 1.5 s later.
+    expect(lock.heldUntil).toBeGreaterThanOrEqual(sentBefore + 20_000 - 1_000);
+    expect(lock.heldUntil).toBeLessThan(sentBefore + 20_000 - 1_000 + 500);
+  });
+
+  it('are cancelled on the server when they time out, instead of piling up behind a lock', async () => {
+    const node = await nodeOn(database.url, { statementTimeoutMs: 400 }, { poolSize: 4 });
+    const lock = await node.acquire(request({ leaseMs: 30_000, heartbeatMs: 400 }));
+    if (!lock.acquired) throw new Error('expected to acquire');
+    tokensSeen.add(lock.ownerToken);
+    const hold = node.keepAlive(lock);
+    const locker = new Client({ connectionString: database.url });
+    await locker.connect();
+    await locker.query('BEGIN');
+    await locker.query('LOCK TABLE "job-scheduler" IN ACCESS EXCLUSIVE MODE');
+    const waiting: number[] = [];
+    for (let sample = 0; sample < 8; sample++) {
+      await sleep(500);
+      const [row] = await database.sql<{ count: number }>(
+        `SELECT count(*)::int AS count FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`,
+      );
+      waiting.push(row.count);
+    }
+    await locker.query('COMMIT');
+    await locker.end();
+    // Each heartbeat timed out after 400 ms and was retried: without cancel requests every one of
+    // them would still wait on the server (8+ by now); with them, at most the one in flight and
+    // one whose cancel is on its way.
+    expect(Math.max(...waiting)).toBeLessThanOrEqual(2);
+    expect(hold.signal.aborted).toBe(false);
+    expect(await hold.complete()).toBe(true);
+  });
+
+  it('count a retried completion as applied when it waited on the first attempt, which then committed', async () => {
+    const node = await nodeOn(database.url);
+    const lock = await node.acquire(request());
+    if (!lock.acquired) throw new Error('expected to acquire');
+    tokensSeen.add(lock.ownerToken);
+    const executor = new JobSchedulerExecutor(await database.dataSource({ poolSize: 1 }));
+    const first = new Client({ connectionString: database.url });
+    await first.connect();
+    const complete = executor.statements.complete(lock.id, lock.ownerToken, '{"attempt":1}');
+    await first.query('BEGIN');
+    expect((await first.query(complete.text, complete.values)).rowCount).toBe(1); // holds the row lock
+    const retry = executor.rows(executor.statements.completeAgain(lock.id, lock.ownerToken, '{"attempt":2}'));
+    await sleep(300);
+    await first.query('COMMIT');
+    await first.end();
+    expect(await retry).toHaveLength(1);
+    const [row] = await database.sql<{ status: string; data: unknown }>('SELECT status::text, data FROM "job-scheduler" WHERE id = $1', [lock.id]);
+    expect(row).toEqual({ status: 'SUCCESS', data: { attempt: 1 } });
+    // Another owner's token never counts.
+    const other = executor.statements.completeAgain(lock.id, '00000000-0000-4000-8000-000000000000', null);
+    expect(await executor.rows(other)).toHaveLength(0);
+    expect(await executor.rows(executor.statements.failAgain(lock.id, lock.ownerToken, null))).toHaveLength(0);
   });
 });
 

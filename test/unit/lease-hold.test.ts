@@ -67,12 +67,63 @@ describe('LeaseHold', () => {
     expect((hold.signal.reason as Error).message).toMatch(/local deadline passed/);
   });
 
-  it('bounds each heartbeat by its interval and by the time left', async () => {
-    const { timers, calls, hold } = setup({ heartbeat: (call) => (call < 4 ? Promise.reject(transient()) : Promise.resolve(true)) });
+  it('bounds each heartbeat by its interval and by the time left before the deadline it was sent under', async () => {
+    let hold!: LeaseHold;
+    let timers!: ManualTimers;
+    const deadlines: number[] = [];
+    // Each failing heartbeat takes its whole bound, as a statement timing out does.
+    const rig = setup({
+      heartbeat: (call, timeoutMs) => {
+        deadlines.push(hold.heldUntil);
+        if (call >= 6) return Promise.resolve(true);
+        return new Promise<boolean>((_resolve, reject) => timers.at(timers.now() + timeoutMs, () => reject(transient())));
+      },
+    });
+    hold = rig.hold;
+    timers = rig.timers;
     await timers.advance(30_000);
+    const { calls } = rig;
     expect(calls.heartbeat[0].timeoutMs).toBe(HEARTBEAT_MS);
-    expect(calls.heartbeat.every(({ at, timeoutMs }) => at + timeoutMs <= hold.heldUntil)).toBe(true);
-    await hold.stop();
+    calls.heartbeat.forEach(({ at, timeoutMs }, index) => expect(at + timeoutMs).toBeLessThanOrEqual(deadlines[index]));
+    // The last retries before the deadline are cut short by it, not by the interval.
+    expect(calls.heartbeat.some(({ timeoutMs }) => timeoutMs < HEARTBEAT_MS)).toBe(true);
+  });
+
+  it('proves the lease from the instant a heartbeat was sent, not the instant its answer came', async () => {
+    let timers!: ManualTimers;
+    const slowAnswer = () => new Promise<boolean>((resolve) => timers.at(timers.now() + 1_500, () => resolve(true)));
+    const rig = setup({ heartbeat: slowAnswer });
+    timers = rig.timers;
+    await timers.advance(HEARTBEAT_MS + 1_500);
+    expect(rig.hold.heldUntil).toBe(rig.start + HEARTBEAT_MS + LEASE_MS - 1_000);
+    await rig.hold.stop();
+  });
+
+  it('loses a lease that is already past its deadline when it starts', () => {
+    const timers = new ManualTimers();
+    const clock: HoldClock = { now: () => timers.now(), after: (delayMs, fn) => timers.at(timers.now() + delayMs, fn) };
+    const hold = new LeaseHold(
+      { leaseId: ID, leaseMs: LEASE_MS, heartbeatMs: HEARTBEAT_MS, heldUntil: timers.now() - 1, statementTimeoutMs: 5_000, clock },
+      { heartbeat: async () => true, finalize: async () => true },
+    ).start();
+    expect(hold.signal.aborted).toBe(true);
+    expect(hold.signal.reason).toBeInstanceOf(LostJobLeaseError);
+  });
+
+  it('also judges the deadline by the wall clock, which runs on while a suspended machine stops the monotonic one', async () => {
+    const timers = new ManualTimers();
+    let wall = 1_000_000;
+    const clock: HoldClock = { now: () => timers.now(), wallNow: () => wall, after: (delayMs, fn) => timers.at(timers.now() + delayMs, fn) };
+    const hold = new LeaseHold(
+      { leaseId: ID, leaseMs: LEASE_MS, heartbeatMs: 0, heldUntil: provenUntil(timers.now(), LEASE_MS), statementTimeoutMs: 5_000, clock },
+      { heartbeat: async () => true, finalize: async () => true },
+    ).start();
+    await timers.advance(1_000);
+    expect(hold.signal.aborted).toBe(false);
+    wall += 60_000; // an hour's suspend would look the same: the wall clock jumped, the monotonic one did not
+    await timers.advance(1_000);
+    expect(hold.signal.aborted).toBe(true);
+    expect(timers.now()).toBeLessThan(provenUntil(0, LEASE_MS));
   });
 
   it('retries a transient heartbeat failure with backoff until one succeeds, without aborting', async () => {

@@ -4,8 +4,11 @@ import { isRetryableSqlState } from './lease-deadline';
 /** What stands in an error or a log line where the owner token was. */
 export const REDACTED = '[redacted]';
 
-/** The fields of a PostgreSQL error that describe it without carrying statement parameters. */
-const DESCRIPTIVE_FIELDS = ['severity', 'detail', 'hint', 'schema', 'table', 'column', 'constraint', 'routine'] as const;
+/**
+ * The fields of a PostgreSQL error that describe it without carrying statement parameters (not
+ * `detail`, which may quote a row's values, nor `where`, `internalQuery` or positions).
+ */
+const DESCRIPTIVE_FIELDS = ['severity', 'hint', 'schema', 'table', 'column', 'constraint', 'routine'] as const;
 
 const redact = (text: string, secret: string | undefined): string => (secret ? text.split(secret).join(REDACTED) : text);
 

@@ -190,6 +190,8 @@ export const leaseErrors = {
     new InvalidJobLeaseOptionsError(
       `heartbeatMs (${heartbeatMs}) must be less than half of leaseMs (${leaseMs}), or 0 to disable heartbeats`,
     ),
+  statementTimeoutMs: (value: unknown) =>
+    new InvalidJobLeaseOptionsError(`timeoutMs must be a positive safe integer of milliseconds, got ${describe(value)}`),
   reclaimFailed: (value: unknown) =>
     new InvalidJobLeaseOptionsError(`reclaimFailed must be a boolean when given, got ${describe(value)}`),
 };

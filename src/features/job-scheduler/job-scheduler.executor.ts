@@ -7,6 +7,7 @@ import { databaseErrors, JobLeaseDatabaseError } from './job-scheduler.errors';
 import { createJobSchedulerStatements, type JobSchedulerStatements, qualifiedTableName, type SqlStatement } from './job-scheduler.sql';
 import { DEFAULT_STATEMENT_TIMEOUT_MS, monotonicNow } from './lease-deadline';
 import { guardPoolConnections } from './pool-error-guard';
+import { requestCancel } from './query-cancel';
 
 export interface ExecutorOptions {
   /**
@@ -76,17 +77,18 @@ export class JobSchedulerExecutor {
     const logged = secret === undefined ? values : values.map((value) => (value === secret ? REDACTED : value));
     logger.logQuery(text, logged);
     const bound = timeoutMs ?? (operation === 'prune' || operation === 'inspect' ? OPERATOR_STATEMENT_TIMEOUT_MS : this.statementTimeoutMs);
+    const deadline = monotonicNow() + bound;
     try {
       const pool = this.pool(statement);
-      if (!this.prepared) return await this.send<Row>(pool, { text, values }, statement, bound);
+      if (!this.prepared) return await this.send<Row>(pool, { text, values }, statement, deadline, bound);
       try {
-        return await this.send<Row>(pool, { name: this.nameOf(text), text, values }, statement, bound);
+        return await this.send<Row>(pool, { name: this.nameOf(text), text, values }, statement, deadline, bound);
       } catch (error) {
         const code = sqlStateOf(error);
         if (typeof code !== 'string' || !PREPARED_STATEMENT_MISMATCH.has(code)) throw error;
         this.prepared = false;
         this.options.onPreparedStatementsOff?.(`the server reported SQLSTATE ${code} for a named prepared statement`);
-        return await this.send<Row>(pool, { text, values }, statement, bound);
+        return await this.send<Row>(pool, { text, values }, statement, deadline, bound);
       }
     } catch (error) {
       const wrapped = error instanceof JobLeaseDatabaseError ? error : toLeaseDatabaseError(error, operation, secret);
@@ -95,18 +97,24 @@ export class JobSchedulerExecutor {
     }
   }
 
-  /** One checkout and one round trip, together within `timeoutMs`; a connection that failed is discarded. */
-  private async send<Row>(pool: Pool, query: QueryConfig, statement: SqlStatement, timeoutMs: number): Promise<Row[]> {
-    const started = monotonicNow();
-    const client = await this.checkout(pool, statement, timeoutMs);
-    const remaining = Math.max(1, Math.floor(timeoutMs - (monotonicNow() - started)));
+  /**
+   * One checkout and one round trip, both before `deadline` (monotonic). A connection that failed
+   * is discarded; one whose answer did not come in time also gets a cancel request, so that the
+   * statement stops waiting on the server (behind a lock, say) instead of piling up there.
+   */
+  private async send<Row>(pool: Pool, query: QueryConfig, statement: SqlStatement, deadline: number, bound: number): Promise<Row[]> {
+    const client = await this.checkout(pool, statement, Math.max(1, Math.floor(deadline - monotonicNow())), bound);
+    const remaining = Math.max(1, Math.floor(deadline - monotonicNow()));
     let failure: Error | undefined;
     try {
       const result = await client.query({ ...query, query_timeout: remaining } as QueryConfig);
       return result.rows as Row[];
     } catch (error) {
       failure = error instanceof Error ? error : new Error(String(error));
-      if (failure.message === 'Query read timeout') throw databaseErrors.timedOut(statement.operation, timeoutMs, 'answer');
+      if (failure.message === 'Query read timeout') {
+        requestCancel(client);
+        throw databaseErrors.timedOut(statement.operation, bound, 'answer');
+      }
       throw error;
     } finally {
       client.release(failure);
@@ -114,12 +122,12 @@ export class JobSchedulerExecutor {
   }
 
   /** A pool connection within `timeoutMs`; one that arrives later goes straight back to the pool. */
-  private checkout(pool: Pool, statement: SqlStatement, timeoutMs: number): Promise<PoolClient> {
+  private checkout(pool: Pool, statement: SqlStatement, timeoutMs: number, bound: number): Promise<PoolClient> {
     return new Promise((resolve, reject) => {
       let late = false;
       const timer = setTimeout(() => {
         late = true;
-        reject(databaseErrors.timedOut(statement.operation, timeoutMs, 'connection'));
+        reject(databaseErrors.timedOut(statement.operation, bound, 'connection'));
       }, timeoutMs);
       pool.connect().then(
         (client) => {
@@ -144,19 +152,7 @@ export class JobSchedulerExecutor {
     if (!pool) throw databaseErrors.notInitialized(statement.operation);
     // Also for the application's TypeORM queries on this DataSource (see pool-error-guard.ts).
     if (!this.poolsGuarded) this.poolsGuarded = guardPoolConnections(this.dataSource);
-    this.boundConnectionAttempts(pool);
     return pool;
-  }
-
-  /**
-   * A connection attempt whose handshake never answers (packets dropped in a partition, a proxy
-   * with no backend) would hold its pool slot forever: node-postgres waits without limit unless
-   * the pool has a connect timeout (TypeORM's `connectTimeoutMS`). Where the DataSource set none,
-   * the lease sets its statement bound, so that abandoned attempts give their slots back.
-   */
-  private boundConnectionAttempts(pool: Pool): void {
-    const options = (pool as unknown as { options?: { connectionTimeoutMillis?: number } }).options;
-    if (options && !options.connectionTimeoutMillis) options.connectionTimeoutMillis = this.statementTimeoutMs;
   }
 
   private nameOf(text: string): string {

@@ -8,6 +8,7 @@ import { JobSchedulerExecutor } from './job-scheduler.executor';
 import {
   callbackErrors,
   JobLeaseDatabaseError,
+  leaseErrors,
   JobShutdownError,
   LostJobLeaseError,
   moduleErrors,
@@ -24,10 +25,11 @@ import type {
   JobLeaseHold,
   RunExclusiveResult,
 } from './job-scheduler.types';
+import { ownValue } from './job-identity';
 import { resolvePruneOptions } from './job-run-arguments';
 import type { JobPruneOptions } from './job-run.types';
 import { checkAcquiredLease, checkJobLease, describeFailure, resolveAcquireRequest, serializeJobData } from './lease-arguments';
-import { DEFAULT_STATEMENT_TIMEOUT_MS, monotonicNow, provenUntil } from './lease-deadline';
+import { DEFAULT_STATEMENT_TIMEOUT_MS, leaseSafetyMarginMs, monotonicNow, provenUntil } from './lease-deadline';
 import { LeaseHold } from './lease-hold';
 import { createLeaseTelemetry, type LeaseOperation, type LeaseTelemetry } from './lease-telemetry';
 import { type ResolvedTimingDefaults, resolveTimingDefaults } from './lease-timing';
@@ -77,6 +79,16 @@ const checkStatementTimeoutMs = (value: unknown): number => {
   if (!Number.isSafeInteger(value) || (value as number) < 1 || (value as number) > MAX_TIMER_MS) {
     throw moduleErrors.statementTimeoutMs(value);
   }
+  return value as number;
+};
+
+/** The optional `{ timeoutMs }` of one heartbeat: a positive safe integer when given. */
+const checkStatementTimeout = (options: unknown): number | undefined => {
+  if (options === undefined) return undefined;
+  if (typeof options !== 'object' || options === null) throw leaseErrors.statementTimeoutMs(options);
+  const value = ownValue(options, 'timeoutMs');
+  if (value === undefined) return undefined;
+  if (!Number.isSafeInteger(value) || (value as number) < 1) throw leaseErrors.statementTimeoutMs(value);
   return value as number;
 };
 
@@ -166,7 +178,8 @@ export class JobSchedulerService implements OnApplicationBootstrap, BeforeApplic
       { code: identity.code, idempotencyKey: identity.lockKey },
       async (): Promise<AcquireRow | undefined> => {
         try {
-          return (await this.execute<AcquireRow>(statement))[0];
+          // Never longer than the lease itself could be proven: an answer after that is useless.
+          return (await this.execute<AcquireRow>(statement, Math.min(this.executor.statementTimeoutMs, request.leaseMs - leaseSafetyMarginMs(request.leaseMs))))[0];
         } catch (error) {
           if (isSerializationFailure(error)) return undefined;
           throw error;
@@ -201,9 +214,15 @@ export class JobSchedulerService implements OnApplicationBootstrap, BeforeApplic
   }
 
   /** Bumps the row's modifiedAt (database clock) if this owner still holds it RUNNING. */
-  async heartbeat(lease: JobLease): Promise<boolean> {
+  async heartbeat(lease: JobLease, options?: { timeoutMs?: number }): Promise<boolean> {
     const { id, ownerToken } = checkJobLease(lease);
-    return this.applies('heartbeat', id, this.statements.heartbeat(id, ownerToken));
+    const timeoutMs = checkStatementTimeout(options);
+    return this.applies(
+      'heartbeat',
+      id,
+      this.statements.heartbeat(id, ownerToken),
+      timeoutMs === undefined ? undefined : Math.min(timeoutMs, this.executor.statementTimeoutMs),
+    );
   }
 
   /** Marks the owned run SUCCESS with optional JSON data; false if ownership was lost. */
@@ -369,6 +388,13 @@ export class JobSchedulerService implements OnApplicationBootstrap, BeforeApplic
     hold: LeaseHold,
     fn: (lease: JobExecutionLease) => Promise<T>,
   ): Promise<T> {
+    if (hold.signal.aborted) {
+      // The acquire answered after the deadline it proved: the run may be taken over any moment.
+      await this.release(lease, { released: true, reason: 'acquired past its local deadline' }).catch((error: unknown) => {
+        this.logger.warn(`Could not release job lease ${lease.id} acquired past its deadline: ${String(error)}`);
+      });
+      throw hold.signal.reason;
+    }
     let result: T;
     try {
       result = await fn({

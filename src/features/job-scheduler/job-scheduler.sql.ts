@@ -212,16 +212,18 @@ RETURNING "id"`.trim();
 
   // A retry of complete / fail whose first attempt may have committed with its reply lost: also
   // applied when the row already holds that status under this owner token (nobody else can have
-  // written it: the token is this owner's secret, and a reclaim rotates it).
+  // written it: the token is this owner's secret, and a reclaim rotates it). One UPDATE accepts
+  // both states, so that a retry that waits on the first attempt's row lock re-checks the
+  // committed version (READ COMMITTED) and still matches it; an already final row keeps its data
+  // and times.
   const finalizeAgainText = (status: 'SUCCESS' | 'FAIL'): string =>
     `
-WITH finalized AS (
-${finalizeText(status)}
-)
-SELECT "id" FROM finalized
-UNION ALL
-SELECT "id" FROM ${table}
-WHERE "id" = $1 AND "ownerToken" = $2 AND "status" = '${status}' AND NOT EXISTS (SELECT 1 FROM finalized)`.trim();
+UPDATE ${table} SET "status" = '${status}',
+  "data" = CASE WHEN "status" = 'RUNNING' THEN $3::jsonb ELSE "data" END,
+  "finishedAt" = CASE WHEN "status" = 'RUNNING' THEN CURRENT_TIMESTAMP ELSE "finishedAt" END,
+  "modifiedAt" = CASE WHEN "status" = 'RUNNING' THEN CURRENT_TIMESTAMP ELSE "modifiedAt" END
+WHERE "id" = $1 AND "ownerToken" = $2 AND "status" IN ('RUNNING', '${status}')
+RETURNING "id"`.trim();
   const completeAgainText = finalizeAgainText('SUCCESS');
   const failAgainText = finalizeAgainText('FAIL');
 

@@ -6,6 +6,11 @@ import { monotonicNow, provenUntil, retryDelayMs, statementTimeoutMs } from './l
 /** The holder's clock: now, and a call after a delay (returns a function that cancels it). */
 export interface HoldClock {
   now(): number;
+  /**
+   * The wall clock (ms), where there is one. A monotonic clock stops while the machine is
+   * suspended, and the database's does not: the deadline is also checked against this one.
+   */
+  wallNow?(): number;
   /** `keepProcessAlive`: a wait the caller awaits (a retry), not a watchdog in the background. */
   after(delayMs: number, fn: () => void, keepProcessAlive?: boolean): () => void;
 }
@@ -13,6 +18,7 @@ export interface HoldClock {
 /** performance.now() and unreferenced Node timers: the work being protected keeps the process alive. */
 export const monotonicClock: HoldClock = {
   now: monotonicNow,
+  wallNow: () => Date.now(),
   after: (delayMs, fn, keepProcessAlive = false) => {
     const timer = setTimeout(fn, delayMs);
     if (!keepProcessAlive) timer.unref();
@@ -46,6 +52,9 @@ export interface HoldSettings {
 
 const isRetryable = (error: unknown): boolean => error instanceof JobLeaseDatabaseError && error.retryable;
 
+/** The deadline timer wakes at least this often to compare both clocks (see HoldClock.wallNow). */
+const DEADLINE_RECHECK_MS = 1_000;
+
 /**
  * Keeps one acquired lease: heartbeats, a local deadline, and finalization with retries.
  *
@@ -60,6 +69,8 @@ export class LeaseHold implements JobLeaseHold {
   private readonly controller = new AbortController();
   private readonly clock: HoldClock;
   private until: number;
+  /** The same deadline on the wall clock, when the hold's clock has one. */
+  private wallUntil: number | undefined;
   private cancelBeat: () => void = () => undefined;
   private cancelDeadline: () => void = () => undefined;
   private inFlight: Promise<void> | undefined;
@@ -73,6 +84,7 @@ export class LeaseHold implements JobLeaseHold {
   ) {
     this.clock = settings.clock ?? monotonicClock;
     this.until = settings.heldUntil;
+    this.wallUntil = this.wallDeadline(this.until);
   }
 
   /** Aborts when the lease is lost, its deadline passes unrenewed, or the application shuts down. */
@@ -85,8 +97,12 @@ export class LeaseHold implements JobLeaseHold {
     return this.until;
   }
 
-  /** Arms the deadline and starts heartbeats. */
+  /** Arms the deadline and starts heartbeats; a lease already past its deadline is lost at once. */
   start(): this {
+    if (this.deadlinePassed()) {
+      this.onDeadline();
+      return this;
+    }
     this.armDeadline();
     if (this.settings.heartbeatMs > 0) {
       this.beating = true;
@@ -175,14 +191,24 @@ export class LeaseHold implements JobLeaseHold {
     this.cancelBeat();
   }
 
+  private wallDeadline(until: number): number | undefined {
+    return this.clock.wallNow ? this.clock.wallNow() + (until - this.clock.now()) : undefined;
+  }
+
+  private deadlinePassed(): boolean {
+    return this.clock.now() >= this.until || (this.wallUntil !== undefined && this.clock.wallNow!() >= this.wallUntil);
+  }
+
   private armDeadline(): void {
     this.cancelDeadline();
-    this.cancelDeadline = this.clock.after(Math.max(0, this.until - this.clock.now()), () => this.onDeadline());
+    const remaining = Math.max(0, this.until - this.clock.now());
+    const delay = this.clock.wallNow ? Math.min(remaining, DEADLINE_RECHECK_MS) : remaining;
+    this.cancelDeadline = this.clock.after(delay, () => this.onDeadline());
   }
 
   private onDeadline(): void {
-    // A confirmed heartbeat may have moved the deadline after this timer was armed.
-    if (this.clock.now() < this.until) {
+    // Not yet (a confirmed heartbeat may have moved the deadline, or this was a periodic check).
+    if (!this.deadlinePassed()) {
       this.armDeadline();
       return;
     }
@@ -202,6 +228,7 @@ export class LeaseHold implements JobLeaseHold {
 
   private async beat(attempt: number): Promise<void> {
     const sentAt = this.clock.now();
+    const wallSentAt = this.clock.wallNow?.();
     const timeoutMs = statementTimeoutMs(this.settings.statementTimeoutMs, {
       heartbeatMs: this.settings.heartbeatMs,
       deadline: this.until,
@@ -228,7 +255,13 @@ export class LeaseHold implements JobLeaseHold {
     }
     this.lastError = undefined;
     if (!this.lost) {
-      this.until = Math.max(this.until, provenUntil(sentAt, this.settings.leaseMs));
+      const proven = provenUntil(sentAt, this.settings.leaseMs);
+      if (proven > this.until) {
+        // On the wall clock too, from the same send instant.
+        const wallProven = this.clock.wallNow ? wallSentAt! + (proven - sentAt) : undefined;
+        this.until = proven;
+        this.wallUntil = wallProven;
+      }
       this.armDeadline();
     }
     this.scheduleBeat(this.settings.heartbeatMs, 1);

@@ -92,7 +92,7 @@ export class OccurrenceRunner {
         clock,
       },
       {
-        heartbeat: () => this.lease.heartbeat(lease),
+        heartbeat: (timeoutMs) => this.lease.heartbeat(lease, { timeoutMs }),
         finalize: (outcome, data) => (outcome === 'complete' ? this.lease.complete(lease, data) : this.lease.fail(lease, data)),
       },
     );

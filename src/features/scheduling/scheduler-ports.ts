@@ -24,7 +24,7 @@ export const observedLease = (lease: SchedulerLease, timers: SchedulerTimers): S
   };
   return {
     acquire: (options) => seen(lease.acquire(options)),
-    heartbeat: (value) => seen(lease.heartbeat(value)),
+    heartbeat: (value, options) => seen(lease.heartbeat(value, options)),
     complete: (value, data) => seen(lease.complete(value, data)),
     fail: (value, data) => seen(lease.fail(value, data)),
   };
@@ -33,7 +33,8 @@ export const observedLease = (lease: SchedulerLease, timers: SchedulerTimers): S
 /** The cross-instance lock: JobSchedulerService on PostgreSQL, or the in-memory lease of tests. */
 export interface SchedulerLease {
   acquire(options: JobAcquireOptions): Promise<JobAcquireResult>;
-  heartbeat(lease: JobLease): Promise<boolean>;
+  /** `timeoutMs`: a tighter bound on this one statement (a heartbeat is bounded by its interval). */
+  heartbeat(lease: JobLease, options?: { timeoutMs?: number }): Promise<boolean>;
   complete(lease: JobLease, data?: unknown): Promise<boolean>;
   fail(lease: JobLease, data?: unknown): Promise<boolean>;
 }
