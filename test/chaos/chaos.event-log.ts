@@ -1,4 +1,5 @@
-import { appendFileSync, existsSync, readFileSync } from 'node:fs';
+import { appendFileSync } from 'node:fs';
+import { readJsonLines } from '../support/json-lines';
 import type { WorkerEvent } from './chaos.protocol';
 
 export type LoggedEvent = WorkerEvent & { at: number };
@@ -17,17 +18,5 @@ export class ChaosEventLog {
   }
 }
 
-/** Reads an event log back; a last line cut short by a SIGKILL is skipped. */
-export const readEventLog = (file: string): LoggedEvent[] => {
-  if (!existsSync(file)) return [];
-  const events: LoggedEvent[] = [];
-  for (const line of readFileSync(file, 'utf8').split('\n')) {
-    if (line.trim() === '') continue;
-    try {
-      events.push(JSON.parse(line) as LoggedEvent);
-    } catch {
-      // the line being written when the process was killed
-    }
-  }
-  return events;
-};
+/** Reads an event log back; a last line cut short by a kill is skipped. */
+export const readEventLog = (file: string): LoggedEvent[] => readJsonLines<LoggedEvent>(file);

@@ -1,4 +1,5 @@
 import type { DataSource } from 'typeorm';
+import { workFor } from '../support/abortable-work';
 import type { JobExecutionLease, JobSchedulerService } from '../../src/features';
 import type { ChaosEventLog } from './chaos.event-log';
 import {
@@ -19,24 +20,6 @@ export class ChaosPlannedFailure extends Error {
     this.name = 'ChaosPlannedFailure';
   }
 }
-
-/** Resolves after `ms`, or rejects with the signal's reason as soon as it aborts. */
-const workFor = (ms: number, signal: AbortSignal): Promise<void> =>
-  new Promise((resolve, reject) => {
-    if (signal.aborted) {
-      reject(signal.reason);
-      return;
-    }
-    const onAbort = (): void => {
-      clearTimeout(timer);
-      reject(signal.reason);
-    };
-    const timer = setTimeout(() => {
-      signal.removeEventListener('abort', onAbort);
-      resolve();
-    }, ms);
-    signal.addEventListener('abort', onAbort, { once: true });
-  });
 
 const reasonName = (signal: AbortSignal | undefined): string | undefined => {
   if (!signal?.aborted) return undefined;
