@@ -29,7 +29,7 @@ export {
 } from './job-scheduler/job-scheduler.errors';
 export { JobSchedulerService } from './job-scheduler/job-scheduler.service';
 export { JobRunsInspector } from './job-scheduler/job-runs.inspector';
-export { JobRetention, type JobRetentionOptions, RETENTION_JOB_CODE } from './job-scheduler/job-retention';
+export { JobRetention, type JobRetentionOptions, RETENTION_JOB_CODE, RETENTION_WARNING_ROWS } from './job-scheduler/job-retention';
 export type {
   ExpiredJobLease,
   JobPruneOptions,
@@ -66,5 +66,7 @@ export { DeclarationError, JobTimeoutError, SchedulingError } from './scheduling
 export { Scheduled } from './scheduling/scheduled.decorator';
 export { SchedulingModule } from './scheduling/scheduling.module';
 export { type SchedulingModuleOptions, TENANT_DIRECTORY } from './scheduling/scheduling.module-definition';
+export { DEFAULT_SCHEDULED_RETENTION, type ScheduledRetentionOptions } from './scheduling/scheduled-retention';
+export { SCHEDULED_RETENTION_CODE } from './scheduling/scheduled-retention.timer';
 export { currentJobExecution } from './scheduling/job-execution-context';
 export { type ScheduledJobHealth, ScheduledJobsService } from './scheduling/scheduled-jobs.service';

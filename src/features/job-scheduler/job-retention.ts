@@ -3,6 +3,7 @@ import { parseInterval } from './duration';
 import { JobSchedulerStatus } from './job-scheduler.entity';
 import { moduleErrors } from './job-scheduler.errors';
 import { JOB_SCHEDULER_MODULE_OPTIONS, type JobSchedulerRuntimeOptions } from './job-scheduler.module-definition';
+import { JobRunsInspector } from './job-runs.inspector';
 import { JobSchedulerService } from './job-scheduler.service';
 import { systemTimers } from './system-timers';
 
@@ -18,6 +19,12 @@ export interface JobRetentionOptions {
 
 /** The lease code under which retention runs (once per period across all nodes). */
 export const RETENTION_JOB_CODE = 'job-scheduler.retention';
+
+/**
+ * Above this many rows (the planner's estimate) and without `retention`, the module warns once
+ * at boot that finished runs are kept forever.
+ */
+export const RETENTION_WARNING_ROWS = 500_000;
 
 const duration = (value: unknown, field: string): number | undefined => {
   if (value === undefined) return undefined;
@@ -40,6 +47,7 @@ export class JobRetention implements OnApplicationBootstrap, BeforeApplicationSh
 
   constructor(
     private readonly jobs: JobSchedulerService,
+    private readonly inspector: JobRunsInspector,
     @Optional() @Inject(JOB_SCHEDULER_MODULE_OPTIONS) options: JobSchedulerRuntimeOptions = {},
   ) {
     const retention = options.retention ?? {};
@@ -52,8 +60,27 @@ export class JobRetention implements OnApplicationBootstrap, BeforeApplicationSh
     return this.success !== undefined || this.fail !== undefined;
   }
 
-  onApplicationBootstrap(): void {
+  async onApplicationBootstrap(): Promise<void> {
     if (this.enabled) this.arm();
+    else await this.warnIfUnbounded();
+  }
+
+  /**
+   * Without retention the table grows forever: say so once when it is already large. The rows of
+   * declared jobs are pruned by SchedulingModule by default; these are the rest.
+   */
+  private async warnIfUnbounded(): Promise<void> {
+    let rows: number | null;
+    try {
+      rows = await this.inspector.estimateRowCount();
+    } catch {
+      return; // the database's state is reported elsewhere (health, the first statement)
+    }
+    if (rows === null || rows <= RETENTION_WARNING_ROWS) return;
+    this.logger.warn(
+      `The job-scheduler table holds about ${rows} rows and JobSchedulerModule has no retention: finished runs are kept forever. ` +
+        `Set retention: { success: '30d', fail: '90d' } (see README, "Pruning").`,
+    );
   }
 
   beforeApplicationShutdown(): void {

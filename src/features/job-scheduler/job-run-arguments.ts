@@ -76,7 +76,13 @@ export const resolvePruneOptions = (options: JobPruneOptions): PruneParameters &
   const dangerous = ownValue(options, 'dangerouslyDeleteRunOnceSuccess');
   if (dangerous !== undefined && typeof dangerous !== 'boolean') throw invalid('dangerouslyDeleteRunOnceSuccess must be a boolean', dangerous);
   const rawLimit = ownValue(options, 'limit');
+  const rawCode = ownValue(options, 'code');
+  const codes = rawCode === undefined ? null : Array.isArray(rawCode) ? (rawCode as unknown[]) : [rawCode];
+  if (codes !== null && (codes.length === 0 || codes.length > 10_000 || codes.some((code) => typeof code !== 'string' || code.trim() === '' || code.trim().length > 64))) {
+    throw invalid('code must be a job code (1-64 characters) or a list of 1 to 10,000 of them', rawCode);
+  }
   return {
+    codes: codes === null ? null : (codes as string[]).map((code) => code.trim()),
     statuses: statuses as string[],
     type: optionalEnum(ownValue(options, 'type'), TYPES, 'type must be INITIAL or SCHEDULE'),
     olderThanMs,

@@ -59,6 +59,8 @@ export interface JobPruneOptions {
   /** Which finished statuses to delete; default both SUCCESS and FAIL. RUNNING is never deleted. */
   status?: JobSchedulerStatus | readonly JobSchedulerStatus[];
   type?: JobSchedulerType;
+  /** Only runs of this code, or of these codes (at most 10,000); default every code. */
+  code?: string | readonly string[];
   /** Stop after deleting this many rows; default: no limit. */
   limit?: number;
   /** Rows per statement; default 1,000. */

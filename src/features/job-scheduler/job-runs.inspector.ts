@@ -57,6 +57,16 @@ export class JobRunsInspector {
     });
   }
 
+  /**
+   * The planner's estimate of the table's rows (pg_class.reltuples, kept by autovacuum and
+   * ANALYZE: no scan of the table), or null before the table was ever analyzed.
+   */
+  async estimateRowCount(): Promise<number | null> {
+    const [row] = await this.executor.rows<{ rows: string | null }>(this.executor.statements.estimatedRows());
+    const rows = row?.rows === null || row?.rows === undefined ? -1 : Number(row.rows);
+    return rows < 0 ? null : rows;
+  }
+
   /** How many RUNNING runs are past their lease. */
   async countExpiredLeases(): Promise<number> {
     const [row] = await this.executor.rows<{ count: number }>(this.executor.statements.countExpiredLeases(this.defaultLeaseMs));

@@ -29,7 +29,7 @@ import { ownValue } from './job-identity';
 import { resolvePruneOptions } from './job-run-arguments';
 import type { JobPruneOptions } from './job-run.types';
 import { checkAcquiredLease, checkJobLease, describeFailure, resolveAcquireRequest, serializeJobData } from './lease-arguments';
-import { DEFAULT_STATEMENT_TIMEOUT_MS, leaseSafetyMarginMs, monotonicNow, provenUntil } from './lease-deadline';
+import { DEFAULT_STATEMENT_TIMEOUT_MS, monotonicNow, provenUntil } from './lease-deadline';
 import { LeaseHold } from './lease-hold';
 import { createLeaseTelemetry, type LeaseOperation, type LeaseTelemetry } from './lease-telemetry';
 import { type ResolvedTimingDefaults, resolveTimingDefaults } from './lease-timing';
@@ -178,8 +178,9 @@ export class JobSchedulerService implements OnApplicationBootstrap, BeforeApplic
       { code: identity.code, idempotencyKey: identity.lockKey },
       async (): Promise<AcquireRow | undefined> => {
         try {
-          // Never longer than the lease itself could be proven: an answer after that is useless.
-          return (await this.execute<AcquireRow>(statement, Math.min(this.executor.statementTimeoutMs, request.leaseMs - leaseSafetyMarginMs(request.leaseMs))))[0];
+          // Bounded by statementTimeoutMs like every statement. An answer that comes after the lease
+          // it proves (heldUntil) still acquired the row: runExclusive then gives it back unrun.
+          return (await this.execute<AcquireRow>(statement))[0];
         } catch (error) {
           if (isSerializationFailure(error)) return undefined;
           throw error;

@@ -55,6 +55,8 @@ export interface PruneParameters {
   /** Also delete INITIAL SUCCESS rows (their run-once job would run again). */
   includeRunOnceSuccess: boolean;
   batchSize: number;
+  /** Only these codes; null for every code. */
+  codes: string[] | null;
 }
 
 export interface FindRunsParameters {
@@ -108,6 +110,8 @@ export interface JobSchedulerStatements {
   /** fail, also "applied" when this owner already failed the run. */
   failAgain(id: string, ownerToken: string, data: string | null): SqlStatement;
   replication(): SqlStatement;
+  /** The planner's estimate of the table's rows (pg_class.reltuples: no scan), -1 if never analyzed. */
+  estimatedRows(): SqlStatement;
   latestScheduledRunKey(code: string, status?: 'SUCCESS'): SqlStatement;
   prune(parameters: PruneParameters): SqlStatement;
   findRuns(parameters: FindRunsParameters): SqlStatement;
@@ -258,6 +262,7 @@ WITH doomed AS (
     AND ($2::text IS NULL OR "type"::text = $2::text)
     AND "modifiedAt" < CURRENT_TIMESTAMP - $3::bigint * INTERVAL '1 millisecond'
     AND ($4::boolean OR NOT ("type" = 'INITIAL' AND "status" = 'SUCCESS'))
+    AND ($6::text[] IS NULL OR "code" = ANY($6::text[]))
   LIMIT $5
   FOR UPDATE SKIP LOCKED
 )
@@ -289,10 +294,12 @@ LIMIT $8`.trim();
   const expiredLeasesText = `SELECT ${runColumns} FROM ${table} WHERE ${expiredWhere} ORDER BY "modifiedAt" LIMIT $2`;
   const countExpiredLeasesText = `SELECT count(*)::int AS "count" FROM ${table} WHERE ${expiredWhere}`;
 
+  const estimatedRowsText = `SELECT reltuples::bigint::text AS "rows" FROM pg_class WHERE oid = to_regclass('${table.replace(/'/g, "''")}')`;
+
   return {
     prune: (p) => ({
       text: pruneText,
-      values: [p.statuses, p.type, p.olderThanMs, p.includeRunOnceSuccess, p.batchSize],
+      values: [p.statuses, p.type, p.olderThanMs, p.includeRunOnceSuccess, p.batchSize, p.codes],
       operation: 'prune',
     }),
     findRuns: (p) => ({
@@ -316,5 +323,6 @@ LIMIT $8`.trim();
     completeAgain: (id, ownerToken, data) => ({ text: completeAgainText, values: [id, ownerToken, data], operation: 'complete', secret: ownerToken }),
     failAgain: (id, ownerToken, data) => ({ text: failAgainText, values: [id, ownerToken, data], operation: 'fail', secret: ownerToken }),
     replication: () => ({ text: replicationText, values: [], operation: 'replication-check' }),
+    estimatedRows: () => ({ text: estimatedRowsText, values: [], operation: 'inspect' }),
   };
 };

@@ -1,4 +1,5 @@
 import { describeFailure } from '../job-scheduler/lease-arguments';
+import { DEFAULT_FAILURE_LOG_INTERVAL_MS, FailureLog, type LogLine } from './failure-log';
 import { occurrenceRunKey } from './occurrence-keys';
 import { type JobHandler, OccurrenceRunner } from './occurrence-runner';
 import type { JobDeclaration } from './schedule/job-declaration';
@@ -35,6 +36,8 @@ export interface EngineOptions {
   random?: () => number;
   /** How many recent records `runs` keeps. Default 1,000. */
   historySize?: number;
+  /** A job failing with the same error is summarized at most this often. Default 60 s. */
+  failureLogIntervalMs?: number;
 }
 
 /** Missed occurrences reported one by one, at most; the rest are counted in a summary line. */
@@ -71,9 +74,13 @@ export class JobScheduleEngine {
   private startedAt: number | undefined;
 
   private readonly lease: SchedulerLease;
+  private readonly failureLog: FailureLog;
 
   constructor(private readonly options: EngineOptions) {
     this.lease = observedLease(options.lease, options.timers);
+    const interval = options.failureLogIntervalMs ?? DEFAULT_FAILURE_LOG_INTERVAL_MS;
+    if (!Number.isSafeInteger(interval) || interval < 0) throw schedulingErrors.invalidOption('failureLogIntervalMs', 'a whole number of ms, 0 or more', interval);
+    this.failureLog = new FailureLog(interval, () => options.timers.now());
     this.runner = new OccurrenceRunner(this.lease, options.timers, options.logger);
   }
 
@@ -86,6 +93,11 @@ export class JobScheduleEngine {
 
   get jobNames(): string[] {
     return [...this.states.keys()];
+  }
+
+  /** Every registered job's declaration, enabled or not. */
+  get declarations(): JobDeclaration[] {
+    return [...this.states.values()].map((state) => state.job.declaration);
   }
 
   /** Recent outcomes on this instance, oldest first. */
@@ -328,11 +340,23 @@ export class JobScheduleEngine {
       const { error } = describeFailure(record.error);
       const line = `${what} failed (${record.errorCode}): ${error.name}: ${error.message}`;
       if (record.errorCode === 'JOB_SHUTDOWN') this.options.logger.warn(line);
-      else this.options.logger.error(line, record.error instanceof Error ? record.error.stack : undefined);
+      else {
+        const signature = `${record.errorCode} ${error.name}: ${error.message}`;
+        const stack = record.error instanceof Error ? record.error.stack : undefined;
+        this.write(this.failureLog.failed(record.name, signature, line, stack));
+      }
     } else if (record.outcome === 'succeeded') {
       this.options.logger.log(`${what} succeeded in ${record.durationMs} ms`);
+      this.write(this.failureLog.succeeded(record.name));
     } else {
       this.options.logger.debug?.(`${what} ${record.outcome}`);
+    }
+  }
+
+  private write(lines: LogLine[]): void {
+    for (const line of lines) {
+      if (line.level === 'error') this.options.logger.error(line.message, line.stack);
+      else this.options.logger.log(line.message);
     }
   }
 

@@ -14,6 +14,8 @@ import { JobScheduleEngine } from './job-schedule-engine';
 import { dueInstantOf } from './occurrence-keys';
 import { createPrometheusJobMetrics } from './prometheus-job-metrics';
 import { ScheduledJobsExplorer } from './scheduled-jobs.explorer';
+import { type ResolvedScheduledRetention, resolveScheduledRetention, retentionPasses } from './scheduled-retention';
+import { ScheduledRetentionTimer } from './scheduled-retention.timer';
 import { type SchedulerHistory, systemTimers } from './scheduler-ports';
 import { SCHEDULING_MODULE_OPTIONS, type SchedulingModuleOptions, TENANT_DIRECTORY } from './scheduling.module-definition';
 import { schedulingErrors } from './scheduling.errors';
@@ -45,6 +47,8 @@ const postgresHistory = (jobs: JobSchedulerService): SchedulerHistory => ({
 export class ScheduledJobsService implements OnModuleInit, OnApplicationBootstrap, BeforeApplicationShutdown {
   private readonly logger = new Logger('ScheduledJobs');
   private readonly engine: JobScheduleEngine;
+  /** On the PostgreSQL lease only (a test lease has nothing to prune). */
+  private readonly retention?: ScheduledRetentionTimer;
 
   constructor(
     @Inject(SCHEDULING_MODULE_OPTIONS) private readonly options: SchedulingModuleOptions,
@@ -67,7 +71,11 @@ export class ScheduledJobsService implements OnModuleInit, OnApplicationBootstra
       logger: this.logger,
       lateToleranceMs: options.lateToleranceMs,
       shutdownGraceMs: options.shutdownGraceMs,
+      failureLogIntervalMs: options.failureLogIntervalMs,
     });
+    const lateToleranceMs = options.lateToleranceMs ?? 60_000;
+    const retention = resolveScheduledRetention(options.retention, lateToleranceMs);
+    if (retention && jobs && !options.lease) this.retention = this.retentionTimer(jobs, retention, lateToleranceMs);
   }
 
   onModuleInit(): void {
@@ -80,11 +88,22 @@ export class ScheduledJobsService implements OnModuleInit, OnApplicationBootstra
   async onApplicationBootstrap(): Promise<void> {
     if (this.options.start === false) return;
     await this.engine.start();
+    this.retention?.start();
     this.logger.log(`Started ${this.engine.jobNames.length} scheduled job(s)`);
   }
 
   async beforeApplicationShutdown(): Promise<void> {
+    this.retention?.stop();
     await this.engine.stop();
+  }
+
+  /**
+   * Prunes the declared jobs' finished occurrences now, as the hourly retention does (once per
+   * period across instances): the rows deleted, or null when another instance has this period.
+   * Null too with retention switched off or on a test lease.
+   */
+  async pruneOccurrences(): Promise<number | null> {
+    return this.retention ? this.retention.runOnce() : null;
   }
 
   /** Runs a declared job once, now; scheduledAt is the instant it was asked. UNKNOWN_JOB otherwise. */
@@ -139,6 +158,12 @@ export class ScheduledJobsService implements OnModuleInit, OnApplicationBootstra
       occurrencesSinceSuccess: dueSince,
       stale: dueSince >= 2,
     }));
+  }
+
+  private retentionTimer(jobs: JobSchedulerService, retention: ResolvedScheduledRetention, lateToleranceMs: number): ScheduledRetentionTimer {
+    const timers = this.options.timers ?? systemTimers;
+    const passes = () => retentionPasses(this.engine.declarations, retention, lateToleranceMs, timers.now());
+    return new ScheduledRetentionTimer(jobs, timers, retention, passes, this.logger);
   }
 
   /** Resolves once every run this instance started has settled (for tests and graceful scripts). */

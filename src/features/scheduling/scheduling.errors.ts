@@ -11,7 +11,7 @@ export class DeclarationError extends Error {
   }
 }
 
-export type SchedulingErrorCode = 'UNKNOWN_JOB' | 'DUPLICATE_JOB' | 'NO_TENANT_DIRECTORY' | 'NOT_A_JOB' | 'NO_LEASE';
+export type SchedulingErrorCode = 'UNKNOWN_JOB' | 'DUPLICATE_JOB' | 'NO_TENANT_DIRECTORY' | 'NOT_A_JOB' | 'NO_LEASE' | 'INVALID_OPTIONS';
 
 /** A scheduling configuration or call that refers to jobs wrongly. */
 export class SchedulingError extends Error {
@@ -53,6 +53,8 @@ export const schedulingErrors = {
     ),
   noLease: () =>
     new SchedulingError('NO_LEASE', 'SchedulingModule needs JobSchedulerModule (imported globally) or a lease option'),
+  invalidOption: (field: string, rule: string, value: unknown) =>
+    new SchedulingError('INVALID_OPTIONS', `SchedulingModule option ${field} must be ${rule}, got ${typeof value === 'string' ? `"${value}"` : String(value)}`),
   notAJob: (name: string, className: string) =>
     new SchedulingError('NOT_A_JOB', `${className} is declared as the scheduled job "${name}" but has no run() method`, name),
 };

@@ -1,5 +1,6 @@
 import { ConfigurableModuleBuilder } from '@nestjs/common';
 import type { SchedulerHistory, SchedulerLease, SchedulerTimers } from './scheduler-ports';
+import type { ScheduledRetentionOptions } from './scheduled-retention';
 import type { JobSettings, TenantDirectory } from './scheduling.types';
 
 export interface SchedulingModuleOptions {
@@ -16,6 +17,18 @@ export interface SchedulingModuleOptions {
   lateToleranceMs?: number;
   /** On shutdown: how long running jobs get after their signal aborts, before their leases are released. Default 10 s. */
   shutdownGraceMs?: number;
+  /**
+   * A job that keeps failing with the same error logs it whole once (with its stack), then a
+   * summary (count and last message) at most this often, and its recovery. Default 60 s.
+   */
+  failureLogIntervalMs?: number;
+  /**
+   * Prune declared jobs' finished occurrences, once per period across instances. On by default:
+   * SUCCESS kept 7 days, FAIL 30 days, every hour; each job keeps its rows at least two of its
+   * intervals plus lateToleranceMs. `false` keeps them forever. INITIAL rows and hand-acquired
+   * runs are never touched (see JobSchedulerModule's `retention` for those).
+   */
+  retention?: ScheduledRetentionOptions | false;
   /** prom-client metrics (when installed): true for the default registry, or a registry. Default true. */
   metrics?: boolean | { registry: unknown };
   /** For tests: timers (ManualTimers) and a lease (InMemoryJobLease) instead of the system clock and PostgreSQL. */

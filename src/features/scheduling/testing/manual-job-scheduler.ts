@@ -15,6 +15,7 @@ export interface ManualJobSchedulerOptions {
   lateToleranceMs?: number;
   logger?: SchedulerLogger;
   random?: () => number;
+  failureLogIntervalMs?: number;
 }
 
 const silent: SchedulerLogger = { log: () => undefined, warn: () => undefined, error: () => undefined };
@@ -42,6 +43,7 @@ export class ManualJobScheduler {
       logger: options.logger ?? silent,
       lateToleranceMs: options.lateToleranceMs,
       random: options.random,
+      failureLogIntervalMs: options.failureLogIntervalMs,
     });
   }
 
