@@ -28,6 +28,8 @@ export {
   LostJobLeaseError,
 } from './job-scheduler/job-scheduler.errors';
 export { JobSchedulerService } from './job-scheduler/job-scheduler.service';
+export { createJobScheduler, type StandaloneJobScheduler } from './job-scheduler/job-scheduler.standalone';
+export type { JobSchedulerDatabase, JobSchedulerPoolSource } from './job-scheduler/lease-database';
 export { JobRunsInspector } from './job-scheduler/job-runs.inspector';
 export { JobRetention, type JobRetentionOptions, RETENTION_JOB_CODE, RETENTION_WARNING_ROWS } from './job-scheduler/job-retention';
 export type {

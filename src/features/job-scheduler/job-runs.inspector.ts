@@ -1,5 +1,4 @@
 import { Inject, Injectable, Optional } from '@nestjs/common';
-import type { DataSource } from 'typeorm';
 import { encodeCursor, resolveRunFilter, toRunView } from './job-run-arguments';
 import type { ExpiredJobLease, JobRunFilter, JobRunPage, JobRunView } from './job-run.types';
 import { JOB_SCHEDULER_DATA_SOURCE } from './job-scheduler.constants';
@@ -8,6 +7,7 @@ import { JOB_SCHEDULER_MODULE_OPTIONS, type JobSchedulerRuntimeOptions } from '.
 import type { RunRow } from './job-scheduler.sql';
 import type { JobAcquireOptions } from './job-scheduler.types';
 import { resolveJobIdentity } from './job-identity';
+import type { JobSchedulerDatabase } from './lease-database';
 import { resolveTimingDefaults } from './lease-timing';
 
 /**
@@ -21,7 +21,7 @@ export class JobRunsInspector {
   private readonly defaultLeaseMs: number;
 
   constructor(
-    @Inject(JOB_SCHEDULER_DATA_SOURCE) dataSource: DataSource,
+    @Inject(JOB_SCHEDULER_DATA_SOURCE) dataSource: JobSchedulerDatabase,
     @Optional() @Inject(JOB_SCHEDULER_MODULE_OPTIONS) options: JobSchedulerRuntimeOptions = {},
   ) {
     this.executor = new JobSchedulerExecutor(dataSource);

@@ -16,6 +16,11 @@ export class LostJobLeaseError extends Error {
     );
     this.name = 'LostJobLeaseError';
   }
+
+  /** The 1.x name of `leaseId`, kept for code written against 1.x. */
+  get jobId(): string {
+    return this.leaseId;
+  }
 }
 
 export class InvalidJobLeaseOptionsError extends Error {

@@ -1,12 +1,10 @@
 import { createHash } from 'node:crypto';
 import type { Pool, PoolClient, QueryConfig } from 'pg';
-import type { DataSource } from 'typeorm';
 import { toLeaseDatabaseError, REDACTED } from './driver-error';
-import { JOB_SCHEDULER_TABLE, JobScheduler } from './job-scheduler.entity';
 import { databaseErrors, JobLeaseDatabaseError } from './job-scheduler.errors';
 import { createJobSchedulerStatements, type JobSchedulerStatements, qualifiedTableName, type SqlStatement } from './job-scheduler.sql';
 import { DEFAULT_STATEMENT_TIMEOUT_MS, monotonicNow } from './lease-deadline';
-import { guardPoolConnections } from './pool-error-guard';
+import { type JobSchedulerDatabase, type LeaseDatabase, leaseDatabaseOf } from './lease-database';
 import { requestCancel } from './query-cancel';
 
 export interface ExecutorOptions {
@@ -34,8 +32,8 @@ const sqlStateOf = (error: unknown): unknown => (error as { code?: unknown } | n
 
 /**
  * Runs the lease's statements on the DataSource's own `pg` pool (no TypeORM QueryRunner per
- * statement: one checkout, one round trip), on the table found from the entity metadata (its
- * schema included) or `job-scheduler` on the search_path.
+ * statement: one checkout, one round trip), or on a pool given directly, on the table found from
+ * the entity metadata (its schema included) or `job-scheduler` on the search_path.
  *
  * Every statement is bounded: the checkout and the answer together must come within its timeout,
  * or it fails with a retryable JobLeaseDatabaseError (the connection is then discarded; the
@@ -48,23 +46,21 @@ export class JobSchedulerExecutor {
   readonly statements: JobSchedulerStatements;
   readonly statementTimeoutMs: number;
   private readonly names = new Map<string, string>();
-  /** Whether the DataSource's pools give every connection an error listener (pool-error-guard.ts). */
-  private poolsGuarded = false;
+  private readonly database: LeaseDatabase;
   private prepared: boolean;
 
   constructor(
-    private readonly dataSource: DataSource,
+    source: JobSchedulerDatabase,
     private readonly options: ExecutorOptions = {},
   ) {
+    this.database = leaseDatabaseOf(source);
     this.prepared = options.preparedStatements ?? true;
     this.statementTimeoutMs = options.statementTimeoutMs ?? DEFAULT_STATEMENT_TIMEOUT_MS;
-    const metadata = dataSource.hasMetadata(JobScheduler) ? dataSource.getMetadata(JobScheduler) : undefined;
-    const tableName = metadata?.tableName ?? JOB_SCHEDULER_TABLE;
+    const { tableName, schema } = this.database;
     this.statements = createJobSchedulerStatements(
-      qualifiedTableName(tableName, metadata?.schema),
-      qualifiedTableName(`${tableName}_fencingToken_seq`, metadata?.schema),
+      qualifiedTableName(tableName, schema),
+      qualifiedTableName(`${tableName}_fencingToken_seq`, schema),
     );
-    this.poolsGuarded = guardPoolConnections(dataSource);
   }
 
   /**
@@ -73,7 +69,7 @@ export class JobSchedulerExecutor {
    */
   async rows<Row = Record<string, unknown>>(statement: SqlStatement, timeoutMs?: number): Promise<Row[]> {
     const { text, values, operation, secret } = statement;
-    const { logger } = this.dataSource;
+    const logger = this.database;
     const logged = secret === undefined ? values : values.map((value) => (value === secret ? REDACTED : value));
     logger.logQuery(text, logged);
     const bound = timeoutMs ?? (operation === 'prune' || operation === 'inspect' ? OPERATOR_STATEMENT_TIMEOUT_MS : this.statementTimeoutMs);
@@ -148,10 +144,8 @@ export class JobSchedulerExecutor {
 
   /** The DataSource's pg pool (the primary's, when replication is configured). */
   private pool(statement: SqlStatement): Pool {
-    const pool = (this.dataSource.driver as unknown as { master?: Pool }).master;
+    const pool = this.database.pool();
     if (!pool) throw databaseErrors.notInitialized(statement.operation);
-    // Also for the application's TypeORM queries on this DataSource (see pool-error-guard.ts).
-    if (!this.poolsGuarded) this.poolsGuarded = guardPoolConnections(this.dataSource);
     return pool;
   }
 

@@ -1,7 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import { type BeforeApplicationShutdown, Inject, Injectable, Logger, type OnApplicationBootstrap, Optional } from '@nestjs/common';
-import type { DataSource } from 'typeorm';
 import { DEFAULT_SHUTDOWN_GRACE_MS, JOB_SCHEDULER_DATA_SOURCE, MAX_TIMER_MS, RELEASED_DATA } from './job-scheduler.constants';
 import type { JobSchedulerStatus } from './job-scheduler.entity';
 import { JobSchedulerExecutor } from './job-scheduler.executor';
@@ -30,6 +29,7 @@ import { resolvePruneOptions } from './job-run-arguments';
 import type { JobPruneOptions } from './job-run.types';
 import { checkAcquiredLease, checkJobLease, describeFailure, resolveAcquireRequest, serializeJobData } from './lease-arguments';
 import { DEFAULT_STATEMENT_TIMEOUT_MS, monotonicNow, provenUntil } from './lease-deadline';
+import type { JobSchedulerDatabase } from './lease-database';
 import { LeaseHold } from './lease-hold';
 import { createLeaseTelemetry, type LeaseOperation, type LeaseTelemetry } from './lease-telemetry';
 import { type ResolvedTimingDefaults, resolveTimingDefaults } from './lease-timing';
@@ -128,7 +128,8 @@ export class JobSchedulerService implements OnApplicationBootstrap, BeforeApplic
   private replicationWarned = false;
 
   constructor(
-    @Inject(JOB_SCHEDULER_DATA_SOURCE) dataSource: DataSource,
+    /** A DataSource (what the module injects), a 1.x-style Repository<JobScheduler>, or { pool }. */
+    @Inject(JOB_SCHEDULER_DATA_SOURCE) dataSource: JobSchedulerDatabase,
     @Optional() @Inject(JOB_SCHEDULER_MODULE_OPTIONS) options: JobSchedulerRuntimeOptions = {},
   ) {
     this.timingDefaults = resolveTimingDefaults(options.defaults);

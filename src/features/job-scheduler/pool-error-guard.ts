@@ -29,7 +29,12 @@ const ignore = (): void => undefined;
 export const guardPoolConnections = (dataSource: DataSource): boolean => {
   const driver = (dataSource as { driver?: { master?: unknown; slaves?: unknown } }).driver;
   const replicas = Array.isArray(driver?.slaves) ? (driver.slaves as unknown[]) : [];
-  const pools = [driver?.master, ...replicas].filter(isEventSource);
+  return guardPools([driver?.master, ...replicas]);
+};
+
+/** guardPoolConnections for pools given directly; returns whether any was an event source. */
+export const guardPools = (candidates: unknown[]): boolean => {
+  const pools = candidates.filter(isEventSource);
   for (const pool of pools) {
     if (guarded.has(pool)) continue;
     guarded.add(pool);
