@@ -28,6 +28,9 @@ describe('statement bounds', () => {
     expect(statementTimeoutMs(5_000, { heartbeatMs: 2_000 })).toBe(2_000);
     expect(statementTimeoutMs(5_000, { heartbeatMs: 2_000, deadline: 10_700, now: 10_000 })).toBe(700);
     expect(statementTimeoutMs(5_000, { heartbeatMs: 0 })).toBe(5_000);
+    // A very short interval still gets MIN_HEARTBEAT_STATEMENT_MS.
+    expect(statementTimeoutMs(5_000, { heartbeatMs: 25 })).toBe(250);
+    expect(statementTimeoutMs(100, { heartbeatMs: 25 })).toBe(100);
   });
 
   it('are at least 1 ms, even past the deadline', () => {

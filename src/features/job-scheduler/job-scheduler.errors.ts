@@ -216,6 +216,10 @@ export const moduleErrors = {
     ),
   boolean: (field: string, value: unknown) =>
     new InvalidJobSchedulerModuleOptionsError(`${field} must be a boolean when given, got ${describe(value)}`),
+  duplicateModule: (count: number) =>
+    new InvalidJobSchedulerModuleOptionsError(
+      `JobSchedulerModule is imported ${count} times with different options: import JobSchedulerModule.forRoot(…) once, in the root module (it is global), and nowhere else`,
+    ),
   nodeId: (value: unknown) =>
     new InvalidJobSchedulerModuleOptionsError(
       `nodeId must be a nonblank string of at most 256 characters without NUL, got ${describe(value)}`,

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
-import { type BeforeApplicationShutdown, Inject, Injectable, Logger, type OnApplicationBootstrap, Optional } from '@nestjs/common';
+import { type BeforeApplicationShutdown, Inject, Injectable, Logger, type OnApplicationBootstrap, type OnModuleInit, Optional } from '@nestjs/common';
+import { ModuleRef } from '@nestjs/core';
 import { DEFAULT_SHUTDOWN_GRACE_MS, JOB_SCHEDULER_DATA_SOURCE, MAX_TIMER_MS, RELEASED_DATA } from './job-scheduler.constants';
 import type { JobSchedulerStatus } from './job-scheduler.entity';
 import { JobSchedulerExecutor } from './job-scheduler.executor';
@@ -113,7 +114,7 @@ const ignore = (): void => undefined;
  * finalization around a callback. Owner tokens are never logged.
  */
 @Injectable()
-export class JobSchedulerService implements OnApplicationBootstrap, BeforeApplicationShutdown {
+export class JobSchedulerService implements OnModuleInit, OnApplicationBootstrap, BeforeApplicationShutdown {
   private readonly logger = new Logger(JobSchedulerService.name);
   private readonly executor: JobSchedulerExecutor;
   private readonly telemetry: LeaseTelemetry;
@@ -131,6 +132,8 @@ export class JobSchedulerService implements OnApplicationBootstrap, BeforeApplic
     /** A DataSource (what the module injects), a 1.x-style Repository<JobScheduler>, or { pool }. */
     @Inject(JOB_SCHEDULER_DATA_SOURCE) dataSource: JobSchedulerDatabase,
     @Optional() @Inject(JOB_SCHEDULER_MODULE_OPTIONS) options: JobSchedulerRuntimeOptions = {},
+    /** Under Nest: to find a second instance (the module imported twice). */
+    @Optional() private readonly moduleRef?: ModuleRef,
   ) {
     this.timingDefaults = resolveTimingDefaults(options.defaults);
     this.nodeId = checkNodeId(options.nodeId);
@@ -310,6 +313,12 @@ export class JobSchedulerService implements OnApplicationBootstrap, BeforeApplic
       this.logger.warn(`Lease safety across failovers: ${status.risk}. See README, "Failover"; ${consequence}.`);
     }
     return status;
+  }
+
+  /** Refuses a second lease module in one application: two services would not share shutdown or settings. */
+  onModuleInit(): void {
+    const instances = new Set(this.moduleRef?.get(JobSchedulerService, { strict: false, each: true }) ?? []);
+    if (instances.size > 1) throw moduleErrors.duplicateModule(instances.size);
   }
 
   /** At boot: reads the replication once and warns if a failover could forget leases. */

@@ -33,13 +33,19 @@ export const leaseSafetyMarginMs = (leaseMs: number): number => Math.min(MAX_LEA
 export const provenUntil = (sentAt: number, leaseMs: number): number => sentAt + leaseMs - leaseSafetyMarginMs(leaseMs);
 
 /**
+ * The shortest bound a heartbeat gets, however short its interval: below it, a loaded machine
+ * would time out (and reconnect) more heartbeats than it sends through.
+ */
+export const MIN_HEARTBEAT_STATEMENT_MS = 250;
+
+/**
  * How long one lease statement may take: the configured bound, never more than the heartbeat
- * interval (so a hung heartbeat leaves time for another), never past the deadline when there is
- * one. At least 1 ms.
+ * interval (at least MIN_HEARTBEAT_STATEMENT_MS), so a hung heartbeat leaves time for another,
+ * and never past the deadline when there is one. At least 1 ms.
  */
 export const statementTimeoutMs = (configuredMs: number, options: { heartbeatMs?: number; deadline?: number; now?: number } = {}): number => {
   let timeout = configuredMs;
-  if (options.heartbeatMs) timeout = Math.min(timeout, options.heartbeatMs);
+  if (options.heartbeatMs) timeout = Math.min(timeout, Math.max(options.heartbeatMs, MIN_HEARTBEAT_STATEMENT_MS));
   if (options.deadline !== undefined) timeout = Math.min(timeout, options.deadline - (options.now ?? monotonicNow()));
   return Math.max(1, Math.floor(timeout));
 };

@@ -11,6 +11,15 @@ import type { EngineJob } from './job-schedule-engine';
 export class ScheduledJobsExplorer {
   constructor(private readonly discovery: DiscoveryService) {}
 
+  /**
+   * How many instances of `type` the application holds: more than one scheduler (or lease) means
+   * its module was imported twice with different options.
+   */
+  countInstances(type: abstract new (...args: never[]) => unknown): number {
+    const instances = new Set(this.discovery.getProviders().map((wrapper) => wrapper.instance).filter((instance) => instance instanceof type));
+    return instances.size;
+  }
+
   explore(settings: Record<string, JobSettings> = {}): EngineJob[] {
     const found = new Map<string, { declaration: JobDeclaration; instance: ScheduledJob; className: string }>();
     for (const wrapper of this.discovery.getProviders()) {

@@ -79,6 +79,8 @@ export class ScheduledJobsService implements OnModuleInit, OnApplicationBootstra
   }
 
   onModuleInit(): void {
+    const schedulers = this.explorer.countInstances(ScheduledJobsService);
+    if (schedulers > 1) throw schedulingErrors.duplicateModule('SchedulingModule', schedulers);
     const jobs = this.explorer.explore(this.options.settings);
     const perTenant = jobs.find((job) => job.declaration.tenancy === 'per-tenant');
     if (perTenant && !this.findTenantDirectory()) throw schedulingErrors.noTenants(perTenant.declaration.name);

@@ -11,7 +11,14 @@ export class DeclarationError extends Error {
   }
 }
 
-export type SchedulingErrorCode = 'UNKNOWN_JOB' | 'DUPLICATE_JOB' | 'NO_TENANT_DIRECTORY' | 'NOT_A_JOB' | 'NO_LEASE' | 'INVALID_OPTIONS';
+export type SchedulingErrorCode =
+  | 'UNKNOWN_JOB'
+  | 'DUPLICATE_JOB'
+  | 'NO_TENANT_DIRECTORY'
+  | 'NOT_A_JOB'
+  | 'NO_LEASE'
+  | 'INVALID_OPTIONS'
+  | 'DUPLICATE_MODULE';
 
 /** A scheduling configuration or call that refers to jobs wrongly. */
 export class SchedulingError extends Error {
@@ -42,17 +49,29 @@ export const schedulingErrors = {
   unknownJob: (name: string) =>
     new SchedulingError('UNKNOWN_JOB', `No scheduled job is declared with the name "${name}"`, name),
   unknownSetting: (name: string) =>
-    new SchedulingError('UNKNOWN_JOB', `Settings name the job "${name}", which no module declares`, name),
+    new SchedulingError(
+      'UNKNOWN_JOB',
+      `Settings name the job "${name}", which no module declares: fix the name, or declare the job with @Scheduled('${name}', …) in a provider of a module the application imports`,
+      name,
+    ),
   duplicate: (name: string, first: string, second: string) =>
     new SchedulingError('DUPLICATE_JOB', `The scheduled job "${name}" is declared twice: by ${first} and by ${second}`, name),
   noTenants: (name: string) =>
     new SchedulingError(
       'NO_TENANT_DIRECTORY',
-      `The scheduled job "${name}" runs per tenant, but SchedulingModule was given no tenants directory`,
+      `The scheduled job "${name}" runs per tenant, but SchedulingModule was given no tenants directory: register a provider { provide: TENANT_DIRECTORY, useClass: YourTenants } that implements TenantDirectory, or pass SchedulingModule.forRoot({ tenants })`,
       name,
     ),
   noLease: () =>
-    new SchedulingError('NO_LEASE', 'SchedulingModule needs JobSchedulerModule (imported globally) or a lease option'),
+    new SchedulingError(
+      'NO_LEASE',
+      'SchedulingModule needs the lease: import JobSchedulerModule.forRoot() (global by default) next to TypeOrmModule.forRoot in the root module, or pass a lease option in tests',
+    ),
+  duplicateModule: (module: string, count: number) =>
+    new SchedulingError(
+      'DUPLICATE_MODULE',
+      `${module} is imported ${count} times with different options: import ${module}.forRoot(…) once, in the root module (it is global), and nowhere else`,
+    ),
   invalidOption: (field: string, rule: string, value: unknown) =>
     new SchedulingError('INVALID_OPTIONS', `SchedulingModule option ${field} must be ${rule}, got ${typeof value === 'string' ? `"${value}"` : String(value)}`),
   notAJob: (name: string, className: string) =>
