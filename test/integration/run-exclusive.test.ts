@@ -1,5 +1,6 @@
 import { JobSchedulerService, JobSchedulerStatus, LostJobLeaseError } from '../../src/features';
 import { sleep, startLeaseNodes } from '../support/lease-nodes';
+import { captureNestLogs } from '../support/nest-log-capture';
 import { TcpProxy } from '../support/tcp-proxy';
 import { createTestDatabase, type TestDatabase } from '../support/test-database';
 
@@ -118,8 +119,12 @@ describe('runExclusive', () => {
     let reason: unknown;
     const thief: { id?: string; ownerToken?: string } = {};
     const outcome = nodes[0].runExclusive(request, async ({ id, signal }) => {
-      await abandon(id);
-      const stolen = await nodes[1].acquire(request);
+      // A heartbeat may land between the rigging and the takeover: rig again until the takeover wins.
+      let stolen: Awaited<ReturnType<JobSchedulerService['acquire']>> = { acquired: false };
+      for (let attempt = 0; attempt < 50 && !stolen.acquired; attempt++) {
+        await abandon(id);
+        stolen = await nodes[1].acquire(request);
+      }
       if (!stolen.acquired) throw new Error('expected the thief to reclaim');
       Object.assign(thief, stolen);
       await new Promise((resolve) => signal.addEventListener('abort', resolve, { once: true }));
@@ -161,20 +166,26 @@ describe('runExclusive', () => {
     const dataSource = await database.dataSource({ poolSize: 1 });
     const node = new JobSchedulerService(dataSource);
     const error = new Error('callback failed');
-    const thrown = await node
-      .runExclusive(options({ heartbeatMs: 0 }), async () => {
-        await dataSource.destroy();
-        throw error;
-      })
-      .catch((caught: unknown) => caught);
-    expect(thrown).toBe(error);
-    expect((thrown as Error).cause).toBeInstanceOf(Error);
+    await captureNestLogs(async (logs) => {
+      const thrown = await node
+        .runExclusive(options({ heartbeatMs: 0 }), async () => {
+          await dataSource.destroy();
+          throw error;
+        })
+        .catch((caught: unknown) => caught);
+      expect(thrown).toBe(error);
+      expect((thrown as Error).cause).toBeInstanceOf(Error);
+      expect(logs.filter((line) => line.level === 'error').map((line) => line.message)).toEqual([
+        expect.stringMatching(/^Could not record FAIL for job lease .*: JobLeaseDatabaseError: Job lease fail failed: the DataSource is not initialized/),
+      ]);
+    });
   });
 
   it('aborts with LostJobLeaseError when a heartbeat cannot reach the database, and works again once it can', async () => {
     const proxy = TcpProxy.forUrl(database.url);
     const node = new JobSchedulerService(await database.dataSource({ url: await proxy.start(database.url), poolSize: 1 }));
     try {
+      await captureNestLogs(async (logs) => {
       const request = options({ leaseMs: 3_000, heartbeatMs: 50 });
       let reason: unknown;
       const outcome = node.runExclusive(request, async ({ signal }) => {
@@ -191,6 +202,9 @@ describe('runExclusive', () => {
       expect(await node.runExclusive(options(), async () => 'after the outage')).toEqual({
         acquired: true,
         result: 'after the outage',
+      });
+      // Each retried statement says so once (WARN), the following attempts at debug level.
+      expect(logs.some((line) => line.level === 'warn' && /^Retrying heartbeat of job lease .* \(attempt 2\)/.test(line.message))).toBe(true);
       });
     } finally {
       await proxy.close();
