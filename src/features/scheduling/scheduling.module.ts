@@ -1,8 +1,8 @@
-import { Module } from '@nestjs/common';
+import { type DynamicModule, Module } from '@nestjs/common';
 import { DiscoveryModule } from '@nestjs/core';
 import { ScheduledJobsExplorer } from './scheduled-jobs.explorer';
 import { ScheduledJobsService } from './scheduled-jobs.service';
-import { SchedulingConfigurableModule } from './scheduling.module-definition';
+import { SCHEDULING_OPTIONS_TYPE, SchedulingConfigurableModule } from './scheduling.module-definition';
 
 /**
  * Runs the providers declared with @Scheduled, once per occurrence across every instance,
@@ -15,4 +15,9 @@ import { SchedulingConfigurableModule } from './scheduling.module-definition';
   providers: [ScheduledJobsExplorer, ScheduledJobsService],
   exports: [ScheduledJobsService],
 })
-export class SchedulingModule extends SchedulingConfigurableModule {}
+export class SchedulingModule extends SchedulingConfigurableModule {
+  /** Every option has a default: `SchedulingModule.forRoot()` is the usual registration. */
+  static override forRoot(options: typeof SCHEDULING_OPTIONS_TYPE = {}): DynamicModule {
+    return super.forRoot(options);
+  }
+}
