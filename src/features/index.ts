@@ -72,3 +72,7 @@ export { DEFAULT_SCHEDULED_RETENTION, type ScheduledRetentionOptions } from './s
 export { SCHEDULED_RETENTION_CODE } from './scheduling/scheduled-retention.timer';
 export { currentJobExecution } from './scheduling/job-execution-context';
 export { type ScheduledJobHealth, ScheduledJobsService } from './scheduling/scheduled-jobs.service';
+export { RunOnce } from './integrations/nest-schedule/run-once.decorator';
+export { RunOnceModule } from './integrations/nest-schedule/run-once.module';
+export { RunOnceError, type RunOnceErrorCode } from './integrations/nest-schedule/run-once.errors';
+export type { RunOnceErrorPolicy, RunOnceModuleOptions, RunOnceOptions } from './integrations/nest-schedule/run-once.types';

@@ -20,6 +20,8 @@ export class ScheduledRetentionTimer {
     private readonly retention: ResolvedScheduledRetention,
     private readonly passes: () => RetentionPass[],
     private readonly logger: SchedulerLogger,
+    /** The lease code of the periods, which must differ for each user of this timer. */
+    private readonly code: string = SCHEDULED_RETENTION_CODE,
   ) {}
 
   start(): void {
@@ -34,13 +36,13 @@ export class ScheduledRetentionTimer {
   /** Prunes for the period containing now (or `period`); the rows deleted, or null when another instance has it. */
   async runOnce(period = Math.floor(this.timers.now() / this.retention.everyMs) * this.retention.everyMs): Promise<number | null> {
     const outcome = await this.jobs.runExclusive(
-      { code: SCHEDULED_RETENTION_CODE, runKey: new Date(period).toISOString(), leaseMs: 10 * 60_000 },
+      { code: this.code, runKey: new Date(period).toISOString(), leaseMs: 10 * 60_000 },
       async () => {
         let deleted = 0;
         // Retention's own period rows go too, or they would pile up one an hour.
         const own: RetentionPass[] = [
-          { status: JobSchedulerStatus.SUCCESS, olderThanMs: this.retention.successMs, codes: [SCHEDULED_RETENTION_CODE] },
-          { status: JobSchedulerStatus.FAIL, olderThanMs: this.retention.failMs, codes: [SCHEDULED_RETENTION_CODE] },
+          { status: JobSchedulerStatus.SUCCESS, olderThanMs: this.retention.successMs, codes: [this.code] },
+          { status: JobSchedulerStatus.FAIL, olderThanMs: this.retention.failMs, codes: [this.code] },
         ];
         for (const pass of [...this.passes(), ...own]) {
           deleted += await this.jobs.prune({ olderThan: pass.olderThanMs, status: pass.status, type: JobSchedulerType.SCHEDULE, code: pass.codes });
@@ -56,7 +58,7 @@ export class ScheduledRetentionTimer {
     this.cancel = this.timers.at(next, () => {
       const pruning = this.runOnce(next).then(
         (deleted) => {
-          if (deleted !== null && deleted > 0) this.logger.log(`Pruned ${deleted} finished occurrence(s) of declared jobs`);
+          if (deleted !== null && deleted > 0) this.logger.log(`Pruned ${deleted} finished occurrence(s) (${this.code})`);
         },
         (error: unknown) => this.logger.warn(`Retention of declared jobs' occurrences failed: ${String(error)}`),
       );

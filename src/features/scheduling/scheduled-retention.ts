@@ -49,8 +49,11 @@ export const resolveScheduledRetention = (raw: unknown, lateToleranceMs: number)
   };
 };
 
+/** What retention needs of a job: its name (the lease code) and its due instants. */
+export type RetainedJob = Pick<JobDeclaration, 'name'> & { schedule: { next(after: number): number | null } };
+
 /** The longest gap between the job's coming occurrences (or 0 for a job that stops). */
-export const longestGapMs = (declaration: JobDeclaration, now: number): number => {
+export const longestGapMs = (declaration: RetainedJob, now: number): number => {
   let longest = 0;
   let previous = declaration.schedule.next(now);
   for (let index = 0; previous !== null && index < GAPS_SAMPLED; index++) {
@@ -75,7 +78,7 @@ export interface RetentionPass {
  * missed detection and for health ("no success for two intervals"). Pure.
  */
 export const retentionPasses = (
-  declarations: readonly JobDeclaration[],
+  declarations: readonly RetainedJob[],
   retention: ResolvedScheduledRetention,
   lateToleranceMs: number,
   now: number,

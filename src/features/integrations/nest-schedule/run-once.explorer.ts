@@ -1,0 +1,151 @@
+import { type BeforeApplicationShutdown, Inject, Injectable, Logger, type OnApplicationBootstrap, type OnModuleInit, Optional } from '@nestjs/common';
+import { DiscoveryService, MetadataScanner } from '@nestjs/core';
+import type { InstanceWrapper } from '@nestjs/core/injector/instance-wrapper';
+import { JobSchedulerService } from '../../job-scheduler/job-scheduler.service';
+import { type RetainedJob, resolveScheduledRetention, retentionPasses } from '../../scheduling/scheduled-retention';
+import { ScheduledRetentionTimer } from '../../scheduling/scheduled-retention.timer';
+import { systemTimers } from '../../scheduling/scheduler-ports';
+import { scheduledJobOf } from '../../scheduling/scheduled.decorator';
+import { cronTicks, dependsOnTimeZone } from './cron-ticks';
+import { nestScheduleOf } from './nest-schedule.metadata';
+import { bindRunOnce } from './run-once.bindings';
+import { type RunOnceMetadata, runOnceOf } from './run-once.decorator';
+import { runOnceErrors } from './run-once.errors';
+import { RUN_ONCE_MODULE_OPTIONS } from './run-once.module-definition';
+import { defaultRunOnceName, isJobName } from './run-once.naming';
+import { type RunOncePlan, RunOnceRunner } from './run-once.runner';
+import type { RunOnceErrorPolicy, RunOnceModuleOptions } from './run-once.types';
+
+const checkErrorPolicy = (value: unknown): RunOnceErrorPolicy => {
+  if (value === undefined) return 'rethrow';
+  if (value !== 'rethrow' && value !== 'log') throw runOnceErrors.invalidModuleOption('errors', "'rethrow' or 'log'", value);
+  return value;
+};
+
+/**
+ * Finds the @RunOnce methods of every provider and controller at module init, checks each against
+ * the @Cron beside it (at boot: not a @Cron, an @Interval or @Timeout, an unreadable cron, a name
+ * used twice all refuse to start) and binds each instance to the lease.
+ *
+ * Why binding, and not wrapping here: @nestjs/schedule's explorer takes `instance[method]` in its
+ * own onModuleInit, and ScheduleModule is global, so its hooks run before those of every
+ * non-global module and, among global ones, in import order. No module can count on running
+ * first; so @RunOnce puts the wrapper in place when the class is declared, and this explorer only
+ * tells each instance's wrapper which lease to use. Crons start at application bootstrap, after
+ * every module's init: no tick can come before its binding.
+ */
+/** The lease code of the periods in which @RunOnce ticks' rows are pruned. */
+export const RUN_ONCE_RETENTION_CODE = 'run-once.retention';
+
+/** A tick is judged against its due instant with this tolerance, as the scheduler's default. */
+const RETENTION_TOLERANCE_MS = 60_000;
+
+@Injectable()
+export class RunOnceExplorer implements OnModuleInit, OnApplicationBootstrap, BeforeApplicationShutdown {
+  private readonly logger = new Logger('RunOnce');
+  private readonly errors: RunOnceErrorPolicy;
+  private readonly retention: ReturnType<typeof resolveScheduledRetention>;
+  private readonly retained: RetainedJob[] = [];
+  private retentionTimer?: ScheduledRetentionTimer;
+
+  constructor(
+    private readonly discovery: DiscoveryService,
+    private readonly scanner: MetadataScanner,
+    @Optional() private readonly jobs?: JobSchedulerService,
+    @Optional() @Inject(RUN_ONCE_MODULE_OPTIONS) options: RunOnceModuleOptions = {},
+  ) {
+    this.errors = checkErrorPolicy((options ?? {}).errors);
+    this.retention = resolveScheduledRetention((options ?? {}).retention, RETENTION_TOLERANCE_MS);
+  }
+
+  /** Starts pruning the ticks' rows (when there are @RunOnce methods and retention is on). */
+  onApplicationBootstrap(): void {
+    if (!this.jobs || !this.retention || this.retained.length === 0) return;
+    const retention = this.retention;
+    const passes = () => retentionPasses(this.retained, retention, RETENTION_TOLERANCE_MS, systemTimers.now());
+    this.retentionTimer = new ScheduledRetentionTimer(this.jobs, systemTimers, retention, passes, this.logger, RUN_ONCE_RETENTION_CODE);
+    this.retentionTimer.start();
+  }
+
+  beforeApplicationShutdown(): void {
+    this.retentionTimer?.stop();
+  }
+
+  /** Prunes the ticks' finished rows now (once per period across instances); null when another instance has it or retention is off. */
+  pruneTicks(): Promise<number | null> {
+    return this.retentionTimer ? this.retentionTimer.runOnce() : Promise.resolve(null);
+  }
+
+  onModuleInit(): void {
+    const wrappers: InstanceWrapper[] = [...this.discovery.getControllers(), ...this.discovery.getProviders()];
+    const explorers = new Set(wrappers.map((wrapper) => wrapper.instance).filter((instance) => instance instanceof RunOnceExplorer)).size;
+    if (explorers > 1) throw runOnceErrors.duplicateModule(explorers);
+    const scheduledNames = new Set<string>();
+    for (const wrapper of wrappers) {
+      const declaration = scheduledJobOf(wrapper.metatype);
+      if (declaration) scheduledNames.add(declaration.name);
+    }
+    const methodsByName = new Map<string, { method: string; owner: unknown }>();
+    const seen = new Set<object>();
+    let runner: RunOnceRunner | undefined;
+    let count = 0;
+    for (const wrapper of wrappers) {
+      const instance = wrapper.instance as object | undefined;
+      if (!instance || typeof instance !== 'object' || seen.has(instance) || !Object.getPrototypeOf(instance)) continue;
+      seen.add(instance);
+      // Like @nestjs/schedule: a request-scoped provider has no cron (it warns about it).
+      if (!wrapper.isDependencyTreeStatic()) continue;
+      for (const key of this.scanner.getAllMethodNames(Object.getPrototypeOf(instance))) {
+        const found = this.plan(instance, key, scheduledNames, methodsByName);
+        if (!found) continue;
+        if (!this.jobs) throw runOnceErrors.noLease();
+        const bound = (runner ??= new RunOnceRunner(this.jobs));
+        const { plan, original } = found;
+        bindRunOnce(instance, key, (args) => bound.run(plan, instance, original, args));
+        if (!this.retained.some((job) => job.name === plan.code)) this.retained.push({ name: plan.code, schedule: plan.ticks });
+        count++;
+      }
+    }
+    if (count > 0) this.logger.log(`${count} @RunOnce method(s) take a lease per tick`);
+  }
+
+  /** The checked plan of one method and the method as written, or undefined if it has no @RunOnce. Throws RunOnceError. */
+  private plan(
+    instance: object,
+    key: string,
+    scheduledNames: Set<string>,
+    methodsByName: Map<string, { method: string; owner: unknown }>,
+  ): { plan: RunOncePlan; original: RunOnceMetadata['original'] } | undefined {
+    const methodRef = (instance as Record<string, unknown>)[key];
+    const runOnce = runOnceOf(methodRef);
+    if (!runOnce) return undefined;
+    const className = instance.constructor.name;
+    const method = `${className}.${key}`;
+    const schedule = nestScheduleOf(methodRef);
+    if (!schedule) throw runOnceErrors.notACron(method);
+    if (schedule.type === 'interval') throw runOnceErrors.notAligned(method, '@Interval');
+    if (schedule.type === 'timeout') throw runOnceErrors.notAligned(method, '@Timeout');
+
+    const { declaration, original } = runOnce;
+    const code = declaration.name ?? defaultRunOnceName(className, key);
+    if (!isJobName(code)) throw runOnceErrors.noDefaultName(method, code);
+    // Two instances of one class share their method's name (one lease per tick for both); two methods may not.
+    const owner = instance.constructor;
+    const previous = methodsByName.get(code);
+    if (previous && (previous.owner !== owner || previous.method !== method)) throw runOnceErrors.duplicateName(code, previous.method, method);
+    if (scheduledNames.has(code)) throw runOnceErrors.nameOfScheduledJob(code, method);
+    methodsByName.set(code, { method, owner });
+
+    const ticks = cronTicks(method, schedule);
+    const zoned = (schedule.timeZone ?? null) !== null || (schedule.utcOffset ?? null) !== null;
+    if (!zoned && dependsOnTimeZone(method, schedule.cronTime, Date.now())) {
+      this.logger.warn(
+        `${method}: @Cron('${String(schedule.cronTime)}') has no timeZone, so its ticks follow this process's time zone (${ticks.description}); instances in another zone would run other instants. Give @Cron a timeZone.`,
+      );
+    }
+    return {
+      plan: { code, method, ticks, leaseMs: declaration.leaseMs, heartbeatMs: declaration.heartbeatMs, errors: declaration.errors ?? this.errors },
+      original,
+    };
+  }
+}
