@@ -16,7 +16,7 @@ const pinned = (name: string): string => {
 };
 const PEERS = ['@nestjs/common', '@nestjs/core', '@nestjs/typeorm', 'typeorm', 'pg', 'reflect-metadata', 'rxjs'];
 
-const ALLOWED = /^(dist\/.+\.(js|d\.ts)|README\.md|CHANGELOG\.md|LICENSE|package\.json)$/;
+const ALLOWED = /^(dist\/.+\.(js|d\.ts)|dist\/schematics\/(collection|[a-z-]+\/schema)\.json|README\.md|CHANGELOG\.md|LICENSE|package\.json)$/;
 
 describe('the packed package', () => {
   let work: string;
@@ -43,7 +43,7 @@ describe('the packed package', () => {
     return dir;
   };
 
-  it('contains only dist (JavaScript and types), README, CHANGELOG, LICENSE and package.json', () => {
+  it('contains only dist (JavaScript, types, the schematics collection), README, CHANGELOG, LICENSE and package.json', () => {
     const [report] = JSON.parse(npm(['pack', '--dry-run', '--json'], root)) as { files: { path: string }[] }[];
     const paths = report.files.map((file) => file.path);
     expect(paths.filter((path) => !ALLOWED.test(path))).toEqual([]);
@@ -54,6 +54,9 @@ describe('the packed package', () => {
         'dist/src/features/testing.d.ts',
         'dist/src/features/health.d.ts',
         'dist/migrations/1764547200000-CreateJobSchedulerTable.js',
+        'dist/schematics/collection.json',
+        'dist/schematics/job/schema.json',
+        'dist/schematics/worker/schema.json',
         'README.md',
         'CHANGELOG.md',
         'LICENSE',
