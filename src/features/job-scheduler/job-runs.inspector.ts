@@ -24,7 +24,8 @@ export class JobRunsInspector {
     @Inject(JOB_SCHEDULER_DATA_SOURCE) dataSource: JobSchedulerDatabase,
     @Optional() @Inject(JOB_SCHEDULER_MODULE_OPTIONS) options: JobSchedulerRuntimeOptions = {},
   ) {
-    this.executor = new JobSchedulerExecutor(dataSource);
+    // The module's statement settings: behind PgBouncer in transaction pooling, no named statements.
+    this.executor = new JobSchedulerExecutor(dataSource, { preparedStatements: options.preparedStatements, statementTimeoutMs: options.statementTimeoutMs });
     this.defaultLeaseMs = resolveTimingDefaults(options.defaults).leaseMs;
   }
 
