@@ -6,6 +6,7 @@ import {
   type StandaloneJobScheduler,
 } from '../../src/features';
 import { sleep } from '../support/lease-nodes';
+import { captureNestLogs } from '../support/nest-log-capture';
 import { createTestDatabase, type TestDatabase } from '../support/test-database';
 
 /**
@@ -83,7 +84,12 @@ describe('createJobScheduler', () => {
       })
       .catch((error: unknown) => error);
     await sleep(300);
-    await scheduler.close();
+    await captureNestLogs(async (logs) => {
+      await scheduler.close();
+      expect(logs.filter((line) => line.level === 'warn').map((line) => line.message)).toEqual([
+        'Released 1 job lease(s) still running after the shutdown grace',
+      ]);
+    });
     expect(reason).toBeInstanceOf(JobShutdownError);
     // Released: another node takes the run at once, long before its 60 s lease would pass.
     expect((await other.jobs.acquire(request)).acquired).toBe(true);
