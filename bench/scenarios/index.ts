@@ -1,4 +1,5 @@
 import { contended } from './contended';
+import { fleetJobs } from './fleet-jobs';
 import { heartbeat } from './heartbeat';
 import { peer } from './peer';
 import { roundTrips } from './round-trips';
@@ -7,4 +8,4 @@ import { uncontended } from './uncontended';
 import type { Scenario } from './scenario';
 
 /** Every scenario, in the order a full run measures them. */
-export const SCENARIOS: readonly Scenario[] = [roundTrips, uncontended, contended, tableGrowth, heartbeat, peer];
+export const SCENARIOS: readonly Scenario[] = [roundTrips, uncontended, contended, tableGrowth, heartbeat, peer, fleetJobs];

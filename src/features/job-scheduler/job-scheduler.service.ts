@@ -270,8 +270,17 @@ export class JobSchedulerService implements OnModuleInit, OnApplicationBootstrap
    * begins with an ISO 8601 instant (the scheduler's occurrence keys), or null. One indexed read.
    */
   async latestScheduledRunKey(code: string, status?: JobSchedulerStatus.SUCCESS): Promise<string | null> {
-    const rows = await this.execute<{ runKey: string }>(this.statements.latestScheduledRunKey(code, status));
-    return rows[0]?.runKey ?? null;
+    return (await this.latestScheduledRunKeys([code], status)).get(code) ?? null;
+  }
+
+  /**
+   * `latestScheduledRunKey` for many codes in one statement: code → runKey, for the codes that
+   * have one (a scheduler's boot reads the history of all its jobs at once).
+   */
+  async latestScheduledRunKeys(codes: readonly string[], status?: JobSchedulerStatus.SUCCESS): Promise<Map<string, string>> {
+    if (codes.length === 0) return new Map();
+    const rows = await this.execute<{ code: string; runKey: string }>(this.statements.latestScheduledRunKeys(codes, status));
+    return new Map(rows.map((row) => [row.code, row.runKey]));
   }
 
   /**

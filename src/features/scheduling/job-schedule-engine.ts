@@ -4,6 +4,7 @@ import { occurrenceRunKey } from './occurrence-keys';
 import { type JobHandler, OccurrenceRunner } from './occurrence-runner';
 import type { JobDeclaration } from './schedule/job-declaration';
 import {
+  latestOccurrencesOf,
   observedLease,
   type SchedulerHistory,
   type SchedulerLease,
@@ -121,7 +122,7 @@ export class JobScheduleEngine {
       state.lastDue = now;
       this.arm(state);
     }
-    await Promise.all([...this.states.values()].filter((state) => state.job.enabled).map((state) => this.catchUp(state, now)));
+    await this.catchUp([...this.states.values()].filter((state) => state.job.enabled), now);
   }
 
   /** Stops the timers, aborts running jobs, waits the grace and releases their leases. */
@@ -143,26 +144,29 @@ export class JobScheduleEngine {
   }
 
   /**
-   * For each enabled job: how many occurrences have been due since `lastSuccess(name)` (or since
-   * this instance started, when there is none), counted up to `cap`.
+   * For each enabled job: how many occurrences have been due since its last success (from
+   * `lastSuccesses`, asked once for all jobs; or since this instance started, when there is
+   * none), counted up to `cap`.
    */
-  async dueSinceLastSuccess(lastSuccess: (name: string) => Promise<number | null>, cap = 3): Promise<{ name: string; lastSuccessAt: number | null; dueSince: number }[]> {
+  async dueSinceLastSuccess(
+    lastSuccesses: (names: readonly string[]) => Promise<ReadonlyMap<string, number>>,
+    cap = 3,
+  ): Promise<{ name: string; lastSuccessAt: number | null; dueSince: number }[]> {
     const now = this.options.timers.now();
     const enabled = [...this.states.values()].filter((state) => state.job.enabled);
-    return Promise.all(
-      enabled.map(async (state) => {
-        const lastSuccessAt = await lastSuccess(state.job.declaration.name);
-        let dueSince = 0;
-        let cursor = lastSuccessAt ?? this.startedAt ?? now;
-        while (dueSince < cap) {
-          const next = state.job.declaration.schedule.next(cursor);
-          if (next === null || next > now) break;
-          dueSince++;
-          cursor = next;
-        }
-        return { name: state.job.declaration.name, lastSuccessAt, dueSince };
-      }),
-    );
+    const successes = await lastSuccesses(enabled.map((state) => state.job.declaration.name));
+    return enabled.map((state) => {
+      const lastSuccessAt = successes.get(state.job.declaration.name) ?? null;
+      let dueSince = 0;
+      let cursor = lastSuccessAt ?? this.startedAt ?? now;
+      while (dueSince < cap) {
+        const next = state.job.declaration.schedule.next(cursor);
+        if (next === null || next > now) break;
+        dueSince++;
+        cursor = next;
+      }
+      return { name: state.job.declaration.name, lastSuccessAt, dueSince };
+    });
   }
 
   /** Resolves once every occurrence this instance started has settled. */
@@ -189,21 +193,28 @@ export class JobScheduleEngine {
     if (due.latest !== null) void this.track(this.handleDue(state, due as DueInstants, now));
   }
 
-  /** After a restart: occurrences since the latest one any instance recorded are missed, or caught up once. */
-  private async catchUp(state: JobState, now: number): Promise<void> {
-    const { name } = state.job.declaration;
-    let recorded: number | null;
+  /**
+   * After a restart: occurrences since the latest one any instance recorded are missed, or caught
+   * up once. The history of every job is read at once (one statement on PostgreSQL).
+   */
+  private async catchUp(states: JobState[], now: number): Promise<void> {
+    let recorded: ReadonlyMap<string, number>;
     try {
-      const lookup = this.options.history?.latestOccurrence(name) ?? Promise.resolve(null);
+      const lookup = latestOccurrencesOf(this.options.history, states.map((state) => state.job.declaration.name));
       this.options.timers.observe?.(lookup);
       recorded = await lookup;
     } catch (error) {
-      this.options.logger.warn(`Could not read the history of ${name}; missed occurrences are not checked: ${String(error)}`);
+      this.options.logger.warn(`Could not read the history of ${states.length} job(s); missed occurrences are not checked: ${String(error)}`);
       return;
     }
-    if (recorded === null) return;
-    const due = this.dueSince(state, recorded, now);
-    if (due.latest !== null) await this.track(this.handleDue(state, due as DueInstants, now));
+    await Promise.all(
+      states.map(async (state) => {
+        const latest = recorded.get(state.job.declaration.name);
+        if (latest === undefined) return;
+        const due = this.dueSince(state, latest, now);
+        if (due.latest !== null) await this.track(this.handleDue(state, due as DueInstants, now));
+      }),
+    );
   }
 
   /**

@@ -31,12 +31,23 @@ export interface ScheduledJobHealth {
   stale: boolean;
 }
 
-/** The latest occurrence of a job, from the lease table (any instance's). */
+/** The due instant each occurrence runKey names (runKeys that name none are left out). */
+const dueInstants = (runKeys: ReadonlyMap<string, string>): Map<string, number> => {
+  const instants = new Map<string, number>();
+  for (const [name, runKey] of runKeys) {
+    const due = dueInstantOf(runKey);
+    if (due !== null) instants.set(name, due);
+  }
+  return instants;
+};
+
+/** The latest occurrences of jobs, from the lease table (any instance's): one statement for all. */
 const postgresHistory = (jobs: JobSchedulerService): SchedulerHistory => ({
   latestOccurrence: async (name) => {
     const runKey = await jobs.latestScheduledRunKey(name);
     return runKey === null ? null : dueInstantOf(runKey);
   },
+  latestOccurrences: async (names) => dueInstants(await jobs.latestScheduledRunKeys(names)),
 });
 
 /**
@@ -149,11 +160,9 @@ export class ScheduledJobsService implements OnModuleInit, OnApplicationBootstra
    * this instance started) — the "no success for two intervals" alert.
    */
   async jobHealth(): Promise<ScheduledJobHealth[]> {
-    const lastSuccess = async (name: string): Promise<number | null> => {
-      const runKey = await this.jobs?.latestScheduledRunKey(name, JobSchedulerStatus.SUCCESS);
-      return runKey ? dueInstantOf(runKey) : null;
-    };
-    const health = await this.engine.dueSinceLastSuccess(lastSuccess);
+    const lastSuccesses = async (names: readonly string[]): Promise<ReadonlyMap<string, number>> =>
+      this.jobs ? dueInstants(await this.jobs.latestScheduledRunKeys(names, JobSchedulerStatus.SUCCESS)) : new Map();
+    const health = await this.engine.dueSinceLastSuccess(lastSuccesses);
     return health.map(({ name, lastSuccessAt, dueSince }) => ({
       name,
       lastSuccessAt: lastSuccessAt === null ? null : new Date(lastSuccessAt),

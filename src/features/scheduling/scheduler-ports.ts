@@ -43,7 +43,26 @@ export interface SchedulerLease {
 export interface SchedulerHistory {
   /** The latest due instant (epoch ms) recorded for the job, or null when it has no history. */
   latestOccurrence(jobName: string): Promise<number | null>;
+  /**
+   * The same for many jobs in one read: job name → latest due instant, for the jobs that have
+   * history. Optional: without it, `latestOccurrence` is asked once per job.
+   */
+  latestOccurrences?(jobNames: readonly string[]): Promise<ReadonlyMap<string, number>>;
 }
+
+/** The latest occurrence of each job, in one read when the history can, else one per job. */
+export const latestOccurrencesOf = async (history: SchedulerHistory | undefined, jobNames: readonly string[]): Promise<ReadonlyMap<string, number>> => {
+  if (!history || jobNames.length === 0) return new Map();
+  if (history.latestOccurrences) return history.latestOccurrences(jobNames);
+  const found = new Map<string, number>();
+  await Promise.all(
+    jobNames.map(async (name) => {
+      const latest = await history.latestOccurrence(name);
+      if (latest !== null) found.set(name, latest);
+    }),
+  );
+  return found;
+};
 
 /** Where outcomes go besides listeners: metrics. */
 export interface SchedulerMetrics {

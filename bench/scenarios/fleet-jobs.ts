@@ -1,0 +1,105 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { createBenchDatabase } from '../support/bench-database';
+import type { CleanupStack } from '../support/cleanup';
+import type { FleetWorkerArguments, FleetWorkerLine } from '../support/fleet-jobs-worker';
+import { formatNumber } from '../support/format';
+import { percentile } from '../support/statistics';
+import type { Scenario } from './scenario';
+
+const WORKER = join(__dirname, '..', 'support', 'fleet-jobs-worker.ts');
+const EVERY_MS = 10_000;
+const SIZES = {
+  full: { jobs: 1_000, instances: [1, 3], measuredInstants: 3 },
+  quick: { jobs: 100, instances: [3], measuredInstants: 1 },
+};
+/** TypeORM's (and pg's) default pool size. */
+const POOL_SIZE = 10;
+/** Time for every instance to boot (ts-node compiles the worker) before the first measured instant. */
+const BOOT_ALLOWANCE_MS = 20_000;
+
+type Figures = Extract<FleetWorkerLine, { kind: 'figures' }>;
+type Booted = Extract<FleetWorkerLine, { kind: 'booted' }>;
+
+/** Starts one instance; resolves with its two lines (booted, figures) once it has exited. */
+const runInstance = (options: FleetWorkerArguments, cleanup: CleanupStack): Promise<{ booted: Booted; figures: Figures }> => {
+  const child: ChildProcess = spawn(process.execPath, ['-r', 'ts-node/register/transpile-only', WORKER, JSON.stringify(options)], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  cleanup.add(child, async (started) => {
+    if (started.exitCode === null) started.kill('SIGKILL');
+  });
+  const lines: FleetWorkerLine[] = [];
+  createInterface({ input: child.stdout! }).on('line', (line) => {
+    if (line.startsWith('{"kind"')) lines.push(JSON.parse(line) as FleetWorkerLine);
+    else process.stderr.write(`[${options.nodeId}] ${line}\n`);
+  });
+  return new Promise((resolve, reject) => {
+    child.once('error', reject);
+    child.once('close', (code) => {
+      const booted = lines.find((line): line is Booted => line.kind === 'booted');
+      const figures = lines.find((line): line is Figures => line.kind === 'figures');
+      if (code === 0 && booted && figures) resolve({ booted, figures });
+      else reject(new Error(`fleet instance ${options.nodeId} exited with ${code} before reporting its figures`));
+    });
+  });
+};
+
+/**
+ * `jobs` declared jobs due every 10 s, on 1 and 3 instances (separate processes, a pool of 10
+ * each, one database): statements at boot, start delay after the due instant (p50 / p99 over
+ * every measured run), statements per run across the fleet, Node CPU per occurrence per
+ * instance, and every occurrence exactly once (checked in the table).
+ */
+export const fleetJobs: Scenario = {
+  name: 'fleet-jobs',
+  title: '8. Fleet: 1,000 declared jobs due at the same instants on 1 and 3 instances',
+  run: async ({ quick, cleanup, sheet, log }) => {
+    const { jobs, instances, measuredInstants } = quick ? SIZES.quick : SIZES.full;
+    for (const count of instances) {
+      const caseName = `${formatNumber(jobs)} jobs, ${count} instance${count === 1 ? '' : 's'}`;
+      log(`fleet-jobs: ${caseName}`);
+      const database = await createBenchDatabase(cleanup);
+      const measureFrom = Math.ceil((Date.now() + BOOT_ALLOWANCE_MS) / EVERY_MS) * EVERY_MS;
+      const lastMeasured = measureFrom + (measuredInstants - 1) * EVERY_MS;
+      const measureUntil = lastMeasured + EVERY_MS / 2;
+      const results = await Promise.all(
+        Array.from({ length: count }, (_, index) =>
+          runInstance(
+            { url: database.url, nodeId: `fleet-${index}`, jobs, every: `${EVERY_MS / 1000}s`, measureFrom, measureUntil, poolSize: POOL_SIZE },
+            cleanup,
+          ),
+        ),
+      );
+      const delays = results.flatMap((result) => result.figures.startDelaysMs);
+      const runs = jobs * measuredInstants;
+      const statements = results.reduce((sum, result) => sum + result.figures.windowStatements, 0);
+      const cpuMicros = results.map((result) => result.figures.windowCpuMicros / runs);
+      const [table] = await database.sql<{ rows: number; succeeded: number; keys: number }>(
+        `SELECT count(*)::int AS rows, count(*) FILTER (WHERE status = 'SUCCESS')::int AS succeeded,
+                count(DISTINCT (code, "runKey"))::int AS keys
+         FROM "job-scheduler" WHERE "runKey" >= $1 AND "runKey" <= $2`,
+        [new Date(measureFrom).toISOString(), new Date(lastMeasured).toISOString()],
+      );
+
+      sheet.add(caseName, 'library', 'statements at boot per instance', 'statements', results.map((result) => result.booted.bootStatements));
+      sheet.add(caseName, 'library', 'history reads at boot per instance', 'statements', results.map((result) => result.booted.historyStatements));
+      sheet.add(caseName, 'library', 'start delay p50', 'ms', [percentile(delays, 50)]);
+      sheet.add(caseName, 'library', 'start delay p99', 'ms', [percentile(delays, 99)]);
+      sheet.add(caseName, 'library', 'statements per run (fleet)', 'statements', [statements / runs]);
+      sheet.add(caseName, 'library', 'Node CPU per occurrence per instance', 'µs', cpuMicros);
+
+      const once = delays.length === runs && table.rows === runs && table.succeeded === runs && table.keys === runs;
+      sheet.goal(`${caseName}: every occurrence once`, `${formatNumber(runs)} runs`, `${delays.length} runs, ${table.succeeded}/${table.rows} rows SUCCESS`, once);
+      const history = Math.max(...results.map((result) => result.booted.historyStatements));
+      sheet.goal(`${caseName}: missed-history at boot`, '1 statement per instance', `${history}`, history === 1);
+      const p99 = percentile(delays, 99);
+      sheet.goal(`${caseName}: start delay p99 after the due instant`, '≤ 100 ms', `${p99.toFixed(0)} ms`, p99 <= 100);
+    }
+    return {
+      sizes: `${formatNumber(jobs)} jobs every ${EVERY_MS / 1000} s, ${measuredInstants} measured due instant(s) after a warm-up, pool ${POOL_SIZE} per instance, instances as separate processes`,
+      variants: { library: 'SchedulingModule + JobSchedulerModule on TypeORM, default options' },
+    };
+  },
+};
