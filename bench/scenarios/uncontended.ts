@@ -1,4 +1,4 @@
-import { installAcquireFunction, RAW_FUNCTION } from '../support/acquire-function';
+import { RAW_FUNCTION } from '../support/acquire-function';
 import { createBenchDatabase } from '../support/bench-database';
 import { addCycleFigures, addCycleRatio, callersLabel, measureCycles, warmUp } from '../support/cycles';
 import { formatSpread } from '../support/format';
@@ -22,7 +22,6 @@ export const uncontended: Scenario = {
   run: async ({ quick, repetitions, cleanup, sheet, log }) => {
     const { slices, sliceMs, warmUpMs } = quick ? SIZES.quick : SIZES.full;
     const database = await createBenchDatabase(cleanup);
-    await installAcquireFunction(database);
     const nodes = new Map<LeaseVariant, LeaseNode>();
     for (const variant of VARIANTS) {
       nodes.set(variant, await variant.start({ url: database.url, nodeId: variant.name, poolSize: POOL_SIZE, cleanup }));
