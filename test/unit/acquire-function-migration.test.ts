@@ -1,4 +1,4 @@
-import { acquireFunctionStatement } from '../../migrations/1764547200005-AddJobSchedulerAcquireFunction';
+import { acquireFunctionStatement } from '../../migrations/support/job-scheduler-acquire-function';
 import { createJobSchedulerStatements, qualifiedTableName } from '../../src/features/job-scheduler/job-scheduler.sql';
 
 const parameters = {
