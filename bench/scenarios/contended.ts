@@ -1,4 +1,4 @@
-import { installAcquireFunction, RAW_FUNCTION } from '../support/acquire-function';
+import { RAW_FUNCTION } from '../support/acquire-function';
 import { createBenchDatabase, hasConnectionsFor } from '../support/bench-database';
 import { withCleanup } from '../support/cleanup';
 import { formatSpread } from '../support/format';
@@ -61,7 +61,6 @@ export const contended: Scenario = {
   run: async ({ quick, repetitions, cleanup, sheet, log }) => {
     const { slices, sliceMs, warmUpMs } = quick ? SIZES.quick : SIZES.full;
     const database = await createBenchDatabase(cleanup);
-    await installAcquireFunction(database);
     for (const count of NODE_COUNTS) {
       const caseName = `${count} nodes`;
       if (!(await hasConnectionsFor(database, count * VARIANTS.length, caseName, sheet))) continue;

@@ -2,10 +2,11 @@ import { contended } from './contended';
 import { fleetJobs } from './fleet-jobs';
 import { heartbeat } from './heartbeat';
 import { peer } from './peer';
+import { pooler } from './pooler';
 import { roundTrips } from './round-trips';
 import { tableGrowth } from './table-growth';
 import { uncontended } from './uncontended';
 import type { Scenario } from './scenario';
 
 /** Every scenario, in the order a full run measures them. */
-export const SCENARIOS: readonly Scenario[] = [roundTrips, uncontended, contended, tableGrowth, heartbeat, peer, fleetJobs];
+export const SCENARIOS: readonly Scenario[] = [roundTrips, uncontended, contended, tableGrowth, heartbeat, peer, pooler, fleetJobs];

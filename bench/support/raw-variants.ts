@@ -13,10 +13,11 @@ import { createBaselineStatements } from './baseline-statements';
 import { BENCH_LEASE_MS, type LeaseVariant, type NodeContext } from './lease-node';
 import { preparedStatementName } from './statement-names';
 
-/** The library's own statements, for the raw `pg` variants. */
+/** The library's own statements, for the raw `pg` variants (acquire's function from the migrations). */
 export const LIBRARY_STATEMENTS = createJobSchedulerStatements(
   qualifiedTableName(JOB_SCHEDULER_TABLE),
   qualifiedTableName(`${JOB_SCHEDULER_TABLE}_fencingToken_seq`),
+  qualifiedTableName(`${JOB_SCHEDULER_TABLE}_acquire`),
 );
 /** The baselines' statements on the same table. */
 export const BASELINE_STATEMENTS = createBaselineStatements(qualifiedTableName(JOB_SCHEDULER_TABLE));

@@ -57,6 +57,7 @@ describe('migrations', () => {
       'UpgradeJobSchedulerTableFrom111764547200001',
       'AddJobSchedulerCodeRunKeyIndex1764547200002',
       'AddJobSchedulerFencingTokenSequence1764547200003',
+      'AddJobSchedulerAcquireFunction1764547200005',
     ]);
     const columns = await columnsOf(database);
     expect(columns.id).toMatchObject({ data_type: 'uuid', column_default: 'gen_random_uuid()' });
@@ -85,7 +86,7 @@ describe('migrations', () => {
   it('revert and re-apply cleanly', async () => {
     const database = await fresh(true);
     const dataSource = await database.dataSource({ migrations: [...JobSchedulerMigrations], poolSize: 1 });
-    for (let step = 0; step < 4; step++) await dataSource.undoLastMigration();
+    for (let step = 0; step < JobSchedulerMigrations.length; step++) await dataSource.undoLastMigration();
     expect(await database.sql(`SELECT to_regclass('"job-scheduler"') AS t`)).toEqual([{ t: null }]);
     await dataSource.runMigrations();
     expect(Object.keys(await columnsOf(database))).toContain('fencingToken');
@@ -115,7 +116,7 @@ describe('migrations', () => {
       `SELECT id, "lockKey", EXTRACT(EPOCH FROM "modifiedAt")::text AS epoch FROM "job-scheduler" ORDER BY id`,
     );
 
-    expect(await migrate(database)).toHaveLength(4);
+    expect(await migrate(database)).toHaveLength(5);
 
     const after = await database.sql<{ id: string; lockKey: string; epoch: string; fencingToken: string }>(
       `SELECT id, "lockKey", EXTRACT(EPOCH FROM "modifiedAt")::text AS epoch, "fencingToken" FROM "job-scheduler" ORDER BY id`,

@@ -101,7 +101,8 @@ export const startPgBouncer = async (serverUrl: string, options: PgBouncerOption
       'listen_addr = 127.0.0.1',
       `listen_port = ${port}`,
       'unix_socket_dir =',
-      'auth_type = md5',
+      // A server URL without a password (a trust-auth server): clients need none either.
+      `auth_type = ${password ? 'md5' : 'trust'}`,
       `auth_file = ${userlist}`,
       `admin_users = ${user}`,
       `pool_mode = ${options.poolMode ?? 'transaction'}`,

@@ -18,6 +18,8 @@ export interface ExecutorOptions {
    */
   preparedStatements?: boolean;
   onPreparedStatementsOff?: (reason: string) => void;
+  /** Called once when the acquire function cannot be called (migration not run, no EXECUTE). */
+  onFunctionUnavailable?: (reason: string) => void;
   /** The bound on one lease statement, pool checkout included (default 5 s). */
   statementTimeoutMs?: number;
 }
@@ -28,7 +30,25 @@ const OPERATOR_STATEMENT_TIMEOUT_MS = 60_000;
 /** "prepared statement does not exist" / "already exists": raised before the statement runs. */
 const PREPARED_STATEMENT_MISMATCH = new Set(['26000', '42P05']);
 
+/**
+ * "cached plan must not change result type": a named statement prepared on a connection before a
+ * migration changed the type of a column it returns. Raised before the statement runs; an
+ * unnamed statement is planned afresh.
+ */
+const STALE_PLAN = '0A000';
+
+/**
+ * The function could not be called: undefined_function (its migration has not run) or
+ * insufficient_privilege (no EXECUTE on it, or none on what it reads: then the statement itself
+ * fails the same way and that error is thrown). Nothing ran: the statement is sent instead.
+ */
+const FUNCTION_UNAVAILABLE = new Set(['42883', '42501']);
+
 const sqlStateOf = (error: unknown): unknown => (error as { code?: unknown } | null)?.code;
+
+/** The statement's values as logs show them: the owner token redacted. */
+const loggedValues = ({ values, secret }: SqlStatement): unknown[] =>
+  secret === undefined ? values : values.map((value) => (value === secret ? REDACTED : value));
 
 /**
  * Runs the lease's statements on the DataSource's own `pg` pool (no TypeORM QueryRunner per
@@ -48,6 +68,8 @@ export class JobSchedulerExecutor {
   private readonly names = new Map<string, string>();
   private readonly database: LeaseDatabase;
   private prepared: boolean;
+  /** False once the server could not call a statement's function: statements are sent themselves. */
+  private functionsAvailable = true;
 
   constructor(
     source: JobSchedulerDatabase,
@@ -60,36 +82,62 @@ export class JobSchedulerExecutor {
     this.statements = createJobSchedulerStatements(
       qualifiedTableName(tableName, schema),
       qualifiedTableName(`${tableName}_fencingToken_seq`, schema),
+      qualifiedTableName(`${tableName}_acquire`, schema),
     );
   }
 
   /**
    * Runs one statement within `timeoutMs` (default: the lease statement bound, or a minute for
    * operators' statements). Throws JobLeaseDatabaseError.
+   *
+   * Named (prepared) by default. Unnamed statements go through the statement's function when it
+   * has one (its plan is cached on the server). A named statement whose cached plan a migration
+   * made stale (0A000) is sent once more unnamed, planned afresh; its connection, like any that
+   * failed, is discarded, and with it the stale statement.
    */
   async rows<Row = Record<string, unknown>>(statement: SqlStatement, timeoutMs?: number): Promise<Row[]> {
-    const { text, values, operation, secret } = statement;
-    const logger = this.database;
-    const logged = secret === undefined ? values : values.map((value) => (value === secret ? REDACTED : value));
-    logger.logQuery(text, logged);
+    const { text, values, operation } = statement;
     const bound = timeoutMs ?? (operation === 'prune' || operation === 'inspect' ? OPERATOR_STATEMENT_TIMEOUT_MS : this.statementTimeoutMs);
     const deadline = monotonicNow() + bound;
     try {
       const pool = this.pool(statement);
-      if (!this.prepared) return await this.send<Row>(pool, { text, values }, statement, deadline, bound);
+      if (!this.prepared) return await this.sendUnnamed<Row>(pool, statement, deadline, bound);
       try {
         return await this.send<Row>(pool, { name: this.nameOf(text), text, values }, statement, deadline, bound);
       } catch (error) {
         const code = sqlStateOf(error);
+        if (code === STALE_PLAN) return await this.sendUnnamed<Row>(pool, statement, deadline, bound);
         if (typeof code !== 'string' || !PREPARED_STATEMENT_MISMATCH.has(code)) throw error;
         this.prepared = false;
         this.options.onPreparedStatementsOff?.(`the server reported SQLSTATE ${code} for a named prepared statement`);
-        return await this.send<Row>(pool, { text, values }, statement, deadline, bound);
+        return await this.sendUnnamed<Row>(pool, statement, deadline, bound);
       }
     } catch (error) {
-      const wrapped = error instanceof JobLeaseDatabaseError ? error : toLeaseDatabaseError(error, operation, secret);
-      logger.logQueryError(wrapped, text, logged);
+      const wrapped = error instanceof JobLeaseDatabaseError ? error : toLeaseDatabaseError(error, operation, statement.secret);
+      this.database.logQueryError(wrapped, text, loggedValues(statement));
       throw wrapped;
+    }
+  }
+
+  /**
+   * An unnamed statement: through its function while the server has it, else the statement
+   * itself. A function the server cannot call (SQLSTATE 42883 or 42501, before anything ran) is
+   * not tried again once the statement itself has succeeded in its place.
+   */
+  private async sendUnnamed<Row>(pool: Pool, statement: SqlStatement, deadline: number, bound: number): Promise<Row[]> {
+    const { text, values, viaFunction } = statement;
+    if (viaFunction === undefined || !this.functionsAvailable) return this.send<Row>(pool, { text, values }, statement, deadline, bound);
+    try {
+      return await this.send<Row>(pool, { text: viaFunction, values }, statement, deadline, bound);
+    } catch (error) {
+      const code = sqlStateOf(error);
+      if (typeof code !== 'string' || !FUNCTION_UNAVAILABLE.has(code)) throw error;
+      const rows = await this.send<Row>(pool, { text, values }, statement, deadline, bound);
+      if (this.functionsAvailable) {
+        this.functionsAvailable = false;
+        this.options.onFunctionUnavailable?.(`SQLSTATE ${code} calling the ${statement.operation} function`);
+      }
+      return rows;
     }
   }
 
@@ -99,6 +147,8 @@ export class JobSchedulerExecutor {
    * statement stops waiting on the server (behind a lock, say) instead of piling up there.
    */
   private async send<Row>(pool: Pool, query: QueryConfig, statement: SqlStatement, deadline: number, bound: number): Promise<Row[]> {
+    // The DataSource's logger sees what is sent: each attempt, the function call when it is one.
+    this.database.logQuery(query.text, loggedValues(statement));
     const client = await this.checkout(pool, statement, Math.max(1, Math.floor(deadline - monotonicNow())), bound);
     const remaining = Math.max(1, Math.floor(deadline - monotonicNow()));
     let failure: Error | undefined;

@@ -144,6 +144,10 @@ export class JobSchedulerService implements OnModuleInit, OnApplicationBootstrap
       statementTimeoutMs: checkStatementTimeoutMs(options.statementTimeoutMs),
       onPreparedStatementsOff: (reason) =>
         this.logger.warn(`Sending unnamed statements from now on: ${reason} (a pooler in transaction mode?). Set preparedStatements: false to say so.`),
+      onFunctionUnavailable: (reason) =>
+        this.logger.warn(
+          `Sending the acquire statement itself from now on: ${reason} (run the migration AddJobSchedulerAcquireFunction1764547200005, or grant EXECUTE on it; then restart).`,
+        ),
     });
     this.telemetry = createLeaseTelemetry(options.telemetry);
     this.statements = this.executor.statements;

@@ -13,6 +13,12 @@ export interface SqlStatement {
   operation: JobLeaseDatabaseOperation;
   /** The owner token among `values`, if any: redacted from logs and errors. */
   secret?: string;
+  /**
+   * The same statement as a call of the server-side function that holds it (installed by a
+   * migration), taking the same values. PostgreSQL keeps the function's plan per server session,
+   * so the executor sends this instead when it sends unnamed statements.
+   */
+  viaFunction?: string;
 }
 
 /** What the replication check reads from the server the lease writes to. */
@@ -122,6 +128,13 @@ export interface JobSchedulerStatements {
 }
 
 /**
+ * `SELECT * FROM <function>($1, ..., $n)`: a call of a function that runs one of the statements
+ * below, installed by a migration (the acquire function: AddJobSchedulerAcquireFunction).
+ */
+const functionCall = (functionName: string, parameterCount: number): string =>
+  `SELECT * FROM ${functionName}(${Array.from({ length: parameterCount }, (_, index) => `$${index + 1}`).join(', ')})`;
+
+/**
  * Builds the statements for one table. The texts are computed once; each call only binds values.
  *
  * Acquire: insert a fresh row, or reclaim a FAIL / expired RUNNING row, in one statement.
@@ -155,7 +168,12 @@ export interface JobSchedulerStatements {
  * row. Under REPEATABLE READ or SERIALIZABLE the loser gets a serialization failure instead,
  * which the service maps to "not acquired".
  */
-export const createJobSchedulerStatements = (table: string, fencingTokenSequence: string): JobSchedulerStatements => {
+export const createJobSchedulerStatements = (
+  table: string,
+  fencingTokenSequence: string,
+  /** The function holding the acquire statement (see 1764547200005-AddJobSchedulerAcquireFunction), if any. */
+  acquireFunction?: string,
+): JobSchedulerStatements => {
   const nextFencingToken = `'${fencingTokenSequence.replace(/'/g, "''")}'`;
   const acquireText = `
 WITH inserted AS (
@@ -200,6 +218,8 @@ UNION ALL
 SELECT NULL::uuid, NULL::text, NULL::integer, NULL::boolean, t."status"::text
 FROM ${table} AS t
 WHERE t."lockKey" = $1 AND NOT EXISTS (SELECT 1 FROM inserted) AND NOT EXISTS (SELECT 1 FROM reclaimed)`.trim();
+
+  const acquireViaFunction = acquireFunction === undefined ? undefined : functionCall(acquireFunction, 9);
 
   const heartbeatText = `
 UPDATE ${table} SET "modifiedAt" = CURRENT_TIMESTAMP
@@ -322,6 +342,7 @@ LIMIT $8`.trim();
       values: [p.lockKey, p.code, p.name, p.type, p.ownerToken, p.runKey, p.leaseMs, p.ownerId, p.reclaimFailed],
       operation: 'acquire',
       secret: p.ownerToken,
+      ...(acquireViaFunction === undefined ? {} : { viaFunction: acquireViaFunction }),
     }),
     heartbeat: (id, ownerToken) => ({ text: heartbeatText, values: [id, ownerToken], operation: 'heartbeat', secret: ownerToken }),
     complete: (id, ownerToken, data) => ({ text: completeText, values: [id, ownerToken, data], operation: 'complete', secret: ownerToken }),
