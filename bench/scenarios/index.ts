@@ -1,10 +1,11 @@
 import { contended } from './contended';
 import { heartbeat } from './heartbeat';
 import { peer } from './peer';
+import { retentionChurn } from './retention-churn';
 import { roundTrips } from './round-trips';
 import { tableGrowth } from './table-growth';
 import { uncontended } from './uncontended';
 import type { Scenario } from './scenario';
 
 /** Every scenario, in the order a full run measures them. */
-export const SCENARIOS: readonly Scenario[] = [roundTrips, uncontended, contended, tableGrowth, heartbeat, peer];
+export const SCENARIOS: readonly Scenario[] = [roundTrips, uncontended, contended, tableGrowth, heartbeat, peer, retentionChurn];

@@ -6,13 +6,16 @@ import type { FigureSheet } from './report';
 
 /**
  * A fresh database on the bench server with the schema applied by the library's migrations
- * (JobSchedulerMigrations, each in its own transaction unless it runs without one, as an
- * application would run them), dropped when the scenario ends.
+ * (JobSchedulerMigrations, or the first of them given, each in its own transaction unless it runs
+ * without one, as an application would run them), dropped when the scenario ends.
  */
-export const createBenchDatabase = async (cleanup: CleanupStack): Promise<TestDatabase> => {
+export const createBenchDatabase = async (
+  cleanup: CleanupStack,
+  migrations: ReadonlyArray<(typeof JobSchedulerMigrations)[number]> = JobSchedulerMigrations,
+): Promise<TestDatabase> => {
   const database = cleanup.add(await createTestDatabase({ migrate: false }), (created) => created.drop());
   const migrator = await database.dataSource({
-    migrations: [...JobSchedulerMigrations],
+    migrations: [...migrations],
     migrationsTransactionMode: 'each',
     poolSize: 1,
   });

@@ -34,6 +34,11 @@ export const seedPastTicks = async (database: TestDatabase, rows: number): Promi
     throw new Error(`seeded lock key ${first.lockKey} is not the library's key for runKey ${first.runKey}`);
   }
   await database.sql('VACUUM (ANALYZE) "job-scheduler"');
+  await checkpoint(database);
+};
+
+/** A CHECKPOINT, so that what follows pays its full-page images as after any checkpoint. */
+export const checkpoint = async (database: TestDatabase): Promise<void> => {
   try {
     await database.sql('CHECKPOINT');
   } catch (error) {

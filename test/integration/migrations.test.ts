@@ -1,5 +1,6 @@
 import { DataSource } from 'typeorm';
 import { JobScheduler, JobSchedulerMigrations, JobSchedulerService, JobSchedulerType } from '../../src/features';
+import { JOB_SCHEDULER_STORAGE_PARAMETERS } from '../../migrations/1764547200004-TuneJobSchedulerTableForChurn';
 import { buildLockKey } from '../../src/features/job-scheduler/job-identity';
 import { createTestDatabase, type TestDatabase } from '../support/test-database';
 
@@ -22,6 +23,13 @@ const columnsOf = async (database: TestDatabase) =>
       )
     ).map((column) => [column.column_name, column]),
   );
+
+const storageParameters = async (database: TestDatabase, table = '"job-scheduler"') => {
+  const [row] = await database.sql<{ reloptions: string[] | null }>(`SELECT reloptions FROM pg_class WHERE oid = $1::regclass`, [table]);
+  return row.reloptions ?? [];
+};
+
+const CHURN_PARAMETERS = JOB_SCHEDULER_STORAGE_PARAMETERS.map(([name, value]) => `${name}=${value}`);
 
 const migrate = async (database: TestDatabase) => {
   const dataSource = await database.dataSource({ migrations: [...JobSchedulerMigrations], poolSize: 1 });
@@ -57,6 +65,7 @@ describe('migrations', () => {
       'UpgradeJobSchedulerTableFrom111764547200001',
       'AddJobSchedulerCodeRunKeyIndex1764547200002',
       'AddJobSchedulerFencingTokenSequence1764547200003',
+      'TuneJobSchedulerTableForChurn1764547200004',
     ]);
     const columns = await columnsOf(database);
     expect(columns.id).toMatchObject({ data_type: 'uuid', column_default: 'gen_random_uuid()' });
@@ -85,10 +94,49 @@ describe('migrations', () => {
   it('revert and re-apply cleanly', async () => {
     const database = await fresh(true);
     const dataSource = await database.dataSource({ migrations: [...JobSchedulerMigrations], poolSize: 1 });
-    for (let step = 0; step < 4; step++) await dataSource.undoLastMigration();
+    for (let step = 0; step < 5; step++) await dataSource.undoLastMigration();
     expect(await database.sql(`SELECT to_regclass('"job-scheduler"') AS t`)).toEqual([{ t: null }]);
     await dataSource.runMigrations();
     expect(Object.keys(await columnsOf(database))).toContain('fencingToken');
+  });
+
+  it('tune the table for churn (fillfactor, autovacuum), and take the settings back on revert', async () => {
+    const database = await fresh(true);
+    expect(await storageParameters(database)).toEqual(CHURN_PARAMETERS);
+    expect(CHURN_PARAMETERS).toContain('fillfactor=95');
+    const dataSource = await database.dataSource({ migrations: [...JobSchedulerMigrations], poolSize: 1 });
+    await dataSource.undoLastMigration();
+    expect(await storageParameters(database)).toEqual([]);
+    await dataSource.runMigrations();
+    expect(await storageParameters(database)).toEqual(CHURN_PARAMETERS);
+    await dataSource.destroy();
+  });
+
+  it("tune the table without overriding an operator's own settings, nor removing them on revert", async () => {
+    const database = await fresh(false);
+    const dataSource = await database.dataSource({ migrations: [...JobSchedulerMigrations].slice(0, 4), poolSize: 1 });
+    await dataSource.runMigrations();
+    await dataSource.destroy();
+    await database.sql(`ALTER TABLE "job-scheduler" SET (fillfactor = 70, autovacuum_vacuum_cost_delay = 1)`);
+    await migrate(database);
+    const tuned = await storageParameters(database);
+    expect(tuned).toEqual(expect.arrayContaining(['fillfactor=70', 'autovacuum_vacuum_cost_delay=1', ...CHURN_PARAMETERS.filter((option) => !option.startsWith('fillfactor='))]));
+    expect(tuned).toHaveLength(CHURN_PARAMETERS.length + 1);
+    const reverting = await database.dataSource({ migrations: [...JobSchedulerMigrations], poolSize: 1 });
+    await reverting.undoLastMigration();
+    await reverting.destroy();
+    expect(await storageParameters(database)).toEqual(['fillfactor=70', 'autovacuum_vacuum_cost_delay=1']);
+  });
+
+  it('tune the table in the DataSource schema', async () => {
+    const database = await fresh(false);
+    await database.sql('CREATE SCHEMA "jobs"');
+    const dataSource = await database.dataSource({ migrations: [...JobSchedulerMigrations], schema: 'jobs', poolSize: 1 });
+    await dataSource.runMigrations();
+    expect(await storageParameters(database, '"jobs"."job-scheduler"')).toEqual(CHURN_PARAMETERS);
+    await dataSource.undoLastMigration();
+    expect(await storageParameters(database, '"jobs"."job-scheduler"')).toEqual([]);
+    await dataSource.destroy();
   });
 
   it('upgrade a 1.1 table in place: rows, ids and keys kept, finished runs stay finished', async () => {
@@ -115,7 +163,7 @@ describe('migrations', () => {
       `SELECT id, "lockKey", EXTRACT(EPOCH FROM "modifiedAt")::text AS epoch FROM "job-scheduler" ORDER BY id`,
     );
 
-    expect(await migrate(database)).toHaveLength(4);
+    expect(await migrate(database)).toHaveLength(5);
 
     const after = await database.sql<{ id: string; lockKey: string; epoch: string; fencingToken: string }>(
       `SELECT id, "lockKey", EXTRACT(EPOCH FROM "modifiedAt")::text AS epoch, "fencingToken" FROM "job-scheduler" ORDER BY id`,

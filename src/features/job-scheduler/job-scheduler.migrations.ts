@@ -2,6 +2,7 @@ import { CreateJobSchedulerTable1764547200000 } from '../../../migrations/176454
 import { UpgradeJobSchedulerTableFrom111764547200001 } from '../../../migrations/1764547200001-UpgradeJobSchedulerTableFrom11';
 import { AddJobSchedulerCodeRunKeyIndex1764547200002 } from '../../../migrations/1764547200002-AddJobSchedulerCodeRunKeyIndex';
 import { AddJobSchedulerFencingTokenSequence1764547200003 } from '../../../migrations/1764547200003-AddJobSchedulerFencingTokenSequence';
+import { TuneJobSchedulerTableForChurn1764547200004 } from '../../../migrations/1764547200004-TuneJobSchedulerTableForChurn';
 
 /** The lease's migrations in order, for `migrations: [...JobSchedulerMigrations]` in a DataSource. */
 export const JobSchedulerMigrations = [
@@ -9,11 +10,13 @@ export const JobSchedulerMigrations = [
   UpgradeJobSchedulerTableFrom111764547200001,
   AddJobSchedulerCodeRunKeyIndex1764547200002,
   AddJobSchedulerFencingTokenSequence1764547200003,
+  TuneJobSchedulerTableForChurn1764547200004,
 ] as const;
 
 export {
   AddJobSchedulerCodeRunKeyIndex1764547200002,
   AddJobSchedulerFencingTokenSequence1764547200003,
   CreateJobSchedulerTable1764547200000,
+  TuneJobSchedulerTableForChurn1764547200004,
   UpgradeJobSchedulerTableFrom111764547200001,
 };
