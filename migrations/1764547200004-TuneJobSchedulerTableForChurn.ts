@@ -2,11 +2,11 @@ import type { MigrationInterface, QueryRunner } from 'typeorm';
 import { jobSchedulerTableNames } from './support/job-scheduler-table-names';
 
 /**
- * The storage parameters the table gets, with why (figures: README, "Performance" and "Pruning";
- * `npm run bench -- table-growth` compares the table with and without them).
+ * The storage parameters the table gets, with why (README, "Table settings for churn", with the
+ * figures of `npm run bench -- table-growth retention-churn`).
  *
  * - fillfactor: heartbeat and complete change no indexed column ("id", "lockKey", "code",
- *   "runKey"), so they are HOT updates (no new index entries, less WAL) when the row's page has
+ *   "runKey", "createdAt"), so they are HOT updates (no new index entries, less WAL) when the row's page has
  *   room for the new version. Rows inserted into space that vacuum freed land on full pages;
  *   leaving 5% free keeps their updates HOT. Not lower: with rows of about 200 bytes, a page that
  *   keeps 10% free is left by inserts before page pruning frees it, and short runs then fill pages
@@ -29,37 +29,58 @@ export const JOB_SCHEDULER_STORAGE_PARAMETERS: ReadonlyArray<readonly [name: str
 /** `name=value` as pg_class.reloptions lists it. */
 const asOption = ([name, value]: readonly [string, string]): string => `${name}=${value}`;
 
+/** Finished runs by age, for prune (see the prune statement in job-scheduler.sql.ts). */
+export const JOB_SCHEDULER_CREATED_AT_INDEX = 'IDX_job_scheduler_created_at';
+
 /**
- * Sets the table's storage parameters for heavy insert + delete churn (a run per occurrence,
- * retention deleting the old ones): a fillfactor that keeps heartbeat and complete HOT, and
- * autovacuum / autoanalyze started after 2% of the table changed rather than 20%.
+ * Tunes the table for heavy insert + delete churn (a run per occurrence, retention deleting the
+ * old ones):
  *
- * Online: ALTER TABLE ... SET takes a SHARE UPDATE EXCLUSIVE lock (reads and writes go on) and
- * rewrites nothing. The fillfactor applies to pages filled from now on; existing full pages keep
- * their layout until their rows are deleted (or VACUUM FULL / pg_repack rewrites the table).
- *
- * An operator's own setting wins: `up` sets only the parameters the table does not have yet, and
- * `down` resets only those still at the value `up` gives them.
+ * - storage parameters: a fillfactor that keeps heartbeat and complete HOT, and autovacuum /
+ *   autoanalyze started after 2% of the table changed rather than 20%. Online: ALTER TABLE ... SET
+ *   takes a SHARE UPDATE EXCLUSIVE lock (reads and writes go on) and rewrites nothing; the
+ *   fillfactor applies to pages filled from now on. An operator's own setting wins: `up` sets only
+ *   the parameters the table does not have yet, and `down` resets only those still at our value.
+ * - a btree on "createdAt", so that a prune batch reads the old rows only, not the whole table.
+ *   "createdAt" never changes after the insert, so the index keeps updates HOT (an index on
+ *   "modifiedAt", or one restricted to finished rows, would not). Built inside the migration
+ *   transaction like the others (TypeORM's default mode forbids opting out), which blocks writes
+ *   to the table while it builds (about a second per million rows here): on a large table, create
+ *   it beforehand with CREATE INDEX CONCURRENTLY (README, "Table settings for churn") and this
+ *   step keeps it. An invalid index of that name (a concurrent build that failed) is rebuilt.
  */
 export class TuneJobSchedulerTableForChurn1764547200004 implements MigrationInterface {
   name = 'TuneJobSchedulerTableForChurn1764547200004';
 
   async up(queryRunner: QueryRunner): Promise<void> {
-    const { table } = jobSchedulerTableNames(queryRunner);
+    const { table, schemaPrefix } = jobSchedulerTableNames(queryRunner);
     const current = await currentOptions(queryRunner);
     const missing = JOB_SCHEDULER_STORAGE_PARAMETERS.filter(([name]) => !current.some((option) => option.startsWith(`${name}=`)));
-    if (missing.length === 0) return;
-    await queryRunner.query(`ALTER TABLE ${table} SET (${missing.map(asOption).join(', ')})`);
+    if (missing.length > 0) await queryRunner.query(`ALTER TABLE ${table} SET (${missing.map(asOption).join(', ')})`);
+    if ((await createdAtIndexValid(queryRunner)) === false) {
+      await queryRunner.query(`DROP INDEX ${schemaPrefix}"${JOB_SCHEDULER_CREATED_AT_INDEX}"`);
+    }
+    await queryRunner.query(`CREATE INDEX IF NOT EXISTS "${JOB_SCHEDULER_CREATED_AT_INDEX}" ON ${table} ("createdAt")`);
   }
 
   async down(queryRunner: QueryRunner): Promise<void> {
-    const { table } = jobSchedulerTableNames(queryRunner);
+    const { table, schemaPrefix } = jobSchedulerTableNames(queryRunner);
+    await queryRunner.query(`DROP INDEX IF EXISTS ${schemaPrefix}"${JOB_SCHEDULER_CREATED_AT_INDEX}"`);
     const current = await currentOptions(queryRunner);
     const ours = JOB_SCHEDULER_STORAGE_PARAMETERS.filter((parameter) => current.includes(asOption(parameter)));
-    if (ours.length === 0) return;
-    await queryRunner.query(`ALTER TABLE ${table} RESET (${ours.map(([name]) => name).join(', ')})`);
+    if (ours.length > 0) await queryRunner.query(`ALTER TABLE ${table} RESET (${ours.map(([name]) => name).join(', ')})`);
   }
 }
+
+/** Whether the "createdAt" index is usable; null when there is none. */
+const createdAtIndexValid = async (queryRunner: QueryRunner): Promise<boolean | null> => {
+  const { schemaLiteral } = jobSchedulerTableNames(queryRunner);
+  const rows: { valid: boolean }[] = await queryRunner.query(
+    `SELECT i.indisvalid AS valid FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid JOIN pg_namespace n ON n.oid = c.relnamespace
+     WHERE n.nspname = ${schemaLiteral} AND c.relname = '${JOB_SCHEDULER_CREATED_AT_INDEX}'`,
+  );
+  return rows[0]?.valid ?? null;
+};
 
 /** The table's storage parameters, as `name=value` (none when it has no table yet). */
 const currentOptions = async (queryRunner: QueryRunner): Promise<string[]> => {

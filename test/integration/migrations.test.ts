@@ -1,18 +1,9 @@
 import { DataSource } from 'typeorm';
 import { JobScheduler, JobSchedulerMigrations, JobSchedulerService, JobSchedulerType } from '../../src/features';
-import { JOB_SCHEDULER_STORAGE_PARAMETERS } from '../../migrations/1764547200004-TuneJobSchedulerTableForChurn';
 import { buildLockKey } from '../../src/features/job-scheduler/job-identity';
-import { createTestDatabase, type TestDatabase } from '../support/test-database';
+import { freshDatabasePerTest, type TestDatabase } from '../support/test-database';
 
-const databases: TestDatabase[] = [];
-afterAll(async () => {
-  await Promise.all(databases.map((database) => database.drop()));
-});
-const fresh = async (migrate: boolean) => {
-  const database = await createTestDatabase({ migrate });
-  databases.push(database);
-  return database;
-};
+const fresh = freshDatabasePerTest();
 
 const columnsOf = async (database: TestDatabase) =>
   Object.fromEntries(
@@ -23,13 +14,6 @@ const columnsOf = async (database: TestDatabase) =>
       )
     ).map((column) => [column.column_name, column]),
   );
-
-const storageParameters = async (database: TestDatabase, table = '"job-scheduler"') => {
-  const [row] = await database.sql<{ reloptions: string[] | null }>(`SELECT reloptions FROM pg_class WHERE oid = $1::regclass`, [table]);
-  return row.reloptions ?? [];
-};
-
-const CHURN_PARAMETERS = JOB_SCHEDULER_STORAGE_PARAMETERS.map(([name, value]) => `${name}=${value}`);
 
 const migrate = async (database: TestDatabase) => {
   const dataSource = await database.dataSource({ migrations: [...JobSchedulerMigrations], poolSize: 1 });
@@ -100,45 +84,6 @@ describe('migrations', () => {
     expect(Object.keys(await columnsOf(database))).toContain('fencingToken');
   });
 
-  it('tune the table for churn (fillfactor, autovacuum), and take the settings back on revert', async () => {
-    const database = await fresh(true);
-    expect(await storageParameters(database)).toEqual(CHURN_PARAMETERS);
-    expect(CHURN_PARAMETERS).toContain('fillfactor=95');
-    const dataSource = await database.dataSource({ migrations: [...JobSchedulerMigrations], poolSize: 1 });
-    await dataSource.undoLastMigration();
-    expect(await storageParameters(database)).toEqual([]);
-    await dataSource.runMigrations();
-    expect(await storageParameters(database)).toEqual(CHURN_PARAMETERS);
-    await dataSource.destroy();
-  });
-
-  it("tune the table without overriding an operator's own settings, nor removing them on revert", async () => {
-    const database = await fresh(false);
-    const dataSource = await database.dataSource({ migrations: [...JobSchedulerMigrations].slice(0, 4), poolSize: 1 });
-    await dataSource.runMigrations();
-    await dataSource.destroy();
-    await database.sql(`ALTER TABLE "job-scheduler" SET (fillfactor = 70, autovacuum_vacuum_cost_delay = 1)`);
-    await migrate(database);
-    const tuned = await storageParameters(database);
-    expect(tuned).toEqual(expect.arrayContaining(['fillfactor=70', 'autovacuum_vacuum_cost_delay=1', ...CHURN_PARAMETERS.filter((option) => !option.startsWith('fillfactor='))]));
-    expect(tuned).toHaveLength(CHURN_PARAMETERS.length + 1);
-    const reverting = await database.dataSource({ migrations: [...JobSchedulerMigrations], poolSize: 1 });
-    await reverting.undoLastMigration();
-    await reverting.destroy();
-    expect(await storageParameters(database)).toEqual(['fillfactor=70', 'autovacuum_vacuum_cost_delay=1']);
-  });
-
-  it('tune the table in the DataSource schema', async () => {
-    const database = await fresh(false);
-    await database.sql('CREATE SCHEMA "jobs"');
-    const dataSource = await database.dataSource({ migrations: [...JobSchedulerMigrations], schema: 'jobs', poolSize: 1 });
-    await dataSource.runMigrations();
-    expect(await storageParameters(database, '"jobs"."job-scheduler"')).toEqual(CHURN_PARAMETERS);
-    await dataSource.undoLastMigration();
-    expect(await storageParameters(database, '"jobs"."job-scheduler"')).toEqual([]);
-    await dataSource.destroy();
-  });
-
   it('upgrade a 1.1 table in place: rows, ids and keys kept, finished runs stay finished', async () => {
     const database = await fresh(false);
     await database.sql(TABLE_11);
@@ -191,7 +136,7 @@ describe('migrations', () => {
     expect(await migrate(database)).toEqual([]);
   });
 
-  it('synchronize: true on a migrated database keeps its columns, keys and index', async () => {
+  it('synchronize: true on a migrated database keeps its columns, keys and indexes', async () => {
     const database = await fresh(true);
     const dataSource = await database.dataSource({ synchronize: true, poolSize: 1 });
     const pending = await dataSource.driver.createSchemaBuilder().log();
@@ -201,7 +146,10 @@ describe('migrations', () => {
       'ALTER TABLE "job-scheduler" ALTER COLUMN "id" SET DEFAULT gen_random_uuid()',
     ]);
     await dataSource.destroy();
-    expect(await database.sql(`SELECT 1 AS ok FROM pg_indexes WHERE indexname = 'IDX_job_scheduler_code_run_key'`)).toEqual([{ ok: 1 }]);
+    expect(await database.sql(`SELECT indexname FROM pg_indexes WHERE indexname LIKE 'IDX_job_scheduler_%' ORDER BY 1`)).toEqual([
+      { indexname: 'IDX_job_scheduler_code_run_key' },
+      { indexname: 'IDX_job_scheduler_created_at' },
+    ]);
   });
 
   it('synchronize: true builds a working table for prototypes', async () => {
@@ -214,6 +162,10 @@ describe('migrations', () => {
       expect(lock).toMatchObject({ acquired: true, fencingToken: 1 });
       if (lock.acquired) expect(await jobs.complete(lock, { ok: true })).toBe(true);
       expect(await jobs.acquire({ code: 'proto', runKey: 'r' })).toEqual({ acquired: false });
+      // The index prune reads by is declared on the entity; the storage parameters are the migration's only.
+      expect(await database.sql(`SELECT indexdef FROM pg_indexes WHERE indexname = 'IDX_job_scheduler_created_at'`)).toEqual([
+        { indexdef: expect.stringContaining('USING btree ("createdAt")') },
+      ]);
     } finally {
       await dataSource.destroy();
     }
