@@ -11,6 +11,7 @@ import type { FigureSheet } from '../support/report';
 import { seedRetainedHistory } from '../support/retained-history';
 import { startRetentionPruner } from '../support/retention-pruner';
 import { pairedRatios, percentile, spread } from '../support/statistics';
+import { BEFORE_TUNING, type TableSetup, TUNED } from '../support/table-setups';
 import { openTableProbe } from '../support/table-stats';
 import type { Scenario } from './scenario';
 
@@ -28,21 +29,29 @@ const SIZES = {
 };
 type Sizes = (typeof SIZES)['full'];
 
-/** The soak's arrival rate, ten times it, and the soak's rate over a table that keeps a long history. */
+/**
+ * The soak's arrival rate, ten times it, and the soak's rate over a table that keeps a long
+ * history, with and without migration 0004 (its "createdAt" index is what prune reads by).
+ */
 interface ChurnCase {
   target: number;
   /** Finished rows already in the table, ageing out at the arrival rate (0: a table of one horizon). */
   retained: number;
+  setup: TableSetup;
 }
 
+/** The soak's rate: ~250 new rows a second (issue 14). */
+const SOAK_RATE = 250;
+
 const casesFor = (sizes: Sizes): ChurnCase[] => [
-  { target: 250, retained: 0 },
-  { target: 2_500, retained: 0 },
-  { target: 250, retained: sizes.retainedRows },
+  { target: SOAK_RATE, retained: 0, setup: TUNED },
+  { target: 10 * SOAK_RATE, retained: 0, setup: TUNED },
+  { target: SOAK_RATE, retained: sizes.retainedRows, setup: TUNED },
+  { target: SOAK_RATE, retained: sizes.retainedRows, setup: BEFORE_TUNING },
 ];
 
-const caseLabel = ({ target, retained }: ChurnCase): string =>
-  `${formatNumber(target)} runs/s${retained > 0 ? `, ${retained.toExponential(0).replace('+', '')} rows retained` : ''}`;
+const caseLabel = ({ target, retained, setup }: ChurnCase): string =>
+  `${formatNumber(target)} runs/s${retained > 0 ? `, ${retained.toExponential(0).replace('+', '')} rows retained` : ''}${setup === TUNED ? '' : `, ${setup.name}`}`;
 
 /** Full cycles back to back from many callers: the most this machine runs, which caps the rate tried. */
 const calibrate = async (nodes: readonly JobSchedulerService[], durationMs: number): Promise<number> => {
@@ -53,6 +62,8 @@ const calibrate = async (nodes: readonly JobSchedulerService[], durationMs: numb
 };
 
 interface CaseRun {
+  /** Full cycles per second of the closed-loop calibration. */
+  maximum: number;
   rate: number;
   horizonMs: number;
   windows: KeepUpWindow[];
@@ -68,7 +79,7 @@ interface CaseRun {
 }
 
 const measureCase = async (churnCase: ChurnCase, sizes: Sizes, repetitions: number, cleanup: CleanupStack, log: (message: string) => void): Promise<CaseRun> => {
-  const database = await createBenchDatabase(cleanup);
+  const database = await createBenchDatabase(cleanup, churnCase.setup.migrations);
   const table = await openTableProbe(database, cleanup);
   const walPosition = await openWalProbe(database, cleanup);
   const nodes: JobSchedulerService[] = [];
@@ -104,6 +115,7 @@ const measureCase = async (churnCase: ChurnCase, sizes: Sizes, repetitions: numb
       );
     const updates = after.updates - before.updates;
     return {
+      maximum,
       rate,
       horizonMs,
       windows,
@@ -147,15 +159,27 @@ const report = (sheet: FigureSheet, churnCase: ChurnCase, run: CaseRun, quick: b
   sheet.add(caseName, variant, 'autoanalyze runs', '', [run.autoanalyzes]);
   for (const [name, scans] of run.indexScans) sheet.add(caseName, variant, `index scans of ${name}`, '', [scans]);
 
-  const capped = run.rate < churnCase.target ? ` (capped at ${formatNumber(run.rate)}: this machine's limit)` : '';
+  const capped =
+    run.rate < churnCase.target
+      ? ` (generated at most ${formatNumber(run.rate)}/s: ${HEADROOM * 100}% of this machine's closed-loop maximum of ${formatNumber(run.maximum)} full cycles/s; the target rate was not reached)`
+      : '';
   sheet.goal(`arrival rate, ${caseName}`, `≥ 95% of ${formatNumber(churnCase.target)} runs/s`, `${formatSpread(arrivals, 'runs/s')}${capped}`, quick ? null : arrivals.median >= 0.95 * churnCase.target);
   const keepsUp = spread(run.windows.map((window, index) => window.pruneCapacity / run.arrivals[index]));
   sheet.goal(
     `prune rate ≥ arrival rate, ${caseName}`,
-    'rows deleted per second of pruning ≥ runs arriving per second, every window',
+    `rows deleted per second of pruning ≥ runs arriving per second (${formatNumber(arrivals.median)}/s reached), every window`,
     `${formatSpread(capacity, 'rows/s')} vs ${formatSpread(arrivals, 'runs/s')}; deleted ${formatSpread(deletions, 'rows/s')}`,
     keepsUp.min >= 1,
   );
+  if (run.rate < churnCase.target) {
+    // Arrivals could not be generated at the target rate: what pruning could sustain is its capacity.
+    sheet.goal(
+      `prune capacity ≥ ${formatNumber(churnCase.target)} rows/s (the rate not reached), ${caseName}`,
+      `rows deleted per second of pruning ≥ ${formatNumber(churnCase.target)}, every window (measured under ${formatNumber(arrivals.median)} arrivals/s)`,
+      formatSpread(capacity, 'rows/s'),
+      capacity.min >= churnCase.target,
+    );
+  }
   sheet.goal(
     `table bounded, ${caseName}`,
     `rows past the horizon + 2 passes ≤ ${formatNumber(BATCH_SIZE)} (one batch), every window`,
@@ -185,7 +209,7 @@ export const retentionChurn: Scenario = {
       `Each run: acquire, heartbeat ${sizes.holdMs / 2} ms later, complete ${sizes.holdMs / 2} ms after that, of a fresh occurrence (50 codes, ISO 8601 runKeys), started on ${NODES} library nodes in turn (pool ${POOL_SIZE} each) at a fixed rate (open loop). Retention: a fifth node calls prune({ olderThan: horizon, batchSize: ${BATCH_SIZE}, limit: ${BATCH_SIZE} }) batch after batch until one comes back short, then waits ${sizes.everyMs} ms, as JobRetention does every period.`,
     );
     sheet.note(
-      `Horizon ${sizes.horizonMs / 1000} s: the table holds one horizon of runs. "rows retained": ${formatNumber(sizes.retainedRows)} finished runs seeded first, their ages spread over a horizon of rows ÷ rate and scrambled across the heap (as after days of retention and autovacuum), so that they age out at the arrival rate anywhere in the table: the prune statement has no index on age, and each batch that comes back short has read the whole table.`,
+      `Horizon ${sizes.horizonMs / 1000} s: the table holds one horizon of runs. "rows retained": ${formatNumber(sizes.retainedRows)} finished runs seeded first, their ages spread over a horizon of rows ÷ rate and scrambled across the heap (as after days of retention and autovacuum), so that they age out at the arrival rate anywhere in the table: before migration 0004 the prune statement has no index to find them by, and each batch that comes back short reads the whole table; with it, prune reads the rows older than the cutoff by IDX_job_scheduler_created_at.`,
     );
     sheet.note(
       `A rate above ${HEADROOM * 100}% of the machine's closed-loop maximum (${CALIBRATION_CALLERS} callers, full cycles back to back, measured first on each database) is capped there: the load generator, the nodes and PostgreSQL share the same 2 cores, and beyond it arrivals only queue.`,
@@ -196,7 +220,7 @@ export const retentionChurn: Scenario = {
     return {
       sizes: `${cases.map(caseLabel).join('; ')}, a database each; ${NODES} nodes (pool ${POOL_SIZE}) + a retention node (pool 2); ${sizes.windows} keep-up windows of ${sizes.windowMs / 1000} s; ${repetitions} repetitions of ${sizes.slices} × 2 interleaved slices of ${sizes.sliceMs / 1000} s`,
       variants: {
-        [SHIPPED.name]: SHIPPED.description,
+        [SHIPPED.name]: `${SHIPPED.description}; the table ${TUNED.description} (the cases marked "${BEFORE_TUNING.name}": ${BEFORE_TUNING.description})`,
         [WITH_PRUNING.name]: 'acquires of the load while retention runs',
         [WITHOUT_PRUNING.name]: 'acquires of the same load while retention is paused',
       },

@@ -1,7 +1,7 @@
 import type { JobSchedulerService } from '../../src/features';
 import { createBenchDatabase } from '../support/bench-database';
 import type { CleanupStack } from '../support/cleanup';
-import { addRunFootprints, WITH_TUNING, WITHOUT_TUNING } from '../support/footprint-figures';
+import { addRunFootprints } from '../support/footprint-figures';
 import { formatNumber, formatSpread } from '../support/format';
 import { GROWTH_CODE, measureTableSize, nextTickRunKey, seedPastTicks } from '../support/growth-seed';
 import { interleave } from '../support/interleave';
@@ -9,6 +9,7 @@ import { BENCH_LEASE_MS } from '../support/lease-node';
 import { SHIPPED, startLibraryNode } from '../support/library-variants';
 import type { FigureSheet } from '../support/report';
 import { pairedRatios, percentile } from '../support/statistics';
+import { BEFORE_TUNING, TUNED } from '../support/table-setups';
 import type { Scenario } from './scenario';
 
 const SIZES = {
@@ -121,8 +122,8 @@ export const tableGrowth: Scenario = {
       sizes: `${sizes.rows.map(rowsLabel).join(', ')}, a database each; 1 caller, sequential cycles, pool 2; ${repetitions} repetitions of ${sizes.slices} interleaved slices of ${sizes.sliceMs} ms per size. Footprint: ${formatNumber(sizes.footprint.runs)} full cycles at ${sizes.footprint.ratePerSecond}/s on a fresh database per setup and run length, ${sizes.footprint.repetitions} interleaved repetitions`,
       variants: {
         [SHIPPED.name]: SHIPPED.description,
-        [WITHOUT_TUNING.name]: WITHOUT_TUNING.description,
-        [WITH_TUNING.name]: WITH_TUNING.description,
+        [BEFORE_TUNING.name]: BEFORE_TUNING.description,
+        [TUNED.name]: TUNED.description,
       },
     };
   },

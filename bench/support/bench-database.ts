@@ -27,6 +27,16 @@ export const createBenchDatabase = async (
   return database;
 };
 
+/** A CHECKPOINT, so that what follows pays its full-page images as after any checkpoint. */
+export const checkpoint = async (database: TestDatabase): Promise<void> => {
+  try {
+    await database.sql('CHECKPOINT');
+  } catch (error) {
+    // Needs superuser or pg_checkpoint on a server given by DATABASE_URL; the checkpointer will come.
+    if ((error as { code?: unknown }).code !== '42501') throw error;
+  }
+};
+
 /** Reads the server's WAL insert position (cluster-wide), as a byte count. */
 export type WalProbe = () => Promise<bigint>;
 

@@ -1,5 +1,3 @@
-import { JOB_SCHEDULER_STORAGE_PARAMETERS } from '../../migrations/1764547200004-TuneJobSchedulerTableForChurn';
-import { JobSchedulerMigrations } from '../../src/features';
 import { createBenchDatabase } from './bench-database';
 import { type CleanupStack, withCleanup } from './cleanup';
 import { formatNumber, formatSpread } from './format';
@@ -7,25 +5,7 @@ import { interleave } from './interleave';
 import type { FigureSheet } from './report';
 import { footprintTotalBytes, measureRunFootprint, type RunFootprint } from './run-footprint';
 import { pairedRatios, spread } from './statistics';
-
-/** The table with and without the storage parameters of migration 5. */
-export interface TableSetup {
-  name: string;
-  description: string;
-  migrations: ReadonlyArray<(typeof JobSchedulerMigrations)[number]>;
-}
-
-export const WITHOUT_TUNING: TableSetup = {
-  name: 'migrations 1–4',
-  description: 'the table as migrations 1 to 4 leave it: fillfactor 100, the server’s autovacuum settings',
-  migrations: JobSchedulerMigrations.slice(0, 4),
-};
-
-export const WITH_TUNING: TableSetup = {
-  name: 'migrations 1–5',
-  description: `all migrations: TuneJobSchedulerTableForChurn1764547200004 sets ${JOB_SCHEDULER_STORAGE_PARAMETERS.map(([name, value]) => `${name}=${value}`).join(', ')}`,
-  migrations: JobSchedulerMigrations,
-};
+import { BEFORE_TUNING, TUNED } from './table-setups';
 
 export interface FootprintSizes {
   runs: number;
@@ -39,7 +19,7 @@ const perMillion = (bytes: number, runs: number): number => ((bytes / runs) * 1e
 
 /** Fresh databases of both setups, interleaved, `sizes.runs` full cycles each; figures per run length. */
 export const addRunFootprints = async (sheet: FigureSheet, sizes: FootprintSizes, log: (message: string) => void): Promise<void> => {
-  const setups = [WITHOUT_TUNING, WITH_TUNING];
+  const setups = [BEFORE_TUNING, TUNED];
   for (const holdMs of sizes.holdsMs) {
     const caseName = `${formatNumber(sizes.runs)} runs of ${formatNumber(holdMs)} ms`;
     log(`table-growth: footprint, ${caseName}, ${setups.length} setups x ${sizes.repetitions}`);
@@ -60,17 +40,17 @@ export const addRunFootprints = async (sheet: FigureSheet, sizes: FootprintSizes
       add('WAL per run', 'bytes', (footprint) => footprint.walBytes / footprint.runs);
       add('HOT updates (heartbeat + complete)', '%', (footprint) => (100 * footprint.hotUpdates) / footprint.updates);
     }
-    const before = results.get(WITHOUT_TUNING) ?? [];
-    const after = results.get(WITH_TUNING) ?? [];
+    const before = results.get(BEFORE_TUNING) ?? [];
+    const after = results.get(TUNED) ?? [];
     const bytes = (footprints: RunFootprint[]) => footprints.map((footprint) => footprintTotalBytes(footprint) / footprint.runs);
     const wal = (footprints: RunFootprint[]) => footprints.map((footprint) => footprint.walBytes / footprint.runs);
     const hot = (footprints: RunFootprint[]) => footprints.map((footprint) => (100 * footprint.hotUpdates) / footprint.updates);
-    const label = `${WITH_TUNING.name} ÷ ${WITHOUT_TUNING.name}`;
+    const label = `${TUNED.name} ÷ ${BEFORE_TUNING.name}`;
     const bytesRatio = sheet.addRatio(caseName, label, 'table + indexes ratio', pairedRatios(bytes(after), bytes(before)));
     const walRatio = sheet.addRatio(caseName, label, 'WAL ratio', pairedRatios(wal(after), wal(before)));
     const spreadOf = (values: number[], unit: string) => formatSpread(spread(values), unit);
-    sheet.goal(`table + indexes per run, ${caseName}`, 'reported (1–4 → 1–5)', `${spreadOf(bytes(before), 'bytes')} → ${spreadOf(bytes(after), 'bytes')} (${formatSpread(bytesRatio, 'x')})`, null);
-    sheet.goal(`WAL per run, ${caseName}`, 'reported (1–4 → 1–5)', `${spreadOf(wal(before), 'bytes')} → ${spreadOf(wal(after), 'bytes')} (${formatSpread(walRatio, 'x')})`, null);
-    sheet.goal(`HOT updates, ${caseName}`, 'reported (1–4 → 1–5)', `${spreadOf(hot(before), '%')} → ${spreadOf(hot(after), '%')}`, null);
+    sheet.goal(`table + indexes per run, ${caseName}`, `reported (${BEFORE_TUNING.name} → ${TUNED.name})`, `${spreadOf(bytes(before), 'bytes')} → ${spreadOf(bytes(after), 'bytes')} (${formatSpread(bytesRatio, 'x')})`, null);
+    sheet.goal(`WAL per run, ${caseName}`, `reported (${BEFORE_TUNING.name} → ${TUNED.name})`, `${spreadOf(wal(before), 'bytes')} → ${spreadOf(wal(after), 'bytes')} (${formatSpread(walRatio, 'x')})`, null);
+    sheet.goal(`HOT updates, ${caseName}`, `reported (${BEFORE_TUNING.name} → ${TUNED.name})`, `${spreadOf(hot(before), '%')} → ${spreadOf(hot(after), '%')}`, null);
   }
 };

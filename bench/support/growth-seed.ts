@@ -1,6 +1,7 @@
 import { JobSchedulerType } from '../../src/features/job-scheduler/job-scheduler.entity';
 import { buildLockKey } from '../../src/features/job-scheduler/job-identity';
 import type { TestDatabase } from '../../test/support/test-database';
+import { checkpoint } from './bench-database';
 
 export const GROWTH_CODE = 'growth';
 
@@ -35,16 +36,6 @@ export const seedPastTicks = async (database: TestDatabase, rows: number): Promi
   }
   await database.sql('VACUUM (ANALYZE) "job-scheduler"');
   await checkpoint(database);
-};
-
-/** A CHECKPOINT, so that what follows pays its full-page images as after any checkpoint. */
-export const checkpoint = async (database: TestDatabase): Promise<void> => {
-  try {
-    await database.sql('CHECKPOINT');
-  } catch (error) {
-    // Needs superuser or pg_checkpoint on a server given by DATABASE_URL; the checkpointer will come.
-    if ((error as { code?: unknown }).code !== '42501') throw error;
-  }
 };
 
 /** Future ticks, in order, as the scheduler writes them after the seeded past. */

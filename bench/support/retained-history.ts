@@ -1,5 +1,5 @@
 import type { TestDatabase } from '../../test/support/test-database';
-import { checkpoint } from './growth-seed';
+import { checkpoint } from './bench-database';
 
 /** A prime: i → (i × SCRAMBLE) mod rows is a permutation of 0..rows-1 unless SCRAMBLE divides rows. */
 const SCRAMBLE = 7919;

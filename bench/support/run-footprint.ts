@@ -1,10 +1,9 @@
 import type { JobSchedulerService } from '../../src/features';
 import type { TestDatabase } from '../../test/support/test-database';
-import { openWalProbe } from './bench-database';
+import { checkpoint, openWalProbe } from './bench-database';
 import { startChurnLoad } from './churn-load';
 import { type CleanupStack, withCleanup } from './cleanup';
 import { sleep } from './deferred';
-import { checkpoint } from './growth-seed';
 import { SHIPPED, startLibraryNode } from './library-variants';
 import { openTableProbe, type TableStats, totalIndexBytes } from './table-stats';
 
