@@ -6,11 +6,10 @@ import { jobSchedulerTableNames } from './support/job-scheduler-table-names';
  * figures of `npm run bench -- table-growth retention-churn`).
  *
  * - fillfactor: heartbeat and complete change no indexed column ("id", "lockKey", "code",
- *   "runKey", "createdAt"), so they are HOT updates (no new index entries, less WAL) when the row's page has
- *   room for the new version. Rows inserted into space that vacuum freed land on full pages;
- *   leaving 5% free keeps their updates HOT. Not lower: with rows of about 200 bytes, a page that
- *   keeps 10% free is left by inserts before page pruning frees it, and short runs then fill pages
- *   a third full until vacuum comes.
+ *   "runKey", "createdAt"), so they are HOT updates (no new index entries, less WAL) when the
+ *   row's page has room for the new version. Rows inserted into space that vacuum freed land on
+ *   full pages; leaving 5% free keeps their updates HOT. Not lower: inserts never use the space
+ *   kept free, so every point more makes the table larger for every run.
  * - autovacuum: retention deletes rows as fast as they arrive; at the default scale factor (20% of
  *   the table dead before a vacuum) a table kept 30 days carries 6 days of deleted rows before
  *   their space is reused. These start a vacuum (and an analyze) after 2% of the table changed,

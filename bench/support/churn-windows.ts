@@ -61,6 +61,22 @@ export const measureKeepUp = async (context: KeepUpContext, count: number, windo
   return windows;
 };
 
+/**
+ * Waits until a retention pass comes back short (nothing past the horizon left), at most
+ * `timeoutMs`; returns the ms waited. A seeded history starts with a backlog: its ages were set
+ * relative to the start of the seeding transaction.
+ */
+export const waitUntilCaughtUp = async (pruner: RetentionPruner, batchSize: number, timeoutMs: number): Promise<number> => {
+  const from = performance.now();
+  const seen = pruner.batches.length;
+  while (performance.now() - from < timeoutMs) {
+    const last = pruner.batches.length > seen ? pruner.batches[pruner.batches.length - 1] : undefined;
+    if (last && last.deleted < batchSize) break;
+    await sleep(100);
+  }
+  return performance.now() - from;
+};
+
 export interface PruningCondition {
   name: 'with pruning' | 'without pruning';
   pruning: boolean;

@@ -1,5 +1,5 @@
 import { JOB_SCHEDULER_CREATED_AT_INDEX, JOB_SCHEDULER_STORAGE_PARAMETERS } from '../../migrations/1764547200004-TuneJobSchedulerTableForChurn';
-import { JobSchedulerMigrations } from '../../src/features';
+import { JobSchedulerMigrations, TuneJobSchedulerTableForChurn1764547200004 } from '../../src/features';
 
 /** The lease table as a given prefix of the library's migrations leaves it. */
 export interface TableSetup {
@@ -8,7 +8,7 @@ export interface TableSetup {
   migrations: ReadonlyArray<(typeof JobSchedulerMigrations)[number]>;
 }
 
-const TUNING = JobSchedulerMigrations.findIndex((migration) => migration.name === 'TuneJobSchedulerTableForChurn1764547200004');
+const TUNING = JobSchedulerMigrations.findIndex((migration) => migration === TuneJobSchedulerTableForChurn1764547200004);
 
 export const BEFORE_TUNING: TableSetup = {
   name: 'before 0004',
