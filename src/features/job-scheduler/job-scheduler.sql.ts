@@ -259,8 +259,8 @@ LIMIT 1`.trim();
   // rows never match; INITIAL SUCCESS rows only when asked (deleting one makes a run-once job run
   // again). SKIP LOCKED leaves a row an acquire is reclaiming right now; the WHERE is re-checked
   // on the locked version, so a row reclaimed meanwhile (RUNNING again) is kept.
-  // The "createdAt" bound adds no condition (a row is created before its last write) but lets
-  // IDX_job_scheduler_created_at find the old rows: "modifiedAt" changes on every heartbeat and
+  // The "createdAt" bound adds no condition (a row is created before its last write; a clock
+  // stepping back could only delay a deletion) but lets IDX_job_scheduler_created_at find the old rows: "modifiedAt" changes on every heartbeat and
   // complete, and an index on it would cost those updates their HOT path. Planned for its values
   // each time (planEachTime): a cached generic plan does not see the cutoff and scans the table.
   const pruneCutoff = `CURRENT_TIMESTAMP - $3::bigint * INTERVAL '1 millisecond'`;
