@@ -1,6 +1,7 @@
 import type { JobSchedulerService } from '../../src/features';
 import { createBenchDatabase } from '../support/bench-database';
 import type { CleanupStack } from '../support/cleanup';
+import { addRunFootprints } from '../support/footprint-figures';
 import { formatNumber, formatSpread } from '../support/format';
 import { GROWTH_CODE, measureTableSize, nextTickRunKey, seedPastTicks } from '../support/growth-seed';
 import { interleave } from '../support/interleave';
@@ -8,11 +9,12 @@ import { BENCH_LEASE_MS } from '../support/lease-node';
 import { SHIPPED, startLibraryNode } from '../support/library-variants';
 import type { FigureSheet } from '../support/report';
 import { pairedRatios, percentile } from '../support/statistics';
+import { BEFORE_TUNING, TUNED } from '../support/table-setups';
 import type { Scenario } from './scenario';
 
 const SIZES = {
-  full: { rows: [1e3, 1e5, 1e6], slices: 4, sliceMs: 300, warmUpMs: 300 },
-  quick: { rows: [1e3, 3e3, 1e4], slices: 1, sliceMs: 150, warmUpMs: 100 },
+  full: { rows: [1e3, 1e5, 1e6], slices: 4, sliceMs: 300, warmUpMs: 300, footprint: { runs: 3_000, ratePerSecond: 250, holdsMs: [0, 2_000], repetitions: 3 } },
+  quick: { rows: [1e3, 3e3, 1e4], slices: 1, sliceMs: 150, warmUpMs: 100, footprint: { runs: 1_000, ratePerSecond: 250, holdsMs: [0, 2_000], repetitions: 1 } },
 };
 const P99_GOAL = 1.5;
 
@@ -110,13 +112,19 @@ export const tableGrowth: Scenario = {
     const largestSize = sheet.figures.find((figure) => figure.case === rowsLabel(tables[tables.length - 1].rows) && figure.metric === 'table + indexes per 1e6 rows');
     sheet.goal('table + indexes per 1e6 rows', 'reported', largestSize ? `${formatNumber(largestSize.spread.median)} MiB` : 'n/a', null);
 
+    await addRunFootprints(sheet, sizes.footprint, log);
+
     if (quick) sheet.note(`Quick mode seeds at most ${formatNumber(sizes.rows[sizes.rows.length - 1])} rows: the 1e6 goal is judged by the full run only.`);
     sheet.note(
       'Seeded rows: one SUCCESS row per past minute tick of one code, with the lock keys the library computes (checked against buildLockKey), then VACUUM ANALYZE and CHECKPOINT. Measured cycles take the following ticks, as the scheduler does. Sizes per 1e6 rows at 1e3 rows are mostly fixed page overhead.',
     );
     return {
-      sizes: `${sizes.rows.map(rowsLabel).join(', ')}, a database each; 1 caller, sequential cycles, pool 2; ${repetitions} repetitions of ${sizes.slices} interleaved slices of ${sizes.sliceMs} ms per size`,
-      variants: { [SHIPPED.name]: SHIPPED.description },
+      sizes: `${sizes.rows.map(rowsLabel).join(', ')}, a database each; 1 caller, sequential cycles, pool 2; ${repetitions} repetitions of ${sizes.slices} interleaved slices of ${sizes.sliceMs} ms per size. Footprint: ${formatNumber(sizes.footprint.runs)} full cycles at ${sizes.footprint.ratePerSecond}/s on a fresh database per setup and run length, ${sizes.footprint.repetitions} interleaved repetitions`,
+      variants: {
+        [SHIPPED.name]: SHIPPED.description,
+        [BEFORE_TUNING.name]: BEFORE_TUNING.description,
+        [TUNED.name]: TUNED.description,
+      },
     };
   },
 };

@@ -6,13 +6,16 @@ import type { FigureSheet } from './report';
 
 /**
  * A fresh database on the bench server with the schema applied by the library's migrations
- * (JobSchedulerMigrations, each in its own transaction unless it runs without one, as an
- * application would run them), dropped when the scenario ends.
+ * (JobSchedulerMigrations, or the first of them given, each in its own transaction unless it runs
+ * without one, as an application would run them), dropped when the scenario ends.
  */
-export const createBenchDatabase = async (cleanup: CleanupStack): Promise<TestDatabase> => {
+export const createBenchDatabase = async (
+  cleanup: CleanupStack,
+  migrations: ReadonlyArray<(typeof JobSchedulerMigrations)[number]> = JobSchedulerMigrations,
+): Promise<TestDatabase> => {
   const database = cleanup.add(await createTestDatabase({ migrate: false }), (created) => created.drop());
   const migrator = await database.dataSource({
-    migrations: [...JobSchedulerMigrations],
+    migrations: [...migrations],
     migrationsTransactionMode: 'each',
     poolSize: 1,
   });
@@ -22,6 +25,16 @@ export const createBenchDatabase = async (cleanup: CleanupStack): Promise<TestDa
     await migrator.destroy();
   }
   return database;
+};
+
+/** A CHECKPOINT, so that what follows pays its full-page images as after any checkpoint. */
+export const checkpoint = async (database: TestDatabase): Promise<void> => {
+  try {
+    await database.sql('CHECKPOINT');
+  } catch (error) {
+    // Needs superuser or pg_checkpoint on a server given by DATABASE_URL; the checkpointer will come.
+    if ((error as { code?: unknown }).code !== '42501') throw error;
+  }
 };
 
 /** Reads the server's WAL insert position (cluster-wide), as a byte count. */

@@ -7,7 +7,7 @@ export interface CliOptions {
 
 export const USAGE = `Usage: npm run bench -- [--quick] [scenario ...]
 
-  --quick     3 short repetitions, smaller tables (under a minute in all): a smoke
+  --quick     3 short repetitions, smaller tables (under two minutes in all): a smoke
               test of the harness, not figures to quote
   scenario    run only these scenarios (default: all)
 

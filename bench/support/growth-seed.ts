@@ -1,6 +1,7 @@
 import { JobSchedulerType } from '../../src/features/job-scheduler/job-scheduler.entity';
 import { buildLockKey } from '../../src/features/job-scheduler/job-identity';
 import type { TestDatabase } from '../../test/support/test-database';
+import { checkpoint } from './bench-database';
 
 export const GROWTH_CODE = 'growth';
 
@@ -34,12 +35,7 @@ export const seedPastTicks = async (database: TestDatabase, rows: number): Promi
     throw new Error(`seeded lock key ${first.lockKey} is not the library's key for runKey ${first.runKey}`);
   }
   await database.sql('VACUUM (ANALYZE) "job-scheduler"');
-  try {
-    await database.sql('CHECKPOINT');
-  } catch (error) {
-    // Needs superuser or pg_checkpoint on a server given by DATABASE_URL; the checkpointer will come.
-    if ((error as { code?: unknown }).code !== '42501') throw error;
-  }
+  await checkpoint(database);
 };
 
 /** Future ticks, in order, as the scheduler writes them after the seeded past. */

@@ -48,6 +48,7 @@ export {
   AddJobSchedulerFencingTokenSequence1764547200003,
   CreateJobSchedulerTable1764547200000,
   JobSchedulerMigrations,
+  TuneJobSchedulerTableForChurn1764547200004,
   UpgradeJobSchedulerTableFrom111764547200001,
 } from './job-scheduler/job-scheduler.migrations';
 export type {

@@ -299,7 +299,7 @@ describe('fencing tokens', () => {
       seen.push(lock.fencingToken);
       expect(await node.fail(lock, { round })).toBe(true);
     }
-    await database.sql(`UPDATE "job-scheduler" SET "modifiedAt" = "modifiedAt" - interval '2 days' WHERE code = 'faults'`);
+    await database.sql(`UPDATE "job-scheduler" SET "createdAt" = "createdAt" - interval '2 days', "modifiedAt" = "modifiedAt" - interval '2 days' WHERE code = 'faults'`);
     expect(await node.prune({ olderThan: '1d', status: JobSchedulerStatus.FAIL })).toBeGreaterThan(0);
     const after = await node.acquire(options);
     if (!after.acquired) throw new Error('expected to acquire');

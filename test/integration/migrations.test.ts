@@ -1,17 +1,9 @@
 import { DataSource } from 'typeorm';
 import { JobScheduler, JobSchedulerMigrations, JobSchedulerService, JobSchedulerType } from '../../src/features';
 import { buildLockKey } from '../../src/features/job-scheduler/job-identity';
-import { createTestDatabase, type TestDatabase } from '../support/test-database';
+import { freshDatabasePerTest, type TestDatabase } from '../support/test-database';
 
-const databases: TestDatabase[] = [];
-afterAll(async () => {
-  await Promise.all(databases.map((database) => database.drop()));
-});
-const fresh = async (migrate: boolean) => {
-  const database = await createTestDatabase({ migrate });
-  databases.push(database);
-  return database;
-};
+const fresh = freshDatabasePerTest();
 
 const columnsOf = async (database: TestDatabase) =>
   Object.fromEntries(
@@ -57,6 +49,7 @@ describe('migrations', () => {
       'UpgradeJobSchedulerTableFrom111764547200001',
       'AddJobSchedulerCodeRunKeyIndex1764547200002',
       'AddJobSchedulerFencingTokenSequence1764547200003',
+      'TuneJobSchedulerTableForChurn1764547200004',
       'AddJobSchedulerAcquireFunction1764547200005',
     ]);
     const columns = await columnsOf(database);
@@ -144,7 +137,7 @@ describe('migrations', () => {
     expect(await migrate(database)).toEqual([]);
   });
 
-  it('synchronize: true on a migrated database keeps its columns, keys and index', async () => {
+  it('synchronize: true on a migrated database keeps its columns, keys and indexes', async () => {
     const database = await fresh(true);
     const dataSource = await database.dataSource({ synchronize: true, poolSize: 1 });
     const pending = await dataSource.driver.createSchemaBuilder().log();
@@ -154,7 +147,10 @@ describe('migrations', () => {
       'ALTER TABLE "job-scheduler" ALTER COLUMN "id" SET DEFAULT gen_random_uuid()',
     ]);
     await dataSource.destroy();
-    expect(await database.sql(`SELECT 1 AS ok FROM pg_indexes WHERE indexname = 'IDX_job_scheduler_code_run_key'`)).toEqual([{ ok: 1 }]);
+    expect(await database.sql(`SELECT indexname FROM pg_indexes WHERE indexname LIKE 'IDX_job_scheduler_%' ORDER BY 1`)).toEqual([
+      { indexname: 'IDX_job_scheduler_code_run_key' },
+      { indexname: 'IDX_job_scheduler_created_at' },
+    ]);
   });
 
   it('synchronize: true builds a working table for prototypes', async () => {
@@ -167,6 +163,10 @@ describe('migrations', () => {
       expect(lock).toMatchObject({ acquired: true, fencingToken: 1 });
       if (lock.acquired) expect(await jobs.complete(lock, { ok: true })).toBe(true);
       expect(await jobs.acquire({ code: 'proto', runKey: 'r' })).toEqual({ acquired: false });
+      // The index prune reads by is declared on the entity; the storage parameters are the migration's only.
+      expect(await database.sql(`SELECT indexdef FROM pg_indexes WHERE indexname = 'IDX_job_scheduler_created_at'`)).toEqual([
+        { indexdef: expect.stringContaining('USING btree ("createdAt")') },
+      ]);
     } finally {
       await dataSource.destroy();
     }

@@ -23,9 +23,12 @@ beforeAll(async () => {
 beforeEach(() => database.sql('DELETE FROM "job-scheduler"'));
 afterAll(() => database.drop());
 
-/** Ages a run's last write by `days`, as if it had finished that long ago. */
+/** Ages a run by `days`, as if it had been created and finished that long ago. */
 const age = (id: string, days: number) =>
-  database.sql(`UPDATE "job-scheduler" SET "modifiedAt" = "modifiedAt" - $2 * interval '1 day' WHERE id = $1`, [id, days]);
+  database.sql(
+    `UPDATE "job-scheduler" SET "createdAt" = "createdAt" - $2 * interval '1 day', "modifiedAt" = "modifiedAt" - $2 * interval '1 day' WHERE id = $1`,
+    [id, days],
+  );
 
 const finished = async (code: string, runKey: string | undefined, status: 'SUCCESS' | 'FAIL', days: number, type = JobSchedulerType.SCHEDULE) => {
   const lock = await jobs.acquire({ code, runKey, type });

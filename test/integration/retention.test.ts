@@ -24,7 +24,7 @@ const seed = async (node: NestNode, days: number, count: number) => {
   }
   const seedRun = await node.jobs.acquire({ code: `seed-${days}`, type: JobSchedulerType.INITIAL });
   if (seedRun.acquired) await node.jobs.complete(seedRun);
-  await database.sql(`UPDATE "job-scheduler" SET "modifiedAt" = now() - $1 * interval '1 day' WHERE "runKey" LIKE $2 OR code = $3`, [
+  await database.sql(`UPDATE "job-scheduler" SET "createdAt" = now() - $1 * interval '1 day', "modifiedAt" = now() - $1 * interval '1 day' WHERE "runKey" LIKE $2 OR code = $3`, [
     days,
     `${days}-%`,
     `seed-${days}`,

@@ -91,3 +91,19 @@ export const createTestDatabase = async (options: { migrate?: boolean } = {}): P
     },
   };
 };
+
+/**
+ * For a test file that wants a database per test: `fresh(migrate)` creates one; all of them are
+ * dropped after the file's tests (call at the top level of the file).
+ */
+export const freshDatabasePerTest = (): ((migrate: boolean) => Promise<TestDatabase>) => {
+  const databases: TestDatabase[] = [];
+  afterAll(async () => {
+    await Promise.all(databases.map((database) => database.drop()));
+  });
+  return async (migrate) => {
+    const database = await createTestDatabase({ migrate });
+    databases.push(database);
+    return database;
+  };
+};

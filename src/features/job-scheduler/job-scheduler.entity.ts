@@ -25,6 +25,8 @@ export const JOB_SCHEDULER_TABLE = 'job-scheduler';
 @Unique('UQ_job_scheduler_lock_key', ['lockKey'])
 // ("code", "runKey" COLLATE "C"), created by a migration; synchronize leaves it alone.
 @Index('IDX_job_scheduler_code_run_key', { synchronize: false })
+// Finished runs by age, for prune: also created by synchronize (the table's storage parameters are not).
+@Index('IDX_job_scheduler_created_at', ['createdAt'])
 export class JobScheduler {
   @PrimaryColumn({ type: 'uuid', default: () => 'gen_random_uuid()', primaryKeyConstraintName: 'PK_job_scheduler_id' })
   id!: string;

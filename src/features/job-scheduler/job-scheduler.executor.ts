@@ -101,7 +101,7 @@ export class JobSchedulerExecutor {
     const deadline = monotonicNow() + bound;
     try {
       const pool = this.pool(statement);
-      if (!this.prepared) return await this.sendUnnamed<Row>(pool, statement, deadline, bound);
+      if (!this.prepared || statement.planEachTime) return await this.sendUnnamed<Row>(pool, statement, deadline, bound);
       try {
         return await this.send<Row>(pool, { name: this.nameOf(text), text, values }, statement, deadline, bound);
       } catch (error) {

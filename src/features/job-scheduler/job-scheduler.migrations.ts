@@ -2,6 +2,7 @@ import { CreateJobSchedulerTable1764547200000 } from '../../../migrations/176454
 import { UpgradeJobSchedulerTableFrom111764547200001 } from '../../../migrations/1764547200001-UpgradeJobSchedulerTableFrom11';
 import { AddJobSchedulerCodeRunKeyIndex1764547200002 } from '../../../migrations/1764547200002-AddJobSchedulerCodeRunKeyIndex';
 import { AddJobSchedulerFencingTokenSequence1764547200003 } from '../../../migrations/1764547200003-AddJobSchedulerFencingTokenSequence';
+import { TuneJobSchedulerTableForChurn1764547200004 } from '../../../migrations/1764547200004-TuneJobSchedulerTableForChurn';
 import { AddJobSchedulerAcquireFunction1764547200005 } from '../../../migrations/1764547200005-AddJobSchedulerAcquireFunction';
 
 /** The lease's migrations in order, for `migrations: [...JobSchedulerMigrations]` in a DataSource. */
@@ -10,6 +11,7 @@ export const JobSchedulerMigrations = [
   UpgradeJobSchedulerTableFrom111764547200001,
   AddJobSchedulerCodeRunKeyIndex1764547200002,
   AddJobSchedulerFencingTokenSequence1764547200003,
+  TuneJobSchedulerTableForChurn1764547200004,
   AddJobSchedulerAcquireFunction1764547200005,
 ] as const;
 
@@ -18,5 +20,6 @@ export {
   AddJobSchedulerCodeRunKeyIndex1764547200002,
   AddJobSchedulerFencingTokenSequence1764547200003,
   CreateJobSchedulerTable1764547200000,
+  TuneJobSchedulerTableForChurn1764547200004,
   UpgradeJobSchedulerTableFrom111764547200001,
 };

@@ -19,6 +19,11 @@ export interface SqlStatement {
    * so the executor sends this instead when it sends unnamed statements.
    */
   viaFunction?: string;
+  /**
+   * Never sent as a named prepared statement: the server plans it for its values every time. For
+   * a rare statement whose best plan depends on a value (a cached generic plan cannot see it).
+   */
+  planEachTime?: true;
 }
 
 /** What the replication check reads from the server the lease writes to. */
@@ -280,13 +285,19 @@ CROSS JOIN LATERAL (
   // rows never match; INITIAL SUCCESS rows only when asked (deleting one makes a run-once job run
   // again). SKIP LOCKED leaves a row an acquire is reclaiming right now; the WHERE is re-checked
   // on the locked version, so a row reclaimed meanwhile (RUNNING again) is kept.
+  // The "createdAt" bound adds no condition (a row is created before its last write; a clock
+  // stepping back could only delay a deletion) but lets IDX_job_scheduler_created_at find the old rows: "modifiedAt" changes on every heartbeat and
+  // complete, and an index on it would cost those updates their HOT path. Planned for its values
+  // each time (planEachTime): a cached generic plan does not see the cutoff and scans the table.
+  const pruneCutoff = `CURRENT_TIMESTAMP - $3::bigint * INTERVAL '1 millisecond'`;
   const pruneText = `
 WITH doomed AS (
   SELECT "id" FROM ${table}
   WHERE "status" <> 'RUNNING'
     AND "status"::text = ANY($1::text[])
     AND ($2::text IS NULL OR "type"::text = $2::text)
-    AND "modifiedAt" < CURRENT_TIMESTAMP - $3::bigint * INTERVAL '1 millisecond'
+    AND "createdAt" < ${pruneCutoff}
+    AND "modifiedAt" < ${pruneCutoff}
     AND ($4::boolean OR NOT ("type" = 'INITIAL' AND "status" = 'SUCCESS'))
     AND ($6::text[] IS NULL OR "code" = ANY($6::text[]))
   LIMIT $5
@@ -327,6 +338,7 @@ LIMIT $8`.trim();
       text: pruneText,
       values: [p.statuses, p.type, p.olderThanMs, p.includeRunOnceSuccess, p.batchSize, p.codes],
       operation: 'prune',
+      planEachTime: true,
     }),
     findRuns: (p) => ({
       text: findRunsText,

@@ -283,7 +283,7 @@ describe('retention of the ticks, on by default', () => {
       const lock = await node.jobs.acquire({ code, runKey });
       if (!lock.acquired) throw new Error('expected to acquire');
       await node.jobs.complete(lock);
-      await database.sql(`UPDATE "job-scheduler" SET "modifiedAt" = now() - $1 * interval '1 day' WHERE id = $2`, [days, lock.id]);
+      await database.sql(`UPDATE "job-scheduler" SET "createdAt" = now() - $1 * interval '1 day', "modifiedAt" = now() - $1 * interval '1 day' WHERE id = $2`, [days, lock.id]);
     };
     await aged('reports.failing', '2026-01-01T00:00:00.000Z', 8); // an hourly @RunOnce tick past 7 days: pruned
     await aged('reports.failing', '2026-01-02T00:00:00.000Z', 6); // kept

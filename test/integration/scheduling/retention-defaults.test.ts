@@ -61,7 +61,7 @@ const finished = async (code: string, runKey: string | undefined, status: 'SUCCE
   const lock = await node.jobs.acquire(runKey === undefined ? { code, type: JobSchedulerType.INITIAL } : { code, runKey });
   if (!lock.acquired) throw new Error(`expected to acquire ${code} ${runKey}`);
   await (status === 'SUCCESS' ? node.jobs.complete(lock) : node.jobs.fail(lock));
-  await database.sql(`UPDATE "job-scheduler" SET "modifiedAt" = now() - $1 * interval '1 day' WHERE id = $2`, [days, lock.id]);
+  await database.sql(`UPDATE "job-scheduler" SET "createdAt" = now() - $1 * interval '1 day', "modifiedAt" = now() - $1 * interval '1 day' WHERE id = $2`, [days, lock.id]);
 };
 
 const keys = async () =>

@@ -1,0 +1,245 @@
+import type { JobSchedulerService } from '../../src/features';
+import { createBenchDatabase, openWalProbe } from '../support/bench-database';
+import { acquiresBetween, runFullCycle, startChurnLoad } from '../support/churn-load';
+import {
+  arrivalsPerSecond,
+  type KeepUpWindow,
+  measureKeepUp,
+  type PruningCondition,
+  sliceByPruning,
+  waitUntilCaughtUp,
+  WITH_PRUNING,
+  WITHOUT_PRUNING,
+} from '../support/churn-windows';
+import { type CleanupStack, withCleanup } from '../support/cleanup';
+import { perSecond, runClosedLoop } from '../support/closed-loop';
+import { sleep } from '../support/deferred';
+import { formatNumber, formatSpread } from '../support/format';
+import { SHIPPED, startLibraryNode } from '../support/library-variants';
+import type { FigureSheet } from '../support/report';
+import { seedRetainedHistory } from '../support/retained-history';
+import { startRetentionPruner } from '../support/retention-pruner';
+import { pairedRatios, percentile, spread } from '../support/statistics';
+import { BEFORE_TUNING, type TableSetup, TUNED } from '../support/table-setups';
+import { openTableProbe } from '../support/table-stats';
+import type { Scenario } from './scenario';
+
+const NODES = 4;
+/** TypeORM's (and pg's) default pool size. */
+const POOL_SIZE = 10;
+const CALIBRATION_CALLERS = 32;
+/** A rate above this share of the measured maximum is not sustained: arrivals would only queue. */
+const HEADROOM = 0.8;
+/** The longest a seeded history's backlog may take to clear before the windows start anyway. */
+const CATCH_UP_TIMEOUT_MS = 120_000;
+const P99_GOAL = 1.1;
+const BATCH_SIZE = 1_000;
+const SIZES = {
+  full: { horizonMs: 10_000, retainedRows: 1e6, holdMs: 1_000, everyMs: 1_000, windows: 5, windowMs: 4_000, slices: 4, sliceMs: 1_500, calibrationMs: 2_000 },
+  quick: { horizonMs: 2_000, retainedRows: 3e4, holdMs: 200, everyMs: 500, windows: 2, windowMs: 1_000, slices: 1, sliceMs: 1_000, calibrationMs: 500 },
+};
+type Sizes = (typeof SIZES)['full'];
+
+/**
+ * The soak's arrival rate, ten times it, and the soak's rate over a table that keeps a long
+ * history, with and without migration 0004 (its "createdAt" index is what prune reads by).
+ */
+interface ChurnCase {
+  target: number;
+  /** Finished rows already in the table, ageing out at the arrival rate (0: a table of one horizon). */
+  retained: number;
+  setup: TableSetup;
+}
+
+/** The soak's rate: ~250 new rows a second (issue 14). */
+const SOAK_RATE = 250;
+
+const casesFor = (sizes: Sizes): ChurnCase[] => [
+  { target: SOAK_RATE, retained: 0, setup: TUNED },
+  { target: 10 * SOAK_RATE, retained: 0, setup: TUNED },
+  { target: SOAK_RATE, retained: sizes.retainedRows, setup: TUNED },
+  { target: SOAK_RATE, retained: sizes.retainedRows, setup: BEFORE_TUNING },
+];
+
+const caseLabel = ({ target, retained, setup }: ChurnCase): string =>
+  `${formatNumber(target)} runs/s${retained > 0 ? `, ${retained.toExponential(0).replace('+', '')} rows retained` : ''}${setup === TUNED ? '' : `, ${setup.name}`}`;
+
+/** Full cycles back to back from many callers: the most this machine runs, which caps the rate tried. */
+const calibrate = async (nodes: readonly JobSchedulerService[], durationMs: number): Promise<number> => {
+  const cycles = (caller: number) => runFullCycle(nodes[caller % nodes.length], 0, () => undefined);
+  // The first pass opens every pooled connection and prepares the statements on it.
+  await runClosedLoop(CALIBRATION_CALLERS, durationMs, cycles);
+  return perSecond(await runClosedLoop(CALIBRATION_CALLERS, durationMs, cycles));
+};
+
+interface CaseRun {
+  /** How long retention took to delete the seeded history's backlog, before the windows. */
+  catchUpMs: number;
+  /** Full cycles per second of the closed-loop calibration. */
+  maximum: number;
+  rate: number;
+  horizonMs: number;
+  windows: KeepUpWindow[];
+  arrivals: number[];
+  p50: Map<PruningCondition, number[]>;
+  p99: Map<PruningCondition, number[]>;
+  skipped: number;
+  walPerRun: number;
+  hotShare: number;
+  autovacuums: number;
+  autoanalyzes: number;
+  indexScans: Map<string, number>;
+}
+
+const measureCase = async (churnCase: ChurnCase, sizes: Sizes, repetitions: number, cleanup: CleanupStack, log: (message: string) => void): Promise<CaseRun> => {
+  const database = await createBenchDatabase(cleanup, churnCase.setup.migrations);
+  const table = await openTableProbe(database, cleanup);
+  const walPosition = await openWalProbe(database, cleanup);
+  const nodes: JobSchedulerService[] = [];
+  for (let index = 0; index < NODES; index++) {
+    nodes.push(await startLibraryNode({ url: database.url, nodeId: `churn-${index}`, poolSize: POOL_SIZE, cleanup }, SHIPPED));
+  }
+  const retention = await startLibraryNode({ url: database.url, nodeId: 'retention', poolSize: 2, cleanup }, SHIPPED);
+  const maximum = await calibrate(nodes, sizes.calibrationMs);
+  const rate = Math.min(churnCase.target, Math.floor((maximum * HEADROOM) / 10) * 10);
+  log(`retention-churn: ${caseLabel(churnCase)}: closed-loop maximum ${formatNumber(maximum)}/s, running at ${rate}/s`);
+  const horizonMs = churnCase.retained > 0 ? await seedRetainedHistory(database, churnCase.retained, rate) : sizes.horizonMs;
+
+  const before = await table.stats();
+  const walBefore = await walPosition();
+  const load = startChurnLoad(nodes, { ratePerSecond: rate, holdMs: sizes.holdMs, maxInFlight: Math.ceil((rate * (sizes.holdMs + 2_000)) / 1000) });
+  const pruner = startRetentionPruner(retention, { horizonMs, batchSize: BATCH_SIZE, everyMs: sizes.everyMs });
+  try {
+    // A table of one horizon fills first; a seeded history is there, with a backlog to clear.
+    const catchUpMs = churnCase.retained > 0 ? await waitUntilCaughtUp(pruner, BATCH_SIZE, CATCH_UP_TIMEOUT_MS) : 0;
+    await sleep((churnCase.retained > 0 ? 0 : horizonMs) + sizes.holdMs + 2 * sizes.everyMs);
+    const windows = await measureKeepUp({ pruner, table, overdueAfterMs: horizonMs + 2 * sizes.everyMs }, sizes.windows, sizes.windowMs);
+    const slices = await sliceByPruning(pruner, { repetitions, slices: sizes.slices, sliceMs: sizes.sliceMs });
+    pruner.resume();
+    await load.stop();
+    const walPerRun = Number((await walPosition()) - walBefore) / load.started();
+    const after = await table.stats();
+    // One figure per slice: the slices of both conditions pair up in the order they ran.
+    const at = (p: number) =>
+      new Map(
+        [WITH_PRUNING, WITHOUT_PRUNING].map((condition) => [
+          condition,
+          (slices.get(condition) ?? []).flat().map((span) => percentile(acquiresBetween(load.acquires, span.from, span.to), p)),
+        ]),
+      );
+    const updates = after.updates - before.updates;
+    return {
+      catchUpMs,
+      maximum,
+      rate,
+      horizonMs,
+      windows,
+      arrivals: windows.map((window) => arrivalsPerSecond(load, window)),
+      p50: at(50),
+      p99: at(99),
+      skipped: load.skipped(),
+      walPerRun,
+      hotShare: updates > 0 ? (after.hotUpdates - before.hotUpdates) / updates : Number.NaN,
+      autovacuums: after.autovacuums - before.autovacuums,
+      autoanalyzes: after.autoanalyzes - before.autoanalyzes,
+      indexScans: new Map([...after.indexScans].map(([name, scans]) => [name, scans - (before.indexScans.get(name) ?? 0)])),
+    };
+  } finally {
+    await pruner.stop();
+    await load.stop().catch(() => undefined);
+  }
+};
+
+const report = (sheet: FigureSheet, churnCase: ChurnCase, run: CaseRun, quick: boolean): void => {
+  const caseName = caseLabel(churnCase);
+  const variant = SHIPPED.name;
+  const windows = (metric: string, unit: string, pick: (window: KeepUpWindow) => number) => sheet.add(caseName, variant, metric, unit, run.windows.map(pick));
+  sheet.add(caseName, variant, 'rate run', 'runs/s', [run.rate]);
+  sheet.add(caseName, variant, 'horizon', 's', [run.horizonMs / 1000]);
+  if (churnCase.retained > 0) sheet.add(caseName, variant, 'seeded backlog cleared after (before the windows)', 's', [run.catchUpMs / 1000]);
+  const arrivals = sheet.add(caseName, variant, 'arrivals', 'runs/s', run.arrivals);
+  const deletions = windows('deletions', 'rows/s', (window) => window.deletionsPerSecond);
+  const capacity = windows('prune capacity (rows per second spent pruning)', 'rows/s', (window) => window.pruneCapacity);
+  const longest = windows('longest prune batch', 'ms', (window) => window.longestBatchMs);
+  const rows = windows('rows in table', '', (window) => window.rows);
+  const overdue = windows('rows past the horizon + 2 passes', '', (window) => window.overdueRows);
+  for (const condition of [WITH_PRUNING, WITHOUT_PRUNING]) sheet.add(caseName, condition.name, 'p50 acquire', 'ms', run.p50.get(condition) ?? []);
+  const withP99 = sheet.add(caseName, WITH_PRUNING.name, 'p99 acquire', 'ms', run.p99.get(WITH_PRUNING) ?? []);
+  const withoutP99 = sheet.add(caseName, WITHOUT_PRUNING.name, 'p99 acquire', 'ms', run.p99.get(WITHOUT_PRUNING) ?? []);
+  const pairs = sheet.addRatio(caseName, 'with ÷ without pruning', 'p99 acquire ratio, adjacent slices', pairedRatios(run.p99.get(WITH_PRUNING) ?? [], run.p99.get(WITHOUT_PRUNING) ?? []));
+  const ratio = withP99.median / withoutP99.median;
+  sheet.add(caseName, variant, 'runs not started (generator behind)', '', [run.skipped]);
+  sheet.add(caseName, variant, 'HOT updates (heartbeat + complete)', '%', [run.hotShare * 100]);
+  sheet.add(caseName, variant, 'WAL per run (cycle, retention, autovacuum)', 'bytes', [run.walPerRun]);
+  sheet.add(caseName, variant, 'autovacuum runs', '', [run.autovacuums]);
+  sheet.add(caseName, variant, 'autoanalyze runs', '', [run.autoanalyzes]);
+  for (const [name, scans] of run.indexScans) sheet.add(caseName, variant, `index scans of ${name}`, '', [scans]);
+
+  const capped =
+    run.rate < churnCase.target
+      ? ` (generated at most ${formatNumber(run.rate)}/s: ${HEADROOM * 100}% of this machine's closed-loop maximum of ${formatNumber(run.maximum)} full cycles/s; the target rate was not reached)`
+      : '';
+  sheet.goal(`arrival rate, ${caseName}`, `≥ 95% of ${formatNumber(churnCase.target)} runs/s`, `${formatSpread(arrivals, 'runs/s')}${capped}`, quick ? null : arrivals.median >= 0.95 * churnCase.target);
+  const keepsUp = spread(run.windows.map((window, index) => window.pruneCapacity / run.arrivals[index]));
+  sheet.goal(
+    `prune rate ≥ arrival rate, ${caseName}`,
+    `rows deleted per second of pruning ≥ runs arriving per second (${formatNumber(arrivals.median)}/s reached), every window`,
+    `${formatSpread(capacity, 'rows/s')} vs ${formatSpread(arrivals, 'runs/s')}; deleted ${formatSpread(deletions, 'rows/s')}`,
+    keepsUp.min >= 1,
+  );
+  if (run.rate < churnCase.target) {
+    // Arrivals could not be generated at the target rate: what pruning could sustain is its capacity.
+    sheet.goal(
+      `prune capacity ≥ ${formatNumber(churnCase.target)} rows/s (the rate not reached), ${caseName}`,
+      `rows deleted per second of pruning ≥ ${formatNumber(churnCase.target)}, every window (measured under ${formatNumber(arrivals.median)} arrivals/s)`,
+      formatSpread(capacity, 'rows/s'),
+      capacity.min >= churnCase.target,
+    );
+  }
+  sheet.goal(
+    `table bounded, ${caseName}`,
+    `rows past the horizon + 2 passes ≤ ${formatNumber(BATCH_SIZE)} (one batch), every window`,
+    `${formatNumber(overdue.max)} (rows in table ${formatNumber(rows.min)}–${formatNumber(rows.max)})`,
+    overdue.max <= BATCH_SIZE,
+  );
+  sheet.goal(
+    `acquire p99 with pruning ≤ ${P99_GOAL} × without, ${caseName}`,
+    `≤ ${P99_GOAL} (median p99 of the slices with ÷ without)`,
+    `${formatNumber(ratio)}x (${formatNumber(withP99.median)} ÷ ${formatNumber(withoutP99.median)} ms; adjacent pairs ${formatSpread(pairs, 'x')})`,
+    quick ? null : ratio <= P99_GOAL,
+  );
+  sheet.goal(`longest prune batch (${formatNumber(BATCH_SIZE)} rows), ${caseName}`, 'reported', `${formatNumber(longest.max)} ms`, null);
+};
+
+export const retentionChurn: Scenario = {
+  name: 'retention-churn',
+  title: '7. Retention under churn (full lease cycles at a steady arrival rate, pruned as they age)',
+  run: async ({ quick, repetitions, cleanup, sheet, log }) => {
+    const sizes = quick ? SIZES.quick : SIZES.full;
+    const cases = casesFor(sizes);
+    for (const churnCase of cases) {
+      const run = await withCleanup((caseCleanup) => measureCase(churnCase, sizes, repetitions, caseCleanup, log));
+      report(sheet, churnCase, run, quick);
+    }
+    sheet.note(
+      `Each run: acquire, heartbeat ${sizes.holdMs / 2} ms later, complete ${sizes.holdMs / 2} ms after that, of a fresh occurrence (50 codes, ISO 8601 runKeys), started on ${NODES} library nodes in turn (pool ${POOL_SIZE} each) at a fixed rate (open loop). Retention: a fifth node calls prune({ olderThan: horizon, batchSize: ${BATCH_SIZE}, limit: ${BATCH_SIZE} }) batch after batch until one comes back short, then waits ${sizes.everyMs} ms, as JobRetention does every period.`,
+    );
+    sheet.note(
+      `Horizon ${sizes.horizonMs / 1000} s: the table holds one horizon of runs. "rows retained": ${formatNumber(sizes.retainedRows)} finished runs seeded first, their ages spread over a horizon of rows ÷ rate and scrambled across the heap (as after days of retention and autovacuum), so that they age out at the arrival rate anywhere in the table (ages count from the start of the seeding transaction: the windows start once retention has deleted that backlog): before migration 0004 the prune statement has no index to find them by, and each batch that comes back short reads the whole table; with it, prune reads the rows older than the cutoff by IDX_job_scheduler_created_at.`,
+    );
+    sheet.note(
+      `A rate above ${HEADROOM * 100}% of the machine's closed-loop maximum (${CALIBRATION_CALLERS} callers, full cycles back to back, measured first on each database) is capped there: the load generator, the nodes and PostgreSQL share the same 2 cores, and beyond it arrivals only queue.`,
+    );
+    sheet.note(
+      `Keep-up windows run with retention on throughout (after a warm-up); p50 / p99 acquire come from slices of the same load with retention on and paused, alternating (${sizes.slices} of each per repetition, ${sizes.sliceMs / 1000} s each), one figure per slice. The goal compares the median of the slices' p99 with and without pruning: this shared machine stalls for 100–500 ms now and then, with or without pruning, and such a stall makes one slice's p99, so a ratio of adjacent slices (also shown) swings with them where the medians hold. A slice with pruning first deletes what piled up during the pause: a burst, as an hourly retention pass makes. WAL per run is the server WAL over the whole load (cycles, retention deletes, autovacuum) divided by the runs.`,
+    );
+    return {
+      sizes: `${cases.map(caseLabel).join('; ')}, a database each; ${NODES} nodes (pool ${POOL_SIZE}) + a retention node (pool 2); ${sizes.windows} keep-up windows of ${sizes.windowMs / 1000} s; ${repetitions} repetitions of ${sizes.slices} × 2 interleaved slices of ${sizes.sliceMs / 1000} s`,
+      variants: {
+        [SHIPPED.name]: `${SHIPPED.description}; the table ${TUNED.description} (the cases marked "${BEFORE_TUNING.name}": ${BEFORE_TUNING.description})`,
+        [WITH_PRUNING.name]: 'acquires of the load while retention runs',
+        [WITHOUT_PRUNING.name]: 'acquires of the same load while retention is paused',
+      },
+    };
+  },
+};
