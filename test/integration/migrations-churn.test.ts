@@ -1,6 +1,7 @@
 import {
   JOB_SCHEDULER_CREATED_AT_INDEX,
   JOB_SCHEDULER_STORAGE_PARAMETERS,
+  TuneJobSchedulerTableForChurn1764547200004,
 } from '../../migrations/1764547200004-TuneJobSchedulerTableForChurn';
 import { JobSchedulerMigrations, JobSchedulerService } from '../../src/features';
 import { freshDatabasePerTest, type TestDatabase } from '../support/test-database';
@@ -24,12 +25,15 @@ const createdAtIndex = async (database: TestDatabase) => {
   return index;
 };
 
-/** Runs the migrations (all, or the first `count`), or reverts the last one. */
+/** Where the churn migration is in the list: later ones are reverted before it. */
+const CHURN_MIGRATION = JobSchedulerMigrations.indexOf(TuneJobSchedulerTableForChurn1764547200004);
+
+/** Runs the migrations (all, or the first `count`), or reverts them down to and including the churn one. */
 const migrations = async (database: TestDatabase, step: 'up' | 'down', count: number = JobSchedulerMigrations.length, schema?: string) => {
   const dataSource = await database.dataSource({ migrations: JobSchedulerMigrations.slice(0, count), poolSize: 1, ...(schema ? { schema } : {}) });
   try {
     if (step === 'up') await dataSource.runMigrations();
-    else await dataSource.undoLastMigration();
+    else for (let applied = count; applied > CHURN_MIGRATION; applied--) await dataSource.undoLastMigration();
   } finally {
     await dataSource.destroy();
   }
