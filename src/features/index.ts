@@ -45,6 +45,7 @@ export type { LeaseTimingDefaults } from './job-scheduler/lease-timing';
 export {
   AddJobSchedulerCodeRunKeyIndex1764547200002,
   AddJobSchedulerFencingTokenSequence1764547200003,
+  AddJobSchedulerRunningIndex1764547200006,
   CreateJobSchedulerTable1764547200000,
   JobSchedulerMigrations,
   UpgradeJobSchedulerTableFrom111764547200001,

@@ -57,6 +57,7 @@ describe('migrations', () => {
       'UpgradeJobSchedulerTableFrom111764547200001',
       'AddJobSchedulerCodeRunKeyIndex1764547200002',
       'AddJobSchedulerFencingTokenSequence1764547200003',
+      'AddJobSchedulerRunningIndex1764547200006',
     ]);
     const columns = await columnsOf(database);
     expect(columns.id).toMatchObject({ data_type: 'uuid', column_default: 'gen_random_uuid()' });
@@ -80,12 +81,16 @@ describe('migrations', () => {
       `SELECT indexdef AS definition FROM pg_indexes WHERE indexname = 'IDX_job_scheduler_code_run_key'`,
     );
     expect(index.definition).toContain('(code, "runKey" COLLATE "C")');
+    const [running] = await database.sql<{ definition: string }>(
+      `SELECT indexdef AS definition FROM pg_indexes WHERE indexname = 'IDX_job_scheduler_running_modified_at'`,
+    );
+    expect(running.definition).toContain('("modifiedAt") WHERE (status = \'RUNNING\'');
   });
 
   it('revert and re-apply cleanly', async () => {
     const database = await fresh(true);
     const dataSource = await database.dataSource({ migrations: [...JobSchedulerMigrations], poolSize: 1 });
-    for (let step = 0; step < 4; step++) await dataSource.undoLastMigration();
+    for (let step = 0; step < JobSchedulerMigrations.length; step++) await dataSource.undoLastMigration();
     expect(await database.sql(`SELECT to_regclass('"job-scheduler"') AS t`)).toEqual([{ t: null }]);
     await dataSource.runMigrations();
     expect(Object.keys(await columnsOf(database))).toContain('fencingToken');
@@ -115,7 +120,7 @@ describe('migrations', () => {
       `SELECT id, "lockKey", EXTRACT(EPOCH FROM "modifiedAt")::text AS epoch FROM "job-scheduler" ORDER BY id`,
     );
 
-    expect(await migrate(database)).toHaveLength(4);
+    expect(await migrate(database)).toHaveLength(JobSchedulerMigrations.length);
 
     const after = await database.sql<{ id: string; lockKey: string; epoch: string; fencingToken: string }>(
       `SELECT id, "lockKey", EXTRACT(EPOCH FROM "modifiedAt")::text AS epoch, "fencingToken" FROM "job-scheduler" ORDER BY id`,

@@ -25,6 +25,8 @@ export const JOB_SCHEDULER_TABLE = 'job-scheduler';
 @Unique('UQ_job_scheduler_lock_key', ['lockKey'])
 // ("code", "runKey" COLLATE "C"), created by a migration; synchronize leaves it alone.
 @Index('IDX_job_scheduler_code_run_key', { synchronize: false })
+// ("modifiedAt") WHERE "status" = 'RUNNING', created by a migration: the take-over scan's index.
+@Index('IDX_job_scheduler_running_modified_at', { synchronize: false })
 export class JobScheduler {
   @PrimaryColumn({ type: 'uuid', default: () => 'gen_random_uuid()', primaryKeyConstraintName: 'PK_job_scheduler_id' })
   id!: string;

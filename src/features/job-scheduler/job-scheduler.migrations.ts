@@ -2,6 +2,7 @@ import { CreateJobSchedulerTable1764547200000 } from '../../../migrations/176454
 import { UpgradeJobSchedulerTableFrom111764547200001 } from '../../../migrations/1764547200001-UpgradeJobSchedulerTableFrom11';
 import { AddJobSchedulerCodeRunKeyIndex1764547200002 } from '../../../migrations/1764547200002-AddJobSchedulerCodeRunKeyIndex';
 import { AddJobSchedulerFencingTokenSequence1764547200003 } from '../../../migrations/1764547200003-AddJobSchedulerFencingTokenSequence';
+import { AddJobSchedulerRunningIndex1764547200006 } from '../../../migrations/1764547200006-AddJobSchedulerRunningIndex';
 
 /** The lease's migrations in order, for `migrations: [...JobSchedulerMigrations]` in a DataSource. */
 export const JobSchedulerMigrations = [
@@ -9,11 +10,13 @@ export const JobSchedulerMigrations = [
   UpgradeJobSchedulerTableFrom111764547200001,
   AddJobSchedulerCodeRunKeyIndex1764547200002,
   AddJobSchedulerFencingTokenSequence1764547200003,
+  AddJobSchedulerRunningIndex1764547200006,
 ] as const;
 
 export {
   AddJobSchedulerCodeRunKeyIndex1764547200002,
   AddJobSchedulerFencingTokenSequence1764547200003,
+  AddJobSchedulerRunningIndex1764547200006,
   CreateJobSchedulerTable1764547200000,
   UpgradeJobSchedulerTableFrom111764547200001,
 };

@@ -37,6 +37,10 @@ const postgresHistory = (jobs: JobSchedulerService): SchedulerHistory => ({
     const runKey = await jobs.latestScheduledRunKey(name);
     return runKey === null ? null : dueInstantOf(runKey);
   },
+  recordedOccurrences: async (name, from, until) => {
+    const runKeys = await jobs.scheduledRunKeysBetween(name, new Date(from).toISOString(), new Date(until).toISOString());
+    return runKeys.map(dueInstantOf).filter((instant): instant is number => instant !== null);
+  },
 });
 
 /**
@@ -72,6 +76,9 @@ export class ScheduledJobsService implements OnModuleInit, OnApplicationBootstra
       lateToleranceMs: options.lateToleranceMs,
       shutdownGraceMs: options.shutdownGraceMs,
       failureLogIntervalMs: options.failureLogIntervalMs,
+      // Take-over of occurrences whose holder vanished: on the PostgreSQL lease.
+      abandoned: options.lease ? undefined : jobs,
+      takeOverScanMs: options.takeOverScanMs,
     });
     const lateToleranceMs = options.lateToleranceMs ?? 60_000;
     const retention = resolveScheduledRetention(options.retention, lateToleranceMs);

@@ -43,6 +43,11 @@ export interface SchedulerLease {
 export interface SchedulerHistory {
   /** The latest due instant (epoch ms) recorded for the job, or null when it has no history. */
   latestOccurrence(jobName: string): Promise<number | null>;
+  /**
+   * The due instants in [from, until) some instance recorded for the job (any tenant): a lagging
+   * instance reports as missed only the others. Without it, every passed instant is reported.
+   */
+  recordedOccurrences?(jobName: string, from: number, until: number): Promise<number[]>;
 }
 
 /** Where outcomes go besides listeners: metrics. */

@@ -98,6 +98,7 @@ module.exports = new DataSource({
         'UpgradeJobSchedulerTableFrom111764547200001',
         'AddJobSchedulerCodeRunKeyIndex1764547200002',
         'AddJobSchedulerFencingTokenSequence1764547200003',
+        'AddJobSchedulerRunningIndex1764547200006',
       ]);
       const show = execFileSync(process.execPath, [typeorm, 'migration:show', '-d', 'data-source.cjs'], { cwd: dir, env, encoding: 'utf8' });
       expect(show).toContain('[X]');

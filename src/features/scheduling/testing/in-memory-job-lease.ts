@@ -107,6 +107,15 @@ export class InMemoryJobLease implements SchedulerLease, SchedulerHistory {
     return latest;
   }
 
+  async recordedOccurrences(jobName: string, from: number, until: number): Promise<number[]> {
+    const instants: number[] = [];
+    for (const row of this.rows.values()) {
+      const due = row.code === jobName && row.runKey !== null ? dueInstantOf(row.runKey) : null;
+      if (due !== null && due >= from && due < until) instants.push(due);
+    }
+    return instants;
+  }
+
   /** Status of the run with this code and runKey, for assertions. */
   statusOf(code: string, runKey: string): JobSchedulerStatus | undefined {
     for (const row of this.rows.values()) if (row.code === code && row.runKey === runKey) return row.status;
