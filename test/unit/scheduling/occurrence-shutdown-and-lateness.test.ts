@@ -1,0 +1,70 @@
+import { DeclarationError, type JobExecution } from '../../../src/features';
+import { FixedClock, InMemoryJobLease, ManualJobScheduler } from '../../../src/features/testing';
+import { occurrenceOfRunKey, occurrenceRunKey } from '../../../src/features/scheduling/occurrence-keys';
+
+describe('a jitter below the late tolerance', () => {
+  it('refuses jitterMs at or above lateToleranceMs, naming the job', () => {
+    const scheduler = new ManualJobScheduler({ lateToleranceMs: 30_000 });
+    const register = (jitterMs: number) => () => scheduler.register({ name: `audit.jitter-${jitterMs}`, every: '1h', jitterMs, run: () => undefined });
+    expect(register(30_000)).toThrow(DeclarationError);
+    expect(register(30_000)).toThrow(
+      'Scheduled job "audit.jitter-30000": jitterMs (30000) must be below the scheduler\'s lateToleranceMs (30000): an instance still waiting its jitter would lose the occurrence to one that judged it missed',
+    );
+    expect(register(29_999)).not.toThrow();
+    expect(() => new ManualJobScheduler().register({ name: 'audit.default', every: '1h', jitterMs: 60_000, run: () => undefined })).toThrow(DeclarationError);
+  });
+});
+
+describe('stop()', () => {
+  it('cancels a run waiting its jitter: it never starts, and its lease is never taken', async () => {
+    const clock = new FixedClock(Date.UTC(2026, 0, 1, 0, 0, 30));
+    const scheduler = new ManualJobScheduler({ clock, random: () => 0.5 });
+    const started: JobExecution[] = [];
+    scheduler.register({ name: 'audit.verify-chain', every: '1m', jitterMs: 10_000, run: (e) => void started.push(e) });
+    await scheduler.start();
+    await scheduler.advance(30_000 + 1_000); // due at 00:01:00, waiting its 5 s jitter
+    expect(scheduler.pendingTimers.length).toBeGreaterThan(0);
+    await scheduler.stop();
+    expect(scheduler.pendingTimers).toEqual([]);
+    await scheduler.advance(60_000);
+    expect(started).toEqual([]);
+    expect(scheduler.runs).toEqual([]);
+    expect(scheduler.lease.statusOf('audit.verify-chain', '2026-01-01T00:01:00.000Z')).toBeUndefined();
+  });
+});
+
+describe('an instance that stalled', () => {
+  it('reports as missed only the occurrences no instance recorded', async () => {
+    const clock = new FixedClock(Date.UTC(2026, 0, 1, 0, 0, 30));
+    const lease = new InMemoryJobLease(clock);
+    const ran: { node: string; at: string }[] = [];
+    const [steady, stalled] = ['steady', 'stalled'].map((node) => {
+      const scheduler = new ManualJobScheduler({ clock, lease });
+      scheduler.register({ name: 'audit.verify-chain', every: '1m', run: (e) => void ran.push({ node, at: e.scheduledAt.toISOString() }) });
+      return scheduler;
+    });
+    await steady.start();
+    await stalled.start();
+    // 00:01 to 00:04 run on the steady instance while the other one's loop is blocked.
+    await steady.advance(4 * 60_000);
+    // The stalled instance comes back first for 00:05 (within the tolerance) and runs it.
+    clock.set(Date.UTC(2026, 0, 1, 0, 5, 10));
+    await stalled.advance(0);
+    expect(ran.map((run) => `${run.node} ${run.at.slice(11, 16)}`)).toEqual(['steady 00:01', 'steady 00:02', 'steady 00:03', 'steady 00:04', 'stalled 00:05']);
+    expect(stalled.runs.filter((run) => run.outcome === 'missed')).toEqual([]);
+
+    // Now nobody runs 00:06 and 00:07; the stalled instance, back for 00:08, reports those two.
+    clock.set(Date.UTC(2026, 0, 1, 0, 8, 5));
+    await stalled.advance(0);
+    expect(stalled.runs.filter((run) => run.outcome === 'missed').map((run) => run.scheduledAt.toISOString().slice(11, 16))).toEqual(['00:06', '00:07']);
+  });
+});
+
+describe('occurrence keys', () => {
+  it('read back the due instant and the tenant', () => {
+    const at = Date.UTC(2026, 2, 29, 1, 0);
+    expect(occurrenceOfRunKey(occurrenceRunKey(at))).toEqual({ scheduledAt: at });
+    expect(occurrenceOfRunKey(occurrenceRunKey(at, 'acme corp'))).toEqual({ scheduledAt: at, tenantId: 'acme corp' });
+    expect(occurrenceOfRunKey('run-now 2026-03-29T01:00:00.000Z 0c0e')).toBeNull();
+  });
+});
