@@ -21,12 +21,15 @@ export interface AbandonedOccurrenceStore {
   abandonOccurrence(occurrence: Pick<AbandonedOccurrence, 'id' | 'attempts'>, data: unknown): Promise<boolean>;
 }
 
+/** What a job says about its abandoned occurrences (a @Scheduled job's declaration, a @RunOnce plan). */
+export type TakeOverPolicy = Pick<JobDeclaration, 'name' | 'abandoned' | 'maxAttempts'>;
+
 /** What the scan needs of the scheduler: its jobs, a way to run an occurrence again, and its outcomes. */
-export interface AbandonedOccurrenceHost {
-  /** The declarations of the jobs whose timers run on this instance. */
-  enabledJobs(): JobDeclaration[];
+export interface AbandonedOccurrenceHost<Job extends TakeOverPolicy = TakeOverPolicy> {
+  /** The jobs whose timers run on this instance. */
+  enabledJobs(): Job[];
   /** Runs the occurrence again here with trigger 'take-over' (its acquire reclaims the row); not awaited. */
-  takeOver(job: JobDeclaration, scheduledAt: number, tenantId: string | undefined): void;
+  takeOver(job: Job, scheduledAt: number, tenantId: string | undefined): void;
   record(record: JobRunRecord): void;
 }
 
@@ -44,14 +47,14 @@ const SCAN_LIMIT = 100;
  * reclaim or an abandon applies only to a row still RUNNING past its lease, so one instance wins
  * and the others write nothing.
  */
-export class AbandonedOccurrenceScan {
+export class AbandonedOccurrenceScan<Job extends TakeOverPolicy = TakeOverPolicy> {
   private cancel: (() => void) | undefined;
   private running: Promise<void> | undefined;
   private stopped = true;
 
   constructor(
     private readonly store: AbandonedOccurrenceStore,
-    private readonly host: AbandonedOccurrenceHost,
+    private readonly host: AbandonedOccurrenceHost<Job>,
     private readonly timers: SchedulerTimers,
     private readonly logger: SchedulerLogger,
     private readonly periodMs: number,
@@ -89,7 +92,7 @@ export class AbandonedOccurrenceScan {
     }
   }
 
-  private async abandon(job: JobDeclaration, occurrence: AbandonedOccurrence, key: { scheduledAt: number; tenantId?: string }): Promise<void> {
+  private async abandon(job: Job, occurrence: AbandonedOccurrence, key: { scheduledAt: number; tenantId?: string }): Promise<void> {
     const reason = job.abandoned === 'drop' ? 'drop' : 'attempts';
     const error = new JobAbandonedError(job.name, occurrence.attempts, reason);
     const ended = this.store.abandonOccurrence(occurrence, {

@@ -81,7 +81,7 @@ export class JobScheduleEngine {
 
   private readonly lease: SchedulerLease;
   private readonly failureLog: FailureLog;
-  private readonly takeOvers?: AbandonedOccurrenceScan;
+  private readonly takeOvers?: AbandonedOccurrenceScan<JobDeclaration>;
   /** Jitter waits in progress: stop() cancels them, so that no run starts after it. */
   private readonly waits = new Set<() => void>();
 
