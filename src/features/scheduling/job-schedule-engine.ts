@@ -2,9 +2,10 @@ import { describeFailure } from '../job-scheduler/lease-arguments';
 import { AbandonedOccurrenceScan, type AbandonedOccurrenceStore, DEFAULT_TAKE_OVER_SCAN_MS } from './abandoned-occurrences';
 import { DEFAULT_FAILURE_LOG_INTERVAL_MS, FailureLog, type LogLine } from './failure-log';
 import { occurrenceRunKey } from './occurrence-keys';
+import { JitterWaits } from './jitter-waits';
 import { type JobHandler, OccurrenceRunner } from './occurrence-runner';
 import { unrecordedInstants } from './recorded-occurrences';
-import type { JobDeclaration } from './schedule/job-declaration';
+import { checkJitterBelowTolerance, type JobDeclaration } from './schedule/job-declaration';
 import {
   observedLease,
   type SchedulerHistory,
@@ -13,7 +14,7 @@ import {
   type SchedulerMetrics,
   type SchedulerTimers,
 } from './scheduler-ports';
-import { DeclarationError, schedulingErrors } from './scheduling.errors';
+import { schedulingErrors } from './scheduling.errors';
 import type { JobExecution, JobRunListener, JobRunRecord, TenantDirectory } from './scheduling.types';
 
 export interface EngineJob {
@@ -83,7 +84,7 @@ export class JobScheduleEngine {
   private readonly failureLog: FailureLog;
   private readonly takeOvers?: AbandonedOccurrenceScan<JobDeclaration>;
   /** Jitter waits in progress: stop() cancels them, so that no run starts after it. */
-  private readonly waits = new Set<() => void>();
+  private readonly jitter: JitterWaits;
 
   constructor(private readonly options: EngineOptions) {
     this.lease = observedLease(options.lease, options.timers);
@@ -91,6 +92,7 @@ export class JobScheduleEngine {
     if (!Number.isSafeInteger(interval) || interval < 0) throw schedulingErrors.invalidOption('failureLogIntervalMs', 'a whole number of ms, 0 or more', interval);
     this.failureLog = new FailureLog(interval, () => options.timers.now());
     this.runner = new OccurrenceRunner(this.lease, options.timers, options.logger);
+    this.jitter = new JitterWaits(options.timers, options.random);
     if (options.abandoned) {
       const periodMs = options.takeOverScanMs ?? DEFAULT_TAKE_OVER_SCAN_MS;
       if (!Number.isSafeInteger(periodMs) || periodMs < 1) throw schedulingErrors.invalidOption('takeOverScanMs', 'a whole number of ms, 1 or more', periodMs);
@@ -107,14 +109,7 @@ export class JobScheduleEngine {
     const name = job.declaration.name;
     if (this.states.has(name)) throw schedulingErrors.duplicate(name, 'an earlier registration', 'another');
     if (job.declaration.tenancy === 'per-tenant' && !this.options.tenants) throw schedulingErrors.noTenants(name);
-    // An instance waiting its jitter must reach the occurrence before another may judge it missed.
-    const lateToleranceMs = this.options.lateToleranceMs ?? 60_000;
-    if (job.declaration.jitterMs > 0 && job.declaration.jitterMs >= lateToleranceMs) {
-      throw new DeclarationError(
-        name,
-        `jitterMs (${job.declaration.jitterMs}) must be below the scheduler's lateToleranceMs (${lateToleranceMs}): an instance still waiting its jitter would lose the occurrence to one that judged it missed`,
-      );
-    }
+    checkJitterBelowTolerance(job.declaration, this.options.lateToleranceMs ?? 60_000);
     this.states.set(name, { job, lastDue: Number.NEGATIVE_INFINITY, busy: false });
   }
 
@@ -163,7 +158,7 @@ export class JobScheduleEngine {
       state.cancel = undefined;
       state.queued = undefined;
     }
-    for (const cancel of [...this.waits]) cancel();
+    this.jitter.cancelAll();
     await this.takeOvers?.stop();
     await this.runner.shutdown(this.options.shutdownGraceMs ?? 10_000);
   }
@@ -333,7 +328,7 @@ export class JobScheduleEngine {
   private async runOccurrence(state: JobState, scheduledAt: number, trigger: JobExecution['trigger'], tenantId?: string): Promise<JobRunRecord[]> {
     const { declaration, handler } = state.job;
     if (trigger === 'schedule' || trigger === 'catch-up') {
-      await this.jitter(declaration.jitterMs);
+      await this.jitter.wait(declaration.jitterMs);
       if (!this.started) return [];
     }
     // A take-over runs the one (tenant's) occurrence that was abandoned.
@@ -354,24 +349,6 @@ export class JobScheduleEngine {
       records.push(this.emit(await this.runner.run({ job: declaration, handler, scheduledAt, trigger, tenantId })));
     }
     return records;
-  }
-
-  /** Waits the job's jitter; stop() ends the wait early (the caller then starts nothing). */
-  private jitter(jitterMs: number): Promise<void> {
-    if (jitterMs <= 0) return Promise.resolve();
-    const delay = Math.floor((this.options.random ?? Math.random)() * jitterMs);
-    return new Promise((resolve) => {
-      const done = () => {
-        this.waits.delete(cancel);
-        resolve();
-      };
-      const stopTimer = this.options.timers.at(this.options.timers.now() + delay, done);
-      const cancel = () => {
-        stopTimer();
-        done();
-      };
-      this.waits.add(cancel);
-    });
   }
 
   private reportMissed(state: JobState, instants: number[], total: number): void {

@@ -10,7 +10,9 @@ import {
   SchedulingModule,
   type SchedulingModuleOptions,
 } from '../../../src/features';
+import { createJobSchedulerStatements } from '../../../src/features/job-scheduler/job-scheduler.sql';
 import { sleep } from '../../support/lease-nodes';
+import { StatementCounter } from '../../support/statement-counter';
 import { type NestNode, startNestNode } from '../../support/nest-node';
 import { createTestDatabase, type TestDatabase } from '../../support/test-database';
 
@@ -105,10 +107,15 @@ const recordPreviousOccurrence = async (): Promise<void> => {
 };
 
 /** An in-process instance with the same job name, whose run only records what it saw. */
-const observer = async (job: Type, scheduling: SchedulingModuleOptions = {}): Promise<NestNode & { scheduler: ScheduledJobsService }> => {
-  @Module({ providers: [job] })
+const observer = async (
+  job: Type | Type[],
+  scheduling: SchedulingModuleOptions = {},
+  typeorm: Record<string, unknown> = {},
+): Promise<NestNode & { scheduler: ScheduledJobsService }> => {
+  @Module({ providers: Array.isArray(job) ? job : [job] })
   class JobsModule {}
   const node = await startNestNode(database.url, {
+    typeorm,
     jobScheduler: { nodeId: 'observer' },
     imports: [SchedulingModule.forRoot({ metrics: false, retention: false, takeOverScanMs: 300, ...scheduling }) as DynamicModule, JobsModule],
   });
@@ -248,3 +255,38 @@ it('a run waiting its jitter when the app closes never starts, and the process e
   expect(await database.sql(`SELECT "runKey" FROM "job-scheduler" WHERE code = 'fleet.jittered'`)).toEqual([]);
   expect(child.output).not.toContain('JOB_LEASE_UNAVAILABLE');
 }, 180_000);
+
+it('looks for abandoned occurrences with one query per scan for all jobs, on the partial index of RUNNING rows', async () => {
+  const jobs = Array.from({ length: 12 }, (_, index) => {
+    @Scheduled(`fleet.hourly-${index}`, { every: '1h' })
+    class HourlyJob {
+      run() {}
+    }
+    return HourlyJob;
+  });
+  const counter = new StatementCounter();
+  await observer(jobs, { takeOverScanMs: 250 }, { logger: counter, logging: true });
+  counter.reset();
+  await sleep(2_000);
+  const scans = counter.statements.filter((text) => text.includes('"status" = \'RUNNING\' AND "type" = \'SCHEDULE\''));
+  // About 8 periods of 250 ms: one statement each for the twelve jobs (a loaded machine fires fewer).
+  expect(scans.length).toBeGreaterThanOrEqual(3);
+  expect(scans.length).toBeLessThanOrEqual(9);
+  expect(counter.count).toBe(scans.length);
+
+  // Many finished rows, a few running: the scan reads the partial index, not the table.
+  await database.sql(`INSERT INTO "job-scheduler" ("lockKey", code, type, status, "ownerToken", "runKey", "leaseMs", "fencingToken")
+    SELECT 'k' || n, 'fleet.hourly-' || (n % 12), 'SCHEDULE', CASE WHEN n % 2000 = 0 THEN 'RUNNING' ELSE 'SUCCESS' END::"job-scheduler_status_enum",
+      gen_random_uuid(), to_char(timestamptz '2020-01-01' + n * interval '1 hour', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'), 60000, n
+    FROM generate_series(1, 20000) AS n`);
+  await database.sql('ANALYZE "job-scheduler"');
+  const statement = createJobSchedulerStatements('"job-scheduler"', 'job-scheduler_fencingToken_seq').abandonedOccurrences(
+    jobs.map((_, index) => `fleet.hourly-${index}`),
+    900_000,
+    100,
+  );
+  const literal = (value: unknown) => (Array.isArray(value) ? `ARRAY[${value.map((item) => `'${String(item)}'`).join(',')}]` : String(value));
+  const text = statement.text.replace(/\$(\d+)/g, (_, index: string) => literal(statement.values[Number(index) - 1]));
+  const plan = (await database.sql<{ 'QUERY PLAN': string }>(`EXPLAIN ${text}`)).map((row) => row['QUERY PLAN']).join('\n');
+  expect(plan).toContain('IDX_job_scheduler_running_modified_at');
+}, 120_000);

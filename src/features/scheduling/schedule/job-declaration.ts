@@ -95,6 +95,19 @@ const checkMaxAttempts = (name: string, value: unknown): number => {
   return value as number;
 };
 
+/**
+ * An instance still waiting its jitter must reach the occurrence before another may judge it late
+ * and drop it for everyone: jitterMs below the scheduler's lateToleranceMs. Throws DeclarationError.
+ */
+export const checkJitterBelowTolerance = (declaration: JobDeclaration, lateToleranceMs: number): void => {
+  if (declaration.jitterMs > 0 && declaration.jitterMs >= lateToleranceMs) {
+    throw new DeclarationError(
+      declaration.name,
+      `jitterMs (${declaration.jitterMs}) must be below the scheduler's lateToleranceMs (${lateToleranceMs}): an instance still waiting its jitter would lose the occurrence to one that judged it missed`,
+    );
+  }
+};
+
 /** Checks a whole @Scheduled declaration. Throws DeclarationError naming the job. */
 export const checkJobDeclaration = (rawName: unknown, options: ScheduledJobOptions): JobDeclaration => {
   const name = checkJobName(rawName);
