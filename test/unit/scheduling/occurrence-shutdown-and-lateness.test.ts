@@ -1,6 +1,10 @@
 import { DeclarationError, type JobExecution } from '../../../src/features';
 import { FixedClock, InMemoryJobLease, ManualJobScheduler } from '../../../src/features/testing';
 import { occurrenceOfRunKey, occurrenceRunKey } from '../../../src/features/scheduling/occurrence-keys';
+import { JobScheduleEngine } from '../../../src/features/scheduling/job-schedule-engine';
+import { checkJobDeclaration } from '../../../src/features/scheduling/schedule/job-declaration';
+import type { SchedulerLease } from '../../../src/features/scheduling/scheduler-ports';
+import { ManualTimers } from '../../../src/features/scheduling/testing/manual-timers';
 
 describe('a jitter below the late tolerance', () => {
   it('refuses jitterMs at or above lateToleranceMs, naming the job', () => {
@@ -30,6 +34,42 @@ describe('stop()', () => {
     expect(started).toEqual([]);
     expect(scheduler.runs).toEqual([]);
     expect(scheduler.lease.statusOf('audit.verify-chain', '2026-01-01T00:01:00.000Z')).toBeUndefined();
+  });
+});
+
+describe('stop() during an acquire', () => {
+  it('gives back a lease won after stop(), unrun (JOB_SHUTDOWN)', async () => {
+    const clock = new FixedClock(Date.UTC(2026, 0, 1));
+    const memory = new InMemoryJobLease(clock);
+    const runKeys: string[] = [];
+    let open!: () => void;
+    const gate = new Promise<void>((resolve) => (open = resolve));
+    // The acquire reaches the database before stop(); its answer comes after.
+    const lease: SchedulerLease = {
+      acquire: async (options) => {
+        runKeys.push(options.runKey as string);
+        const result = await memory.acquire(options);
+        await gate;
+        return result;
+      },
+      heartbeat: (value) => memory.heartbeat(value),
+      complete: (value, data) => memory.complete(value, data),
+      fail: (value, data) => memory.fail(value, data),
+    };
+    const silent = { log: () => undefined, warn: () => undefined, error: () => undefined };
+    const engine = new JobScheduleEngine({ timers: new ManualTimers(clock), lease, logger: silent });
+    const ran: JobExecution[] = [];
+    engine.register({ declaration: checkJobDeclaration('audit.verify-chain', { every: '1h' }), handler: (e) => void ran.push(e), enabled: true });
+    const asked = engine.runNow('audit.verify-chain');
+    await new Promise((resolve) => setImmediate(resolve));
+    const stopped = engine.stop();
+    open();
+    const [record] = await asked;
+    await stopped;
+    expect(ran).toEqual([]);
+    expect(record).toMatchObject({ outcome: 'failed', errorCode: 'JOB_SHUTDOWN' });
+    // Released: the FAIL row records the shutdown, nothing ran under it.
+    expect(memory.statusOf('audit.verify-chain', runKeys[0])).toBe('FAIL');
   });
 });
 
