@@ -281,7 +281,7 @@ export class JobSchedulerService implements OnModuleInit, OnApplicationBootstrap
   async abandonedOccurrences(codes: readonly string[], limit: number): Promise<AbandonedOccurrenceRow[]> {
     if (codes.length === 0) return [];
     const rows = await this.execute<AbandonedOccurrenceRow>(this.statements.abandonedOccurrences([...codes], this.timingDefaults.leaseMs, limit));
-    return rows.map((row) => ({ ...row, attempts: Number(row.attempts) }));
+    return rows.map((row) => ({ ...row, attempts: Number(row.attempts), expiredForMs: Number(row.expiredForMs) }));
   }
 
   /** Ends an abandoned occurrence FAIL with `data`, unless it was taken over meanwhile; true if this call did. */

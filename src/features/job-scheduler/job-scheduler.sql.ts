@@ -55,6 +55,8 @@ export interface AbandonedOccurrenceRow {
   runKey: string;
   /** Owners it has had so far (1 + take-overs). */
   attempts: number;
+  /** How long ago its lease ran out, by the database clock. */
+  expiredForMs: number;
 }
 
 export interface PruneParameters {
@@ -312,7 +314,9 @@ LIMIT $8`.trim();
   // Take-over: one read per instance per scan period, for every code it runs. Served by the
   // partial index IDX_job_scheduler_running_modified_at (RUNNING rows only: a handful at a time).
   const abandonedOccurrencesText = `
-SELECT "id", "code", "runKey", "attempts" FROM ${table}
+SELECT "id", "code", "runKey", "attempts",
+  ((EXTRACT(EPOCH FROM (CURRENT_TIMESTAMP - "modifiedAt")) * 1000)::bigint - COALESCE("leaseMs", $2::integer))::text AS "expiredForMs"
+FROM ${table}
 WHERE "status" = 'RUNNING' AND "type" = 'SCHEDULE' AND "code" = ANY($1::text[])
   AND "runKey" ~ '^[0-9]{4}-[0-9]{2}-[0-9]{2}T'
   AND "modifiedAt" < CURRENT_TIMESTAMP - COALESCE("leaseMs", $2::integer) * INTERVAL '1 millisecond'

@@ -11,6 +11,8 @@ export interface AbandonedOccurrence {
   runKey: string;
   /** Owners it has had so far (1 + take-overs). */
   attempts: number;
+  /** How long ago its lease ran out, by the database clock. */
+  expiredForMs: number;
 }
 
 /** Where abandoned occurrences are found and ended: JobSchedulerService on PostgreSQL. */
@@ -22,7 +24,7 @@ export interface AbandonedOccurrenceStore {
 }
 
 /** What a job says about its abandoned occurrences (a @Scheduled job's declaration, a @RunOnce plan). */
-export type TakeOverPolicy = Pick<JobDeclaration, 'name' | 'abandoned' | 'maxAttempts'>;
+export type TakeOverPolicy = Pick<JobDeclaration, 'name' | 'abandoned' | 'maxAttempts' | 'missed'>;
 
 /** What the scan needs of the scheduler: its jobs, a way to run an occurrence again, and its outcomes. */
 export interface AbandonedOccurrenceHost<Job extends TakeOverPolicy = TakeOverPolicy> {
@@ -58,6 +60,8 @@ export class AbandonedOccurrenceScan<Job extends TakeOverPolicy = TakeOverPolicy
     private readonly timers: SchedulerTimers,
     private readonly logger: SchedulerLogger,
     private readonly periodMs: number,
+    /** Found later than this (plus a period) after its lease ran out: late, as a missed occurrence is. */
+    private readonly lateToleranceMs: number,
   ) {}
 
   start(): void {
@@ -84,16 +88,30 @@ export class AbandonedOccurrenceScan<Job extends TakeOverPolicy = TakeOverPolicy
       const job = jobs.get(occurrence.code);
       const key = occurrenceOfRunKey(occurrence.runKey);
       if (!job || !key) continue;
-      if (job.abandoned === 'take-over' && occurrence.attempts < job.maxAttempts) {
-        this.host.takeOver(job, key.scheduledAt, key.tenantId);
-      } else {
-        await this.abandon(job, occurrence, key);
-      }
+      const reason = this.reasonToEnd(job, occurrence);
+      if (reason === null) this.host.takeOver(job, key.scheduledAt, key.tenantId);
+      else await this.abandon(job, occurrence, key, reason);
     }
   }
 
-  private async abandon(job: Job, occurrence: AbandonedOccurrence, key: { scheduledAt: number; tenantId?: string }): Promise<void> {
-    const reason = job.abandoned === 'drop' ? 'drop' : 'attempts';
+  /**
+   * Why the occurrence is ended rather than taken over, or null. Late: no instance ran this job
+   * for longer than the tolerance after the lease ran out (the fleet was down, or these are rows
+   * of an older release); like a missed occurrence it runs only with `missed: 'run-once'`.
+   */
+  private reasonToEnd(job: Job, occurrence: AbandonedOccurrence): JobAbandonedError['reason'] | null {
+    if (job.abandoned === 'drop') return 'drop';
+    if (occurrence.attempts >= job.maxAttempts) return 'attempts';
+    if (occurrence.expiredForMs > this.lateToleranceMs + this.periodMs && job.missed !== 'run-once') return 'late';
+    return null;
+  }
+
+  private async abandon(
+    job: Job,
+    occurrence: AbandonedOccurrence,
+    key: { scheduledAt: number; tenantId?: string },
+    reason: JobAbandonedError['reason'],
+  ): Promise<void> {
     const error = new JobAbandonedError(job.name, occurrence.attempts, reason);
     const ended = this.store.abandonOccurrence(occurrence, {
       abandoned: true,

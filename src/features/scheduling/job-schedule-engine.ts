@@ -101,7 +101,7 @@ export class JobScheduleEngine {
         takeOver: (job: JobDeclaration, scheduledAt: number, tenantId: string | undefined) => this.takeOver(job.name, scheduledAt, tenantId),
         record: (record: JobRunRecord) => void this.emit(record),
       };
-      this.takeOvers = new AbandonedOccurrenceScan(options.abandoned, host, options.timers, options.logger, periodMs);
+      this.takeOvers = new AbandonedOccurrenceScan(options.abandoned, host, options.timers, options.logger, periodMs, options.lateToleranceMs ?? 60_000);
     }
   }
 

@@ -55,13 +55,14 @@ export class JobAbandonedError extends Error {
   constructor(
     readonly jobName: string,
     readonly attempts: number,
-    readonly reason: 'drop' | 'attempts',
+    readonly reason: 'drop' | 'attempts' | 'late',
   ) {
-    super(
-      reason === 'drop'
-        ? `Scheduled job "${jobName}": the holder of this occurrence stopped heartbeating; abandoned: 'drop' ends it without another run`
-        : `Scheduled job "${jobName}": the holder of this occurrence stopped heartbeating, and it has had ${attempts} owner(s), its maxAttempts: not run again`,
-    );
+    const why = {
+      drop: "abandoned: 'drop' ends it without another run",
+      attempts: `it has had ${attempts} owner(s), its maxAttempts: not run again`,
+      late: "no instance found it within the late tolerance after its lease ran out (was the fleet down?): missed, not run again (missed: 'run-once' would run it)",
+    }[reason];
+    super(`Scheduled job "${jobName}": the holder of this occurrence stopped heartbeating; ${why}`);
     this.name = 'JobAbandonedError';
   }
 }

@@ -132,6 +132,13 @@ class ObservedYearlyJob {
   }
 }
 
+@Scheduled(YEARLY, { cron: '0 0 1 1 *', leaseMs: 2_000 })
+class LateYearlyJob {
+  run(execution: JobExecution) {
+    observed.push(execution);
+  }
+}
+
 @Scheduled(YEARLY, { cron: '0 0 1 1 *', missed: 'run-once', leaseMs: 2_000, abandoned: 'drop' })
 class DroppedYearlyJob {
   run(execution: JobExecution) {
@@ -238,6 +245,21 @@ it("abandoned: 'drop' ends an occurrence whose holder vanished without running i
   expect(records).toEqual([expect.objectContaining({ outcome: 'abandoned', trigger: 'take-over', errorCode: 'JOB_ABANDONED' })]);
   expect(await leaseRow(YEARLY, OCCURRENCE)).toMatchObject({ status: 'FAIL', attempts: 1, data: { abandoned: true } });
 }, 180_000);
+
+it('an occurrence found abandoned long after its lease ran out (the fleet was down) is missed, not run', async () => {
+  const jobs = new JobSchedulerService(await database.dataSource({ poolSize: 1 }));
+  const lock = await jobs.acquire({ code: YEARLY, runKey: OCCURRENCE, leaseMs: 2_000 });
+  expect(lock.acquired).toBe(true);
+  await database.sql(`UPDATE "job-scheduler" SET "modifiedAt" = now() - interval '10 minutes' WHERE "runKey" = $1`, [OCCURRENCE]);
+  const records: JobRunRecord[] = [];
+  const node = await observer(LateYearlyJob);
+  node.scheduler.onRun((record) => records.push(record));
+  await waitFor('the occurrence is recorded abandoned', () => records.length > 0, 30_000);
+  expect(observed).toEqual([]);
+  expect(records).toEqual([expect.objectContaining({ outcome: 'abandoned', errorCode: 'JOB_ABANDONED' })]);
+  expect(String((records[0].error as Error).message)).toContain('late tolerance');
+  expect(await leaseRow(YEARLY, OCCURRENCE)).toMatchObject({ status: 'FAIL', attempts: 1, data: { abandoned: true } });
+}, 60_000);
 
 it('a run waiting its jitter when the app closes never starts, and the process exits at once', async () => {
   const child = startChild('jittered', 'jitter');

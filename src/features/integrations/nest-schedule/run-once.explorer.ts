@@ -112,6 +112,7 @@ export class RunOnceExplorer implements OnModuleInit, OnApplicationBootstrap, Be
       systemTimers,
       this.logger,
       this.takeOverScanMs,
+      RETENTION_TOLERANCE_MS,
     );
     this.takeOvers.start();
   }
@@ -147,7 +148,8 @@ export class RunOnceExplorer implements OnModuleInit, OnApplicationBootstrap, Be
         const bound = (runner ??= new RunOnceRunner(this.jobs));
         const { plan, original } = found;
         bindRunOnce(instance, key, (args) => bound.run(plan, instance, original, args));
-        this.bindings.push({ name: plan.code, abandoned: plan.abandoned, maxAttempts: plan.maxAttempts, plan, instance, original });
+        // No catch-up for @nestjs/schedule ticks: one found late is ended, not run.
+        this.bindings.push({ name: plan.code, abandoned: plan.abandoned, maxAttempts: plan.maxAttempts, missed: 'drop', plan, instance, original });
         if (!this.retained.some((job) => job.name === plan.code)) this.retained.push({ name: plan.code, schedule: plan.ticks });
         count++;
       }
