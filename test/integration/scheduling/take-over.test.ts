@@ -11,6 +11,7 @@ import {
   type SchedulingModuleOptions,
 } from '../../../src/features';
 import { createJobSchedulerStatements } from '../../../src/features/job-scheduler/job-scheduler.sql';
+import { FixedClock, ManualTimers } from '../../../src/features/testing';
 import { sleep } from '../../support/lease-nodes';
 import { StatementCounter } from '../../support/statement-counter';
 import { type NestNode, startNestNode } from '../../support/nest-node';
@@ -259,6 +260,35 @@ it('an occurrence found abandoned long after its lease ran out (the fleet was do
   expect(records).toEqual([expect.objectContaining({ outcome: 'abandoned', errorCode: 'JOB_ABANDONED' })]);
   expect(String((records[0].error as Error).message)).toContain('late tolerance');
   expect(await leaseRow(YEARLY, OCCURRENCE)).toMatchObject({ status: 'FAIL', attempts: 1, data: { abandoned: true } });
+}, 60_000);
+
+@Scheduled('fleet.every-minute', { every: '1m' })
+class EveryMinuteJob {
+  run(execution: JobExecution) {
+    observed.push(execution);
+  }
+}
+
+it('an instance that stalled while another ran the job reports as missed only what nobody ran (PostgreSQL history)', async () => {
+  const clock = new FixedClock(new Date('2026-05-04T10:00:30Z'));
+  const [steadyTimers, stalledTimers] = [new ManualTimers(clock), new ManualTimers(clock)];
+  const steady = await observer(EveryMinuteJob, { timers: steadyTimers });
+  const stalled = await observer(EveryMinuteJob, { timers: stalledTimers });
+  // 10:01 to 10:04 run on the steady instance while the other one's event loop is blocked.
+  await steadyTimers.advance(4 * 60_000);
+  // The stalled one comes back first for 10:05 (within the tolerance) and runs it: 10:01-10:04 are not missed.
+  clock.set(Date.parse('2026-05-04T10:05:10Z'));
+  await stalledTimers.advance(0);
+  await stalled.scheduler.idle();
+  expect(observed.map((execution) => execution.scheduledAt.toISOString().slice(11, 16))).toEqual(['10:01', '10:02', '10:03', '10:04', '10:05']);
+  expect(stalled.scheduler.runs.filter((run) => run.outcome === 'missed')).toEqual([]);
+  // Nobody runs 10:06 and 10:07: the stalled instance, back for 10:08, reports those two.
+  clock.set(Date.parse('2026-05-04T10:08:05Z'));
+  await stalledTimers.advance(0);
+  await stalled.scheduler.idle();
+  const missed = stalled.scheduler.runs.filter((run) => run.outcome === 'missed');
+  expect(missed.map((run) => run.scheduledAt.toISOString().slice(11, 16))).toEqual(['10:06', '10:07']);
+  expect(steady.scheduler.runs.filter((run) => run.outcome === 'missed')).toEqual([]);
 }, 60_000);
 
 it('a run waiting its jitter when the app closes never starts, and the process exits at once', async () => {
