@@ -23,6 +23,11 @@ export interface AbandonedOccurrenceStore {
   abandonOccurrence(occurrence: Pick<AbandonedOccurrence, 'id' | 'attempts'>, data: unknown): Promise<boolean>;
 }
 
+/** Whether a lease (the PostgreSQL one, the in-memory one of tests) can find abandoned occurrences. */
+export const canFindAbandoned = (lease: object): lease is AbandonedOccurrenceStore =>
+  typeof (lease as Partial<AbandonedOccurrenceStore>).abandonedOccurrences === 'function' &&
+  typeof (lease as Partial<AbandonedOccurrenceStore>).abandonOccurrence === 'function';
+
 /** What a job says about its abandoned occurrences (a @Scheduled job's declaration, a @RunOnce plan). */
 export type TakeOverPolicy = Pick<JobDeclaration, 'name' | 'abandoned' | 'maxAttempts' | 'missed'>;
 
@@ -64,7 +69,9 @@ export class AbandonedOccurrenceScan<Job extends TakeOverPolicy = TakeOverPolicy
     private readonly lateToleranceMs: number,
   ) {}
 
+  /** Arms the periodic scan, when this instance runs any job. */
   start(): void {
+    if (this.host.enabledJobs().length === 0) return;
     this.stopped = false;
     this.arm();
   }

@@ -12,6 +12,7 @@ import { JobSchedulerStatus } from '../job-scheduler/job-scheduler.entity';
 import { JobSchedulerService } from '../job-scheduler/job-scheduler.service';
 import { JobScheduleEngine } from './job-schedule-engine';
 import { dueInstantOf } from './occurrence-keys';
+import { canFindAbandoned } from './abandoned-occurrences';
 import { createPrometheusJobMetrics } from './prometheus-job-metrics';
 import { ScheduledJobsExplorer } from './scheduled-jobs.explorer';
 import { type ResolvedScheduledRetention, resolveScheduledRetention, retentionPasses } from './scheduled-retention';
@@ -77,7 +78,7 @@ export class ScheduledJobsService implements OnModuleInit, OnApplicationBootstra
       shutdownGraceMs: options.shutdownGraceMs,
       failureLogIntervalMs: options.failureLogIntervalMs,
       // Take-over of occurrences whose holder vanished: on the PostgreSQL lease.
-      abandoned: options.lease ? undefined : jobs,
+      abandoned: options.lease ? (canFindAbandoned(options.lease) ? options.lease : undefined) : jobs,
       takeOverScanMs: options.takeOverScanMs,
     });
     const lateToleranceMs = options.lateToleranceMs ?? 60_000;

@@ -108,3 +108,47 @@ describe('occurrence keys', () => {
     expect(occurrenceOfRunKey('run-now 2026-03-29T01:00:00.000Z 0c0e')).toBeNull();
   });
 });
+
+describe('take-over with the in-memory lease', () => {
+  it('an instance that died mid-run has its occurrence run again by another, up to maxAttempts owners', async () => {
+    const clock = new FixedClock(Date.UTC(2026, 0, 1, 0, 0, 30));
+    const lease = new InMemoryJobLease(clock);
+    const runs: { node: string; execution: JobExecution }[] = [];
+    // Every instance "dies" in the run: it never returns, and its timers (heartbeats) are never advanced again.
+    const instance = (node: string) => {
+      const scheduler = new ManualJobScheduler({ clock, lease, takeOverScanMs: 5_000 });
+      scheduler.register({
+        name: 'billing.close-day',
+        every: '1h',
+        leaseMs: 20_000,
+        run: (execution) => {
+          runs.push({ node, execution });
+          return new Promise<void>(() => undefined);
+        },
+      });
+      return scheduler;
+    };
+    const first = instance('first');
+    await first.start();
+    await first.advance(60 * 60_000 - 30_000); // 01:00, runs there and hangs
+    const second = instance('second');
+    const third = instance('third');
+    await second.start();
+    await second.advance(30_000); // the lease runs out, the next scan takes it over
+    await third.start();
+    await third.advance(30_000);
+    const fourth = instance('fourth');
+    await fourth.start();
+    await fourth.advance(30_000);
+    expect(runs.map((run) => [run.node, run.execution.trigger])).toEqual([
+      ['first', 'schedule'],
+      ['second', 'take-over'],
+      ['third', 'take-over'],
+    ]);
+    expect(new Set(runs.map((run) => run.execution.idempotencyKey)).size).toBe(1);
+    expect(runs.map((run) => run.execution.fencingToken)).toEqual([1, 2, 3]);
+    expect(fourth.runs).toEqual([expect.objectContaining({ outcome: 'abandoned', trigger: 'take-over', errorCode: 'JOB_ABANDONED' })]);
+    expect(lease.statusOf('billing.close-day', '2026-01-01T01:00:00.000Z')).toBe('FAIL');
+    expect(lease.attemptsOf('billing.close-day', '2026-01-01T01:00:00.000Z')).toBe(3);
+  });
+});
