@@ -51,6 +51,7 @@ export {
   UpgradeJobSchedulerTableFrom111764547200001,
 } from './job-scheduler/job-scheduler.migrations';
 export type {
+  AbandonedPolicy,
   JobExecution,
   JobPolicies,
   JobRunListener,
@@ -65,7 +66,7 @@ export type {
   ScheduledJobOptions,
   TenantDirectory,
 } from './scheduling/scheduling.types';
-export { DeclarationError, JobTimeoutError, SchedulingError } from './scheduling/scheduling.errors';
+export { DeclarationError, JobAbandonedError, JobTimeoutError, SchedulingError } from './scheduling/scheduling.errors';
 export { Scheduled } from './scheduling/scheduled.decorator';
 export { SchedulingModule } from './scheduling/scheduling.module';
 export { type SchedulingModuleOptions, TENANT_DIRECTORY } from './scheduling/scheduling.module-definition';
