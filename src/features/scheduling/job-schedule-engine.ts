@@ -379,8 +379,10 @@ export class JobScheduleEngine {
   }
 
   private log(record: JobRunRecord): void {
-    const what = `${record.name} @ ${record.scheduledAt.toISOString()}${record.tenantId === undefined ? '' : ` tenant ${record.tenantId}`}`;
-    if (record.outcome === 'failed') {
+    const what = `${record.name} @ ${record.scheduledAt.toISOString()}${record.tenantId === undefined ? '' : ` tenant ${record.tenantId}`}${record.trigger === 'take-over' ? ' (take-over)' : ''}`;
+    if (record.outcome === 'abandoned') {
+      this.options.logger.warn(`${what} abandoned (${record.errorCode}): ${record.error instanceof Error ? record.error.message : ''}`);
+    } else if (record.outcome === 'failed') {
       const { error } = describeFailure(record.error);
       const line = `${what} failed (${record.errorCode}): ${error.name}: ${error.message}`;
       if (record.errorCode === 'JOB_SHUTDOWN') this.options.logger.warn(line);
