@@ -178,6 +178,7 @@ it('an occurrence whose instance was SIGKILLed mid-run is finished by another in
   await waitFor('the first instance starts the occurrence', async () => (await fleetRuns(YEARLY)).length === 1, 120_000);
   const [run] = await fleetRuns(YEARLY);
   expect(run).toMatchObject({ node: 'first', trigger: 'catch-up' });
+  const killedAt = Date.now();
   process.kill(-(first.child.pid as number), 'SIGKILL');
   expect((await first.exited).signal).toBe('SIGKILL');
   expect(await leaseRow(YEARLY, OCCURRENCE)).toMatchObject({ status: 'RUNNING', attempts: 1 });
@@ -190,6 +191,7 @@ it('an occurrence whose instance was SIGKILLed mid-run is finished by another in
 
   expect(observed).toHaveLength(1);
   expect(observed[0]).toMatchObject({ name: YEARLY, trigger: 'take-over', idempotencyKey: run.idempotency_key });
+  process.stdout.write(`take-over: started ${observed[0].startedAt.getTime() - killedAt} ms after SIGKILL (lease 2 s, scan every 300 ms, observer boot included)\n`);
   expect(observed[0].scheduledAt.toISOString()).toBe(OCCURRENCE);
   expect(observed[0].fencingToken).toBeGreaterThan(Number(run.fencing_token));
   expect(records.filter((record) => record.trigger === 'take-over').map((record) => record.outcome)).toEqual(['succeeded']);
