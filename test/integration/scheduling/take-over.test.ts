@@ -203,8 +203,15 @@ it('a job that kills every process that runs it has three owners, then is record
   // Each instance in turn takes the occurrence (the first by catch-up, the next two by take-over) and dies of it.
   for (const [index, name] of ['crash-1', 'crash-2', 'crash-3'].entries()) {
     const child = startChild(name, 'suicide');
-    await waitFor(`${name} runs the occurrence`, async () => (await fleetRuns(YEARLY)).length === index + 1, 120_000);
-    expect((await child.exited).signal).toBe('SIGKILL');
+    // Until it has run the occurrence, or died (a boot failure shows in the output of the message below).
+    await waitFor(`${name} runs the occurrence`, async () => (await fleetRuns(YEARLY)).length === index + 1 || child.child.exitCode !== null, 180_000);
+    const exit = await child.exited;
+    expect({ name, runs: (await fleetRuns(YEARLY)).length, signal: exit.signal, output: exit.signal === 'SIGKILL' ? '' : child.output }).toEqual({
+      name,
+      runs: index + 1,
+      signal: 'SIGKILL',
+      output: '',
+    });
   }
   const runs = await fleetRuns(YEARLY);
   expect(runs.map((run) => [run.node, run.trigger])).toEqual([
@@ -230,7 +237,7 @@ it('a job that kills every process that runs it has three owners, then is record
   expect(records[0].scheduledAt.toISOString()).toBe(OCCURRENCE);
   const row = await leaseRow(YEARLY, OCCURRENCE);
   expect(row).toMatchObject({ status: 'FAIL', attempts: 3, data: { abandoned: true, attempts: 3, error: { code: 'JOB_ABANDONED', name: 'JobAbandonedError' } } });
-}, 300_000);
+}, 600_000);
 
 it("abandoned: 'drop' ends an occurrence whose holder vanished without running it", async () => {
   await recordPreviousOccurrence();
