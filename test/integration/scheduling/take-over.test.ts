@@ -204,7 +204,7 @@ it('a job that kills every process that runs it has three owners, then is record
   for (const [index, name] of ['crash-1', 'crash-2', 'crash-3'].entries()) {
     const child = startChild(name, 'suicide');
     // Until it has run the occurrence, or died (a boot failure shows in the output of the message below).
-    await waitFor(`${name} runs the occurrence`, async () => (await fleetRuns(YEARLY)).length === index + 1 || child.child.exitCode !== null, 180_000);
+    await waitFor(`${name} runs the occurrence`, async () => (await fleetRuns(YEARLY)).length === index + 1 || child.child.exitCode !== null || child.child.signalCode !== null, 180_000);
     const exit = await child.exited;
     expect({ name, runs: (await fleetRuns(YEARLY)).length, signal: exit.signal, output: exit.signal === 'SIGKILL' ? '' : child.output }).toEqual({
       name,
