@@ -152,3 +152,39 @@ describe('take-over with the in-memory lease', () => {
     expect(lease.attemptsOf('billing.close-day', '2026-01-01T01:00:00.000Z')).toBe(3);
   });
 });
+
+describe('take-over of a per-tenant occurrence', () => {
+  it('runs again only the tenant whose run was abandoned, with its tenantId', async () => {
+    const clock = new FixedClock(Date.UTC(2026, 0, 1, 0, 0, 30));
+    const lease = new InMemoryJobLease(clock);
+    const tenants = { listTenants: () => ['acme', 'globex', 'initech'] };
+    const runs: { node: string; tenantId?: string; trigger: string }[] = [];
+    const instance = (node: string, hangOn?: string) => {
+      const scheduler = new ManualJobScheduler({ clock, lease, tenants, takeOverScanMs: 5_000 });
+      scheduler.register({
+        name: 'billing.invoice-tenants',
+        every: '1h',
+        tenancy: 'per-tenant',
+        leaseMs: 20_000,
+        run: (execution) => {
+          runs.push({ node, tenantId: execution.tenantId, trigger: execution.trigger });
+          // The first instance dies in globex's run: it never returns, its heartbeats stop with its timers.
+          return execution.tenantId === hangOn ? new Promise<void>(() => undefined) : undefined;
+        },
+      });
+      return scheduler;
+    };
+    const first = instance('first', 'globex');
+    await first.start();
+    await first.advance(60 * 60_000 - 30_000);
+    const second = instance('second');
+    await second.start();
+    await second.advance(30_000);
+    expect(runs).toEqual([
+      { node: 'first', tenantId: 'acme', trigger: 'schedule' },
+      { node: 'first', tenantId: 'globex', trigger: 'schedule' },
+      { node: 'second', tenantId: 'globex', trigger: 'take-over' },
+    ]);
+    expect(lease.statusOf('billing.invoice-tenants', occurrenceRunKey(Date.UTC(2026, 0, 1, 1), 'globex'))).toBe('SUCCESS');
+  });
+});
