@@ -46,12 +46,14 @@ export {
   AddJobSchedulerAcquireFunction1764547200005,
   AddJobSchedulerCodeRunKeyIndex1764547200002,
   AddJobSchedulerFencingTokenSequence1764547200003,
+  AddJobSchedulerRunningIndex1764547200006,
   CreateJobSchedulerTable1764547200000,
   JobSchedulerMigrations,
   TuneJobSchedulerTableForChurn1764547200004,
   UpgradeJobSchedulerTableFrom111764547200001,
 } from './job-scheduler/job-scheduler.migrations';
 export type {
+  AbandonedPolicy,
   JobExecution,
   JobPolicies,
   JobRunListener,
@@ -66,7 +68,7 @@ export type {
   ScheduledJobOptions,
   TenantDirectory,
 } from './scheduling/scheduling.types';
-export { DeclarationError, JobTimeoutError, SchedulingError } from './scheduling/scheduling.errors';
+export { DeclarationError, JobAbandonedError, JobTimeoutError, SchedulingError } from './scheduling/scheduling.errors';
 export { Scheduled } from './scheduling/scheduled.decorator';
 export { SchedulingModule } from './scheduling/scheduling.module';
 export { type SchedulingModuleOptions, TENANT_DIRECTORY } from './scheduling/scheduling.module-definition';

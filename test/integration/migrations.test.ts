@@ -51,6 +51,7 @@ describe('migrations', () => {
       'AddJobSchedulerFencingTokenSequence1764547200003',
       'TuneJobSchedulerTableForChurn1764547200004',
       'AddJobSchedulerAcquireFunction1764547200005',
+      'AddJobSchedulerRunningIndex1764547200006',
     ]);
     const columns = await columnsOf(database);
     expect(columns.id).toMatchObject({ data_type: 'uuid', column_default: 'gen_random_uuid()' });
@@ -74,6 +75,10 @@ describe('migrations', () => {
       `SELECT indexdef AS definition FROM pg_indexes WHERE indexname = 'IDX_job_scheduler_code_run_key'`,
     );
     expect(index.definition).toContain('(code, "runKey" COLLATE "C")');
+    const [running] = await database.sql<{ definition: string }>(
+      `SELECT indexdef AS definition FROM pg_indexes WHERE indexname = 'IDX_job_scheduler_running_modified_at'`,
+    );
+    expect(running.definition).toContain('("modifiedAt") WHERE (status = \'RUNNING\'');
   });
 
   it('revert and re-apply cleanly', async () => {

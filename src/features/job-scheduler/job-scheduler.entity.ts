@@ -27,6 +27,8 @@ export const JOB_SCHEDULER_TABLE = 'job-scheduler';
 @Index('IDX_job_scheduler_code_run_key', { synchronize: false })
 // Finished runs by age, for prune: also created by synchronize (the table's storage parameters are not).
 @Index('IDX_job_scheduler_created_at', ['createdAt'])
+// ("modifiedAt") WHERE "status" = 'RUNNING', created by a migration: the take-over scan's index.
+@Index('IDX_job_scheduler_running_modified_at', { synchronize: false })
 export class JobScheduler {
   @PrimaryColumn({ type: 'uuid', default: () => 'gen_random_uuid()', primaryKeyConstraintName: 'PK_job_scheduler_id' })
   id!: string;

@@ -100,6 +100,7 @@ export type JobLeaseDatabaseOperation =
   | 'prune'
   | 'inspect'
   | 'history'
+  | 'take-over'
   | 'replication-check';
 
 /**

@@ -4,6 +4,7 @@ import { AddJobSchedulerCodeRunKeyIndex1764547200002 } from '../../../migrations
 import { AddJobSchedulerFencingTokenSequence1764547200003 } from '../../../migrations/1764547200003-AddJobSchedulerFencingTokenSequence';
 import { TuneJobSchedulerTableForChurn1764547200004 } from '../../../migrations/1764547200004-TuneJobSchedulerTableForChurn';
 import { AddJobSchedulerAcquireFunction1764547200005 } from '../../../migrations/1764547200005-AddJobSchedulerAcquireFunction';
+import { AddJobSchedulerRunningIndex1764547200006 } from '../../../migrations/1764547200006-AddJobSchedulerRunningIndex';
 
 /** The lease's migrations in order, for `migrations: [...JobSchedulerMigrations]` in a DataSource. */
 export const JobSchedulerMigrations = [
@@ -13,12 +14,14 @@ export const JobSchedulerMigrations = [
   AddJobSchedulerFencingTokenSequence1764547200003,
   TuneJobSchedulerTableForChurn1764547200004,
   AddJobSchedulerAcquireFunction1764547200005,
+  AddJobSchedulerRunningIndex1764547200006,
 ] as const;
 
 export {
   AddJobSchedulerAcquireFunction1764547200005,
   AddJobSchedulerCodeRunKeyIndex1764547200002,
   AddJobSchedulerFencingTokenSequence1764547200003,
+  AddJobSchedulerRunningIndex1764547200006,
   CreateJobSchedulerTable1764547200000,
   TuneJobSchedulerTableForChurn1764547200004,
   UpgradeJobSchedulerTableFrom111764547200001,

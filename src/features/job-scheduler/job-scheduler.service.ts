@@ -15,7 +15,7 @@ import {
   replicationErrors,
 } from './job-scheduler.errors';
 import { JOB_SCHEDULER_MODULE_OPTIONS, type JobSchedulerRuntimeOptions } from './job-scheduler.module-definition';
-import type { AcquireRow, JobSchedulerStatements, ReplicationRow, SqlStatement } from './job-scheduler.sql';
+import type { AbandonedOccurrenceRow, AcquireRow, JobSchedulerStatements, ReplicationRow, SqlStatement } from './job-scheduler.sql';
 import type {
   JobAcquireOptions,
   JobAcquireResult,
@@ -285,6 +285,29 @@ export class JobSchedulerService implements OnModuleInit, OnApplicationBootstrap
     if (codes.length === 0) return new Map();
     const rows = await this.execute<{ code: string; runKey: string }>(this.statements.latestScheduledRunKeys(codes, status));
     return new Map(rows.map((row) => [row.code, row.runKey]));
+  }
+
+  /**
+   * Scheduler occurrences of `codes` (ISO 8601 runKeys) still RUNNING past their lease by the
+   * database clock: their holder stopped heartbeating. One read, on a partial index of RUNNING rows.
+   */
+  async abandonedOccurrences(codes: readonly string[], limit: number): Promise<AbandonedOccurrenceRow[]> {
+    if (codes.length === 0) return [];
+    const rows = await this.execute<AbandonedOccurrenceRow>(this.statements.abandonedOccurrences([...codes], this.timingDefaults.leaseMs, limit));
+    return rows.map((row) => ({ ...row, attempts: Number(row.attempts), expiredForMs: Number(row.expiredForMs) }));
+  }
+
+  /** Ends an abandoned occurrence FAIL with `data`, unless it was taken over meanwhile; true if this call did. */
+  async abandonOccurrence(occurrence: Pick<AbandonedOccurrenceRow, 'id' | 'attempts'>, data: unknown): Promise<boolean> {
+    const json = serializeJobData(data) ?? 'null';
+    const rows = await this.execute(this.statements.abandonOccurrence(occurrence.id, occurrence.attempts, this.timingDefaults.leaseMs, json));
+    return rows.length === 1;
+  }
+
+  /** The occurrence runKeys recorded for `code` from `from` (inclusive) to `to` (exclusive), in "C" order. */
+  async scheduledRunKeysBetween(code: string, from: string, to: string): Promise<string[]> {
+    const rows = await this.execute<{ runKey: string }>(this.statements.scheduledRunKeysBetween(code, from, to));
+    return rows.map((row) => row.runKey);
   }
 
   /**

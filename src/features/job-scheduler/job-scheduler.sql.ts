@@ -59,6 +59,17 @@ export interface AcquireRow {
   status: string | null;
 }
 
+/** A scheduler occurrence still RUNNING past its lease: its holder stopped heartbeating. */
+export interface AbandonedOccurrenceRow {
+  id: string;
+  code: string;
+  runKey: string;
+  /** Owners it has had so far (1 + take-overs). */
+  attempts: number;
+  /** How long ago its lease ran out, by the database clock. */
+  expiredForMs: number;
+}
+
 export interface PruneParameters {
   statuses: string[];
   type: string | null;
@@ -130,6 +141,12 @@ export interface JobSchedulerStatements {
   runByKey(lockKey: string): SqlStatement;
   expiredLeases(fallbackLeaseMs: number, limit: number): SqlStatement;
   countExpiredLeases(fallbackLeaseMs: number): SqlStatement;
+  /** The scheduler's occurrences of these codes still RUNNING past their lease (holder gone). */
+  abandonedOccurrences(codes: string[], fallbackLeaseMs: number, limit: number): SqlStatement;
+  /** Ends one abandoned occurrence FAIL, if it is still RUNNING past its lease with that many attempts. */
+  abandonOccurrence(id: string, attempts: number, fallbackLeaseMs: number, data: string): SqlStatement;
+  /** The occurrence runKeys of a code recorded in [from, to] (ISO 8601 keys; tenant suffixes included). */
+  scheduledRunKeysBetween(code: string, from: string, to: string): SqlStatement;
 }
 
 /**
@@ -331,6 +348,37 @@ LIMIT $8`.trim();
   const expiredLeasesText = `SELECT ${runColumns} FROM ${table} WHERE ${expiredWhere} ORDER BY "modifiedAt" LIMIT $2`;
   const countExpiredLeasesText = `SELECT count(*)::int AS "count" FROM ${table} WHERE ${expiredWhere}`;
 
+  // Take-over: one read per instance per scan period, for every code it runs. Served by the
+  // partial index IDX_job_scheduler_running_modified_at (RUNNING rows only: a handful at a time).
+  const abandonedOccurrencesText = `
+SELECT "id", "code", "runKey", "attempts",
+  ((EXTRACT(EPOCH FROM (CURRENT_TIMESTAMP - "modifiedAt")) * 1000)::bigint - COALESCE("leaseMs", $2::integer))::text AS "expiredForMs"
+FROM ${table}
+WHERE "status" = 'RUNNING' AND "type" = 'SCHEDULE' AND "code" = ANY($1::text[])
+  AND "runKey" ~ '^[0-9]{4}-[0-9]{2}-[0-9]{2}T'
+  AND "modifiedAt" < CURRENT_TIMESTAMP - COALESCE("leaseMs", $2::integer) * INTERVAL '1 millisecond'
+ORDER BY "modifiedAt"
+LIMIT $3`.trim();
+
+  // Ends an abandoned occurrence without running it (its policy is 'drop', or it had its attempts).
+  // Fenced like a reclaim: it applies only while the row is still RUNNING past its lease with the
+  // attempts the scan saw, so a concurrent take-over or another scanner makes it a no-op. The
+  // owner token is cleared: the vanished holder, should it come back, can no longer finalize it.
+  const abandonOccurrenceText = `
+UPDATE ${table} SET "status" = 'FAIL', "ownerToken" = NULL, "data" = $4::jsonb,
+  "lastError" = jsonb_build_object('expired', true, 'ownerId', "ownerId", 'lastHeartbeatAt', "modifiedAt"),
+  "finishedAt" = CURRENT_TIMESTAMP, "modifiedAt" = CURRENT_TIMESTAMP
+WHERE "id" = $1 AND "status" = 'RUNNING' AND "attempts" = $2
+  AND "modifiedAt" < CURRENT_TIMESTAMP - COALESCE("leaseMs", $3::integer) * INTERVAL '1 millisecond'
+RETURNING "id"`.trim();
+
+  // Which occurrences of a job some instance recorded in a span (served by
+  // IDX_job_scheduler_code_run_key): a lagging instance reports as missed only the others.
+  const scheduledRunKeysBetweenText = `
+SELECT "runKey" FROM ${table}
+WHERE "code" = $1 AND "type" = 'SCHEDULE'
+  AND "runKey" COLLATE "C" >= $2::text COLLATE "C" AND "runKey" COLLATE "C" < $3::text COLLATE "C"`.trim();
+
   const estimatedRowsText = `SELECT reltuples::bigint::text AS "rows" FROM pg_class WHERE oid = to_regclass('${table.replace(/'/g, "''")}')`;
 
   return {
@@ -349,6 +397,17 @@ LIMIT $8`.trim();
     expiredLeases: (fallbackLeaseMs, limit) => ({ text: expiredLeasesText, values: [fallbackLeaseMs, limit], operation: 'inspect' }),
     countExpiredLeases: (fallbackLeaseMs) => ({ text: countExpiredLeasesText, values: [fallbackLeaseMs], operation: 'inspect' }),
     latestScheduledRunKeys: (codes, status) => ({ text: latestScheduledRunKeysText, values: [codes, status ?? null], operation: 'history' }),
+    abandonedOccurrences: (codes, fallbackLeaseMs, limit) => ({
+      text: abandonedOccurrencesText,
+      values: [codes, fallbackLeaseMs, limit],
+      operation: 'take-over',
+    }),
+    abandonOccurrence: (id, attempts, fallbackLeaseMs, data) => ({
+      text: abandonOccurrenceText,
+      values: [id, attempts, fallbackLeaseMs, data],
+      operation: 'take-over',
+    }),
+    scheduledRunKeysBetween: (code, from, to) => ({ text: scheduledRunKeysBetweenText, values: [code, from, to], operation: 'history' }),
     acquire: (p) => ({
       text: acquireText,
       values: [p.lockKey, p.code, p.name, p.type, p.ownerToken, p.runKey, p.leaseMs, p.ownerId, p.reclaimFailed],

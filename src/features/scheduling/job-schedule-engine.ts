@@ -1,8 +1,11 @@
 import { describeFailure } from '../job-scheduler/lease-arguments';
+import { AbandonedOccurrenceScan, type AbandonedOccurrenceStore, DEFAULT_TAKE_OVER_SCAN_MS } from './abandoned-occurrences';
 import { DEFAULT_FAILURE_LOG_INTERVAL_MS, FailureLog, type LogLine } from './failure-log';
 import { occurrenceRunKey } from './occurrence-keys';
+import { JitterWaits } from './jitter-waits';
 import { type JobHandler, OccurrenceRunner } from './occurrence-runner';
-import type { JobDeclaration } from './schedule/job-declaration';
+import { unrecordedInstants } from './recorded-occurrences';
+import { checkJitterBelowTolerance, type JobDeclaration } from './schedule/job-declaration';
 import {
   latestOccurrencesOf,
   observedLease,
@@ -39,6 +42,10 @@ export interface EngineOptions {
   historySize?: number;
   /** A job failing with the same error is summarized at most this often. Default 60 s. */
   failureLogIntervalMs?: number;
+  /** Where occurrences whose holder vanished are found: with it, they are taken over (abandoned-occurrences.ts). */
+  abandoned?: AbandonedOccurrenceStore;
+  /** How often this instance looks for them. Default 30 s. */
+  takeOverScanMs?: number;
 }
 
 /** Missed occurrences reported one by one, at most; the rest are counted in a summary line. */
@@ -76,6 +83,9 @@ export class JobScheduleEngine {
 
   private readonly lease: SchedulerLease;
   private readonly failureLog: FailureLog;
+  private readonly takeOvers?: AbandonedOccurrenceScan<JobDeclaration>;
+  /** Jitter waits in progress: stop() cancels them, so that no run starts after it. */
+  private readonly jitter: JitterWaits;
 
   constructor(private readonly options: EngineOptions) {
     this.lease = observedLease(options.lease, options.timers);
@@ -83,12 +93,24 @@ export class JobScheduleEngine {
     if (!Number.isSafeInteger(interval) || interval < 0) throw schedulingErrors.invalidOption('failureLogIntervalMs', 'a whole number of ms, 0 or more', interval);
     this.failureLog = new FailureLog(interval, () => options.timers.now());
     this.runner = new OccurrenceRunner(this.lease, options.timers, options.logger);
+    this.jitter = new JitterWaits(options.timers, options.random);
+    if (options.abandoned) {
+      const periodMs = options.takeOverScanMs ?? DEFAULT_TAKE_OVER_SCAN_MS;
+      if (!Number.isSafeInteger(periodMs) || periodMs < 1) throw schedulingErrors.invalidOption('takeOverScanMs', 'a whole number of ms, 1 or more', periodMs);
+      const host = {
+        enabledJobs: () => [...this.states.values()].filter((state) => state.job.enabled).map((state) => state.job.declaration),
+        takeOver: (job: JobDeclaration, scheduledAt: number, tenantId: string | undefined) => this.takeOver(job.name, scheduledAt, tenantId),
+        record: (record: JobRunRecord) => void this.emit(record),
+      };
+      this.takeOvers = new AbandonedOccurrenceScan(options.abandoned, host, options.timers, options.logger, periodMs, options.lateToleranceMs ?? 60_000);
+    }
   }
 
   register(job: EngineJob): void {
     const name = job.declaration.name;
     if (this.states.has(name)) throw schedulingErrors.duplicate(name, 'an earlier registration', 'another');
     if (job.declaration.tenancy === 'per-tenant' && !this.options.tenants) throw schedulingErrors.noTenants(name);
+    checkJitterBelowTolerance(job.declaration, this.options.lateToleranceMs ?? 60_000);
     this.states.set(name, { job, lastDue: Number.NEGATIVE_INFINITY, busy: false });
   }
 
@@ -115,8 +137,10 @@ export class JobScheduleEngine {
   async start(): Promise<void> {
     if (this.started) return;
     this.started = true;
+    this.runner.closed = false;
     const now = this.options.timers.now();
     this.startedAt = now;
+    this.takeOvers?.start();
     for (const state of this.states.values()) {
       if (!state.job.enabled) continue;
       state.lastDue = now;
@@ -128,11 +152,15 @@ export class JobScheduleEngine {
   /** Stops the timers, aborts running jobs, waits the grace and releases their leases. */
   async stop(): Promise<void> {
     this.started = false;
+    // Nothing starts after this: a run acquired meanwhile gives its lease back unrun.
+    this.runner.closed = true;
     for (const state of this.states.values()) {
       state.cancel?.();
       state.cancel = undefined;
       state.queued = undefined;
     }
+    this.jitter.cancelAll();
+    await this.takeOvers?.stop();
     await this.runner.shutdown(this.options.shutdownGraceMs ?? 10_000);
   }
 
@@ -227,8 +255,10 @@ export class JobScheduleEngine {
     const onTime = now - due.latest <= (this.options.lateToleranceMs ?? 60_000);
     if (onTime || state.job.declaration.missed === 'run-once') {
       void this.track(
-        this.admit(state, due.latest, onTime ? 'schedule' : 'catch-up').then(([record]) => {
-          if (due.count > 1 && record?.outcome !== 'skipped-locked') this.reportMissed(state, due.earlier, due.count - 1);
+        this.admit(state, due.latest, onTime ? 'schedule' : 'catch-up').then(async ([record]) => {
+          if (due.count <= 1 || record?.outcome === 'skipped-locked') return;
+          const missed = await this.unrecorded(state, due.earlier);
+          this.reportMissed(state, missed, due.count - 1 - (due.earlier.length - missed.length));
         }),
       );
       return;
@@ -243,7 +273,13 @@ export class JobScheduleEngine {
     } catch (error) {
       this.options.logger.warn(`Could not record missed occurrences of ${name}: ${String(error)}`);
     }
-    this.reportMissed(state, [...due.earlier, due.latest], due.count);
+    const missed = await this.unrecorded(state, due.earlier);
+    this.reportMissed(state, [...missed, due.latest], due.count - (due.earlier.length - missed.length));
+  }
+
+  /** Of these passed instants, those no instance recorded: a stalled instance must not report others' runs as missed. */
+  private unrecorded(state: JobState, instants: number[]): Promise<number[]> {
+    return unrecordedInstants(this.options.history, state.job.declaration.name, instants, this.options.timers, this.options.logger);
   }
 
   /**
@@ -270,8 +306,18 @@ export class JobScheduleEngine {
     return { latest, earlier, count };
   }
 
+  /**
+   * Runs an occurrence whose holder vanished again, here, unless the job is running on this
+   * instance (the next scan, or another instance, takes it then).
+   */
+  private takeOver(name: string, scheduledAt: number, tenantId: string | undefined): void {
+    const state = this.states.get(name);
+    if (!state || state.busy || !this.started) return;
+    void this.track(this.admit(state, scheduledAt, 'take-over', tenantId));
+  }
+
   /** The overlap policy: skip, or queue one occurrence behind the running one. */
-  private async admit(state: JobState, scheduledAt: number, trigger: JobExecution['trigger']): Promise<JobRunRecord[]> {
+  private async admit(state: JobState, scheduledAt: number, trigger: JobExecution['trigger'], tenantId?: string): Promise<JobRunRecord[]> {
     if (state.busy) {
       if (state.job.declaration.overlap === 'queue' && !state.queued) {
         state.queued = { scheduledAt, trigger };
@@ -281,7 +327,7 @@ export class JobScheduleEngine {
     }
     state.busy = true;
     try {
-      return await this.runOccurrence(state, scheduledAt, trigger);
+      return await this.runOccurrence(state, scheduledAt, trigger, tenantId);
     } finally {
       state.busy = false;
       const queued = state.queued;
@@ -290,11 +336,15 @@ export class JobScheduleEngine {
     }
   }
 
-  private async runOccurrence(state: JobState, scheduledAt: number, trigger: JobExecution['trigger']): Promise<JobRunRecord[]> {
+  private async runOccurrence(state: JobState, scheduledAt: number, trigger: JobExecution['trigger'], tenantId?: string): Promise<JobRunRecord[]> {
     const { declaration, handler } = state.job;
-    if (trigger !== 'run-now') await this.jitter(declaration.jitterMs);
-    if (declaration.tenancy === 'global') {
-      return [this.emit(await this.runner.run({ job: declaration, handler, scheduledAt, trigger }))];
+    if (trigger === 'schedule' || trigger === 'catch-up') {
+      await this.jitter.wait(declaration.jitterMs);
+      if (!this.started) return [];
+    }
+    // A take-over runs the one (tenant's) occurrence that was abandoned.
+    if (declaration.tenancy === 'global' || trigger === 'take-over') {
+      return [this.emit(await this.runner.run({ job: declaration, handler, scheduledAt, trigger, tenantId }))];
     }
     let tenants: readonly string[];
     try {
@@ -310,12 +360,6 @@ export class JobScheduleEngine {
       records.push(this.emit(await this.runner.run({ job: declaration, handler, scheduledAt, trigger, tenantId })));
     }
     return records;
-  }
-
-  private jitter(jitterMs: number): Promise<void> {
-    if (jitterMs <= 0) return Promise.resolve();
-    const delay = Math.floor((this.options.random ?? Math.random)() * jitterMs);
-    return new Promise((resolve) => this.options.timers.at(this.options.timers.now() + delay, resolve));
   }
 
   private reportMissed(state: JobState, instants: number[], total: number): void {
@@ -346,8 +390,10 @@ export class JobScheduleEngine {
   }
 
   private log(record: JobRunRecord): void {
-    const what = `${record.name} @ ${record.scheduledAt.toISOString()}${record.tenantId === undefined ? '' : ` tenant ${record.tenantId}`}`;
-    if (record.outcome === 'failed') {
+    const what = `${record.name} @ ${record.scheduledAt.toISOString()}${record.tenantId === undefined ? '' : ` tenant ${record.tenantId}`}${record.trigger === 'take-over' ? ' (take-over)' : ''}`;
+    if (record.outcome === 'abandoned') {
+      this.options.logger.warn(`${what} abandoned (${record.errorCode}): ${record.error instanceof Error ? record.error.message : ''}`);
+    } else if (record.outcome === 'failed') {
       const { error } = describeFailure(record.error);
       const line = `${what} failed (${record.errorCode}): ${error.name}: ${error.message}`;
       if (record.errorCode === 'JOB_SHUTDOWN') this.options.logger.warn(line);

@@ -14,3 +14,10 @@ export const dueInstantOf = (runKey: string): number | null => {
   const match = /^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z)(?: tenant=.*)?$/s.exec(runKey);
   return match ? Date.parse(match[1]) : null;
 };
+
+/** The due instant and tenant an occurrence runKey names, or null for other keys. */
+export const occurrenceOfRunKey = (runKey: string): { scheduledAt: number; tenantId?: string } | null => {
+  const match = /^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z)(?: tenant=(.*))?$/s.exec(runKey);
+  if (!match) return null;
+  return match[2] === undefined ? { scheduledAt: Date.parse(match[1]) } : { scheduledAt: Date.parse(match[1]), tenantId: match[2] };
+};

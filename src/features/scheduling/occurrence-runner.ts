@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { JobShutdownError, LostJobLeaseError } from '../job-scheduler/job-scheduler.errors';
-import type { JobLease } from '../job-scheduler/job-scheduler.types';
+import type { JobAcquireResult, JobLease } from '../job-scheduler/job-scheduler.types';
 import { describeFailure } from '../job-scheduler/lease-arguments';
 import { DEFAULT_STATEMENT_TIMEOUT_MS, provenUntil } from '../job-scheduler/lease-deadline';
 import { type HoldClock, LeaseHold } from '../job-scheduler/lease-hold';
@@ -49,6 +49,9 @@ const failureCode = (settlement: Settlement, error: unknown, recorded: boolean):
  */
 export class OccurrenceRunner {
   readonly active = new Set<ActiveJobRun>();
+  private readonly acquiring = new Set<Promise<unknown>>();
+  /** Set by the scheduler's stop(): a lease acquired from now on is given back unrun. */
+  closed = false;
   private readonly span = createSpanRunner();
 
   constructor(
@@ -70,14 +73,11 @@ export class OccurrenceRunner {
       after: (delayMs, fn) => this.timers.at(this.timers.now() + delayMs, fn),
     };
     const sentAt = clock.now();
-    let lock;
-    try {
-      lock = await this.lease.acquire({ code: job.name, runKey, name: job.name, leaseMs: job.leaseMs, reclaimFailed: false });
-    } catch (error) {
-      // The lock store cannot be reached: failed, rather than run on every instance.
-      return { ...base, outcome: 'failed', errorCode: 'JOB_LEASE_UNAVAILABLE', error };
-    }
-    if (!lock.acquired) return { ...base, outcome: 'skipped-locked' };
+    // Shutdown waits for acquires in flight: one that wins after stop() gives its lease back.
+    const taking = this.take(job, runKey, base);
+    this.acquiring.add(taking);
+    const lock = await taking.finally(() => this.acquiring.delete(taking));
+    if (!('acquired' in lock)) return lock;
 
     const lease: JobLease = { id: lock.id, ownerToken: lock.ownerToken };
     const startedAt = this.timers.now();
@@ -139,6 +139,7 @@ export class OccurrenceRunner {
 
   /** Aborts every run, waits up to the grace, then gives back the leases still held. */
   async shutdown(graceMs: number): Promise<void> {
+    await Promise.allSettled([...this.acquiring]);
     const running = [...this.active];
     for (const run of running) run.hold.abort(new JobShutdownError(run.lease.id));
     let cancel: () => void = ignore;
@@ -156,6 +157,29 @@ export class OccurrenceRunner {
           }),
         ),
     );
+  }
+
+  /**
+   * The occurrence's lease, or the record of why there is none: unreachable store, another
+   * instance has it, or it was won after stop() (then released unrun: nothing starts after stop).
+   */
+  private async take(job: JobDeclaration, runKey: string, base: JobRunRecord): Promise<JobRunRecord | (JobAcquireResult & { acquired: true })> {
+    let lock: JobAcquireResult;
+    try {
+      lock = await this.lease.acquire({ code: job.name, runKey, name: job.name, leaseMs: job.leaseMs, reclaimFailed: false });
+    } catch (error) {
+      // The lock store cannot be reached: failed, rather than run on every instance.
+      return { ...base, outcome: 'failed', errorCode: 'JOB_LEASE_UNAVAILABLE', error };
+    }
+    if (!lock.acquired) return { ...base, outcome: 'skipped-locked' };
+    if (!this.closed) return lock;
+    const error = new JobShutdownError(lock.id);
+    try {
+      await this.lease.fail(lock, { released: true, reason: 'shutdown' });
+    } catch (releaseError) {
+      this.logger.warn(`Could not release the lease of ${base.name} acquired during shutdown: ${String(releaseError)}`);
+    }
+    return { ...base, outcome: 'failed', errorCode: 'JOB_SHUTDOWN', error };
   }
 
   private forget(active: ActiveJobRun): void {

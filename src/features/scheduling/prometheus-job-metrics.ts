@@ -10,8 +10,10 @@ interface PromClient {
 }
 
 /**
- * scheduled_job_runs_total{job,outcome}, scheduled_job_duration_seconds{job,outcome} and
- * scheduled_job_last_success_timestamp_seconds{job}. Labels: the job name and the outcome only.
+ * scheduled_job_runs_total{job,outcome}, scheduled_job_duration_seconds{job,outcome},
+ * scheduled_job_last_success_timestamp_seconds{job} and scheduled_job_take_overs_total{job,outcome}
+ * (occurrences whose holder vanished: run again, or ended `abandoned`). Labels: the job name and
+ * the outcome only.
  */
 export const createPrometheusJobMetrics = (registryOption?: unknown): SchedulerMetrics | undefined => {
   const client = optionalPeer<PromClient>('prom-client');
@@ -37,9 +39,18 @@ export const createPrometheusJobMetrics = (registryOption?: unknown): SchedulerM
     labelNames: ['job'],
     registers,
   }));
+  const takeOvers = singleMetric(registry, 'scheduled_job_take_overs_total', () => new client.Counter({
+    name: 'scheduled_job_take_overs_total',
+    help: 'Occurrences whose holder vanished, run again (succeeded, failed) or ended unrun (abandoned) by this instance',
+    labelNames: ['job', 'outcome'],
+    registers,
+  }));
   return {
     record: (record: JobRunRecord, count = 1) => {
       runs.inc({ job: record.name, outcome: record.outcome }, count);
+      if (record.trigger === 'take-over' && record.outcome !== 'skipped-locked' && record.outcome !== 'skipped-overlap') {
+        takeOvers.inc({ job: record.name, outcome: record.outcome }, count);
+      }
       if (record.durationMs !== undefined) duration.observe({ job: record.name, outcome: record.outcome }, record.durationMs / 1000);
       if (record.outcome === 'succeeded' && record.finishedAt) lastSuccess.set({ job: record.name }, record.finishedAt.getTime() / 1000);
     },

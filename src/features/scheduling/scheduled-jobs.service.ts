@@ -12,6 +12,7 @@ import { JobSchedulerStatus } from '../job-scheduler/job-scheduler.entity';
 import { JobSchedulerService } from '../job-scheduler/job-scheduler.service';
 import { JobScheduleEngine } from './job-schedule-engine';
 import { dueInstantOf } from './occurrence-keys';
+import { canFindAbandoned } from './abandoned-occurrences';
 import { createPrometheusJobMetrics } from './prometheus-job-metrics';
 import { ScheduledJobsExplorer } from './scheduled-jobs.explorer';
 import { type ResolvedScheduledRetention, resolveScheduledRetention, retentionPasses } from './scheduled-retention';
@@ -48,6 +49,10 @@ const postgresHistory = (jobs: JobSchedulerService): SchedulerHistory => ({
     return runKey === null ? null : dueInstantOf(runKey);
   },
   latestOccurrences: async (names) => dueInstants(await jobs.latestScheduledRunKeys(names)),
+  recordedOccurrences: async (name, from, until) => {
+    const runKeys = await jobs.scheduledRunKeysBetween(name, new Date(from).toISOString(), new Date(until).toISOString());
+    return runKeys.map(dueInstantOf).filter((instant): instant is number => instant !== null);
+  },
 });
 
 /**
@@ -83,6 +88,9 @@ export class ScheduledJobsService implements OnModuleInit, OnApplicationBootstra
       lateToleranceMs: options.lateToleranceMs,
       shutdownGraceMs: options.shutdownGraceMs,
       failureLogIntervalMs: options.failureLogIntervalMs,
+      // Take-over of occurrences whose holder vanished: on the PostgreSQL lease.
+      abandoned: options.lease ? (canFindAbandoned(options.lease) ? options.lease : undefined) : jobs,
+      takeOverScanMs: options.takeOverScanMs,
     });
     const lateToleranceMs = options.lateToleranceMs ?? 60_000;
     const retention = resolveScheduledRetention(options.retention, lateToleranceMs);

@@ -48,6 +48,11 @@ export interface SchedulerHistory {
    * history. Optional: without it, `latestOccurrence` is asked once per job.
    */
   latestOccurrences?(jobNames: readonly string[]): Promise<ReadonlyMap<string, number>>;
+  /**
+   * The due instants in [from, until) some instance recorded for the job (any tenant): a lagging
+   * instance reports as missed only the others. Without it, every passed instant is reported.
+   */
+  recordedOccurrences?(jobName: string, from: number, until: number): Promise<number[]>;
 }
 
 /** The latest occurrence of each job, in one read when the history can, else one per job. */

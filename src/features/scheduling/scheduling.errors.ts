@@ -45,6 +45,28 @@ export class JobTimeoutError extends Error {
   }
 }
 
+/**
+ * Why an occurrence whose holder vanished was not run again: its job says `abandoned: 'drop'`,
+ * or it already had maxAttempts owners (a job that kills its process must not take the fleet down).
+ */
+export class JobAbandonedError extends Error {
+  readonly code = 'JOB_ABANDONED';
+
+  constructor(
+    readonly jobName: string,
+    readonly attempts: number,
+    readonly reason: 'drop' | 'attempts' | 'late',
+  ) {
+    const why = {
+      drop: "abandoned: 'drop' ends it without another run",
+      attempts: `it has had ${attempts} owner(s), its maxAttempts: not run again`,
+      late: "no instance found it within the late tolerance after its lease ran out (was the fleet down?): missed, not run again (missed: 'run-once' would run it)",
+    }[reason];
+    super(`Scheduled job "${jobName}": the holder of this occurrence stopped heartbeating; ${why}`);
+    this.name = 'JobAbandonedError';
+  }
+}
+
 export const schedulingErrors = {
   unknownJob: (name: string) =>
     new SchedulingError('UNKNOWN_JOB', `No scheduled job is declared with the name "${name}"`, name),

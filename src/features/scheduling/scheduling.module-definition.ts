@@ -13,8 +13,18 @@ export interface SchedulingModuleOptions {
    * under TENANT_DIRECTORY anywhere in the application, if any.
    */
   tenants?: TenantDirectory;
-  /** An occurrence reached later than this (a blocked loop, a clock jump) is missed. Default 60 s. */
+  /**
+   * An occurrence reached later than this (a blocked loop, a clock jump, and also a restart: the
+   * occurrences due while no instance ran are judged by it too) is missed. Default 60 s. A job's
+   * jitterMs must be below it.
+   */
   lateToleranceMs?: number;
+  /**
+   * How often each instance looks for occurrences whose holder stopped heartbeating, to take
+   * them over (one indexed query for all jobs). Default 30 s: with the default 60 s lease, an
+   * abandoned occurrence runs again within about 1 to 1.5 leases.
+   */
+  takeOverScanMs?: number;
   /** On shutdown: how long running jobs get after their signal aborts, before their leases are released. Default 10 s. */
   shutdownGraceMs?: number;
   /**

@@ -6,6 +6,7 @@ export type JobSchedule =
 export type OverlapPolicy = 'skip' | 'queue';
 export type MissedPolicy = 'drop' | 'run-once';
 export type JobTenancy = 'global' | 'per-tenant';
+export type AbandonedPolicy = 'take-over' | 'drop';
 
 /** The policies that sit next to a schedule. */
 export interface JobPolicies {
@@ -17,10 +18,28 @@ export interface JobPolicies {
   timeoutMs?: number;
   /** One run per occurrence (default), or one per tenant of the TenantDirectory. */
   tenancy?: JobTenancy;
-  /** A random delay of the start, up to this many ms, that never changes scheduledAt. */
+  /**
+   * A random delay of the start, up to this many ms, that never changes scheduledAt. Below the
+   * scheduler's lateToleranceMs: an instance still waiting its jitter must reach the occurrence
+   * before a lagging instance may judge it missed.
+   */
   jitterMs?: number;
-  /** The lease of each run (default: the JobSchedulerModule default, 15 minutes). */
+  /**
+   * The lease of each run (default 60 s): heartbeats keep a long run alive, and an occurrence whose
+   * holder vanished is found about one lease later (see `abandoned`).
+   */
   leaseMs?: number;
+  /**
+   * An occurrence whose holder stopped heartbeating (its process died): another instance takes it
+   * over and runs it again (default), or records it abandoned without running it ('drop').
+   */
+  abandoned?: AbandonedPolicy;
+  /**
+   * How many owners an occurrence may have in all, first run included (default 3): past it, an
+   * abandoned occurrence is recorded failed with JOB_ABANDONED, so that a job that kills its
+   * process cannot crash the fleet one instance after another.
+   */
+  maxAttempts?: number;
 }
 
 export type ScheduledJobOptions = JobSchedule & JobPolicies;
@@ -39,12 +58,19 @@ export interface JobExecution {
   readonly tenantId?: string;
   /** Stable for the occurrence (and tenant) across instances and retries: key side effects on it. */
   readonly idempotencyKey: string;
-  /** 1 for the first owner of the occurrence, +1 per takeover: lets a resource refuse a stale writer. */
+  /**
+   * Greater than the token of every earlier owner of the occurrence (drawn from one sequence on
+   * each acquire and take-over): lets a resource refuse a stale writer.
+   */
   readonly fencingToken: number;
   /** A fresh id per run, for logs and traces. */
   readonly correlationId: string;
-  /** What started the run. */
-  readonly trigger: 'schedule' | 'catch-up' | 'run-now';
+  /**
+   * What started the run: its due instant, a catch-up after downtime (`missed: 'run-once'`), a
+   * runNow call, or the take-over of an occurrence whose holder vanished (same idempotencyKey,
+   * greater fencingToken).
+   */
+  readonly trigger: 'schedule' | 'catch-up' | 'run-now' | 'take-over';
 }
 
 /** A provider decorated with @Scheduled implements this. */
@@ -52,7 +78,11 @@ export interface ScheduledJob {
   run(execution: JobExecution): Promise<void> | void;
 }
 
-export type JobRunOutcome = 'succeeded' | 'failed' | 'skipped-locked' | 'skipped-overlap' | 'missed';
+/**
+ * `abandoned`: an occurrence whose holder vanished, ended without another run (its policy is
+ * 'drop', or it had maxAttempts owners); recorded once, by the instance that found it.
+ */
+export type JobRunOutcome = 'succeeded' | 'failed' | 'skipped-locked' | 'skipped-overlap' | 'missed' | 'abandoned';
 
 /** One recorded outcome of one occurrence (and tenant). */
 export interface JobRunRecord {
@@ -68,7 +98,7 @@ export interface JobRunRecord {
   /**
    * For failed runs: `JOB_FAILED` (the job threw), `JOB_TIMEOUT`, `JOB_SHUTDOWN` (stopped by
    * application shutdown), `JOB_LEASE_LOST`, `JOB_LEASE_UNAVAILABLE` (the database could not be
-   * reached) or `JOB_TENANTS_UNAVAILABLE`.
+   * reached) or `JOB_TENANTS_UNAVAILABLE`. For abandoned occurrences: `JOB_ABANDONED`.
    */
   errorCode?: string;
   error?: unknown;

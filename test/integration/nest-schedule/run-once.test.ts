@@ -301,3 +301,48 @@ describe('retention of the ticks, on by default', () => {
     expect(await node.app.get(RunOnceExplorer).pruneTicks()).toBeNull();
   });
 });
+
+describe('a tick whose holder vanished', () => {
+  const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+  const abandonedTick = async (jobs: JobSchedulerService) => {
+    const runKey = new Date(Math.floor(Date.now() / HOUR) * HOUR).toISOString();
+    // A holder that acquired the tick and died: no heartbeat, no finalization; its 1 s lease runs out.
+    const lock = await jobs.acquire({ code: 'hourly-report.build', runKey, leaseMs: 1_000, heartbeatMs: 0, reclaimFailed: false });
+    if (!lock.acquired) throw new Error('not acquired');
+    return { runKey, lock };
+  };
+  const waitFor = async (condition: () => Promise<boolean> | boolean) => {
+    const deadline = Date.now() + 20_000;
+    while (!(await condition())) {
+      if (Date.now() > deadline) throw new Error('timed out');
+      await sleep(100);
+    }
+  };
+
+  it('is taken over by another instance: the method runs again with the same key and a greater fencing token', async () => {
+    seen.length = 0;
+    const node = await startNode([HourlyReport], RunOnceModule.forRoot({ takeOverScanMs: 200 }));
+    const { runKey, lock } = await abandonedTick(node.jobs);
+    await waitFor(async () => (await leaseRows('hourly-report.build'))[0]?.status === 'SUCCESS');
+    expect(seen).toHaveLength(1);
+    expect(seen[0].execution).toMatchObject({
+      name: 'hourly-report.build',
+      scheduledAt: new Date(runKey),
+      trigger: 'take-over',
+      idempotencyKey: lock.idempotencyKey,
+    });
+    expect(seen[0].execution?.fencingToken).toBeGreaterThan(lock.fencingToken as number);
+    // The default lease of a tick is short (60 s) unless the method names one (30 s here).
+    expect((await leaseRows('hourly-report.build'))[0]).toMatchObject({ status: 'SUCCESS', attempts: 2, leaseMs: 30_000 });
+  });
+
+  it('that already had maxAttempts owners is ended with JOB_ABANDONED, unrun', async () => {
+    seen.length = 0;
+    const node = await startNode([HourlyReport], RunOnceModule.forRoot({ takeOverScanMs: 200 }));
+    const { runKey } = await abandonedTick(node.jobs);
+    await database.sql(`UPDATE "job-scheduler" SET attempts = 3 WHERE "runKey" = $1`, [runKey]);
+    await waitFor(async () => (await leaseRows('hourly-report.build'))[0]?.status === 'FAIL');
+    expect(seen).toEqual([]);
+    expect((await leaseRows('hourly-report.build'))[0]).toMatchObject({ attempts: 3, data: { abandoned: true, error: { code: 'JOB_ABANDONED' } } });
+  });
+});

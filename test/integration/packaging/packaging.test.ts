@@ -100,6 +100,7 @@ module.exports = new DataSource({
         'AddJobSchedulerFencingTokenSequence1764547200003',
         'TuneJobSchedulerTableForChurn1764547200004',
         'AddJobSchedulerAcquireFunction1764547200005',
+        'AddJobSchedulerRunningIndex1764547200006',
       ]);
       const show = execFileSync(process.execPath, [typeorm, 'migration:show', '-d', 'data-source.cjs'], { cwd: dir, env, encoding: 'utf8' });
       expect(show).toContain('[X]');

@@ -8,7 +8,22 @@ const declare = (name: unknown, options: object) => () => checkJobDeclaration(na
 describe('job declarations', () => {
   it('accepts <context>.<job-name> with a schedule and applies the defaults', () => {
     const declaration = checkJobDeclaration('notifications.send-reminders', { cron: '0 7 * * *', timeZone: 'Europe/Paris' });
-    expect(declaration).toMatchObject({ name: 'notifications.send-reminders', overlap: 'skip', missed: 'drop', tenancy: 'global', jitterMs: 0 });
+    expect(declaration).toMatchObject({
+      name: 'notifications.send-reminders',
+      overlap: 'skip',
+      missed: 'drop',
+      tenancy: 'global',
+      jitterMs: 0,
+      // A short lease (heartbeats keep long runs alive): an abandoned occurrence is taken over soon.
+      leaseMs: 60_000,
+      abandoned: 'take-over',
+      maxAttempts: 3,
+    });
+    expect(checkJobDeclaration('billing.close-day', { every: '1d', leaseMs: 900_000, abandoned: 'drop', maxAttempts: 1 })).toMatchObject({
+      leaseMs: 900_000,
+      abandoned: 'drop',
+      maxAttempts: 1,
+    });
     expect(checkJobDeclaration('billing.export-ledger', { every: '15m', overlap: 'queue', missed: 'run-once', timeoutMs: 60_000 })).toMatchObject({
       overlap: 'queue',
       missed: 'run-once',
@@ -95,6 +110,10 @@ describe('job declarations', () => {
     { timeoutMs: 2 ** 31 },
     { jitterMs: -1 },
     { leaseMs: 2 },
+    { abandoned: 'retry' },
+    { maxAttempts: 0 },
+    { maxAttempts: 1.5 },
+    { maxAttempts: 101 },
   ])('refuses the policy %p', (policy) => {
     expect(declare('a.b', { every: '1m', ...policy })).toThrow(DeclarationError);
   });

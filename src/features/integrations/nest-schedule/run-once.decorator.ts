@@ -1,5 +1,5 @@
 import { resolveLeaseTiming } from '../../job-scheduler/lease-timing';
-import { DEFAULT_LEASE_MS } from '../../job-scheduler/job-scheduler.constants';
+import { DEFAULT_SCHEDULED_LEASE_MS } from '../../scheduling/schedule/job-declaration';
 import { invokeRunOnce } from './run-once.bindings';
 import { runOnceErrors } from './run-once.errors';
 import { isJobName } from './run-once.naming';
@@ -29,16 +29,22 @@ const checkDeclaration = (method: string, name: unknown, options: unknown): RunO
   }
   if (options === undefined) return { name: name as string | undefined };
   if (typeof options !== 'object' || options === null) throw runOnceErrors.invalidDeclaration(method, 'options must be an object');
-  const { leaseMs, heartbeatMs, errors } = options as RunOnceOptions;
+  const { leaseMs, heartbeatMs, errors, abandoned, maxAttempts } = options as RunOnceOptions;
   try {
-    resolveLeaseTiming({ leaseMs, heartbeatMs }, { leaseMs: DEFAULT_LEASE_MS });
+    resolveLeaseTiming({ leaseMs, heartbeatMs }, { leaseMs: DEFAULT_SCHEDULED_LEASE_MS });
   } catch (error) {
     throw runOnceErrors.invalidDeclaration(method, error instanceof Error ? error.message : String(error), error);
   }
   if (errors !== undefined && !ERROR_POLICIES.includes(errors)) {
     throw runOnceErrors.invalidDeclaration(method, `errors must be 'rethrow' or 'log', got ${String(errors)}`);
   }
-  return { name: name as string | undefined, leaseMs, heartbeatMs, errors };
+  if (abandoned !== undefined && abandoned !== 'take-over' && abandoned !== 'drop') {
+    throw runOnceErrors.invalidDeclaration(method, `abandoned must be 'take-over' or 'drop', got ${String(abandoned)}`);
+  }
+  if (maxAttempts !== undefined && (!Number.isSafeInteger(maxAttempts) || maxAttempts < 1 || maxAttempts > 100)) {
+    throw runOnceErrors.invalidDeclaration(method, `maxAttempts must be a whole number from 1 to 100, got ${String(maxAttempts)}`);
+  }
+  return { name: name as string | undefined, leaseMs, heartbeatMs, errors, abandoned, maxAttempts };
 };
 
 /**

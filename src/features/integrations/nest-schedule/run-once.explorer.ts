@@ -2,6 +2,8 @@ import { type BeforeApplicationShutdown, Inject, Injectable, Logger, type OnAppl
 import { DiscoveryService, MetadataScanner } from '@nestjs/core';
 import type { InstanceWrapper } from '@nestjs/core/injector/instance-wrapper';
 import { JobSchedulerService } from '../../job-scheduler/job-scheduler.service';
+import { AbandonedOccurrenceScan, DEFAULT_TAKE_OVER_SCAN_MS, type TakeOverPolicy } from '../../scheduling/abandoned-occurrences';
+import { DEFAULT_MAX_ATTEMPTS, DEFAULT_SCHEDULED_LEASE_MS } from '../../scheduling/schedule/job-declaration';
 import { type RetainedJob, resolveScheduledRetention, retentionPasses } from '../../scheduling/scheduled-retention';
 import { ScheduledRetentionTimer } from '../../scheduling/scheduled-retention.timer';
 import { systemTimers } from '../../scheduling/scheduler-ports';
@@ -15,6 +17,19 @@ import { RUN_ONCE_MODULE_OPTIONS } from './run-once.module-definition';
 import { defaultRunOnceName, isJobName } from './run-once.naming';
 import { type RunOncePlan, RunOnceRunner } from './run-once.runner';
 import type { RunOnceErrorPolicy, RunOnceModuleOptions } from './run-once.types';
+
+/** A bound @RunOnce method, for the take-over of its abandoned ticks. */
+interface RunOnceBinding extends TakeOverPolicy {
+  plan: RunOncePlan;
+  instance: object;
+  original: RunOnceMetadata['original'];
+}
+
+const checkScanMs = (value: unknown): number => {
+  if (value === undefined) return DEFAULT_TAKE_OVER_SCAN_MS;
+  if (!Number.isSafeInteger(value) || (value as number) < 1) throw runOnceErrors.invalidModuleOption('takeOverScanMs', 'a whole number of ms, 1 or more', value);
+  return value as number;
+};
 
 const checkErrorPolicy = (value: unknown): RunOnceErrorPolicy => {
   if (value === undefined) return 'rethrow';
@@ -47,6 +62,9 @@ export class RunOnceExplorer implements OnModuleInit, OnApplicationBootstrap, Be
   private readonly retention: ReturnType<typeof resolveScheduledRetention>;
   private readonly retained: RetainedJob[] = [];
   private retentionTimer?: ScheduledRetentionTimer;
+  private readonly bindings: RunOnceBinding[] = [];
+  private readonly takeOverScanMs: number;
+  private takeOvers?: AbandonedOccurrenceScan<RunOnceBinding>;
 
   constructor(
     private readonly discovery: DiscoveryService,
@@ -56,10 +74,12 @@ export class RunOnceExplorer implements OnModuleInit, OnApplicationBootstrap, Be
   ) {
     this.errors = checkErrorPolicy((options ?? {}).errors);
     this.retention = resolveScheduledRetention((options ?? {}).retention, RETENTION_TOLERANCE_MS);
+    this.takeOverScanMs = checkScanMs((options ?? {}).takeOverScanMs);
   }
 
   /** Starts pruning the ticks' rows (when there are @RunOnce methods and retention is on). */
   onApplicationBootstrap(): void {
+    this.startTakeOvers();
     if (!this.jobs || !this.retention || this.retained.length === 0) return;
     const retention = this.retention;
     const passes = () => retentionPasses(this.retained, retention, RETENTION_TOLERANCE_MS, systemTimers.now());
@@ -67,8 +87,34 @@ export class RunOnceExplorer implements OnModuleInit, OnApplicationBootstrap, Be
     this.retentionTimer.start();
   }
 
-  beforeApplicationShutdown(): void {
+  async beforeApplicationShutdown(): Promise<void> {
     this.retentionTimer?.stop();
+    await this.takeOvers?.stop();
+  }
+
+  /**
+   * Ticks whose holder stopped heartbeating (its process died) are found by one query per period
+   * for every @RunOnce method, and run again here (the method, with trigger 'take-over'), up to
+   * maxAttempts owners; `abandoned: 'drop'` ends them unrun. As for declared jobs.
+   */
+  private startTakeOvers(): void {
+    const jobs = this.jobs;
+    if (!jobs || this.bindings.length === 0) return;
+    const runner = new RunOnceRunner(jobs);
+    const unique = [...new Map(this.bindings.map((binding) => [binding.name, binding])).values()];
+    this.takeOvers = new AbandonedOccurrenceScan<RunOnceBinding>(
+      jobs,
+      {
+        enabledJobs: () => unique,
+        takeOver: (binding, scheduledAt) => void runner.takeOver(binding.plan, binding.instance, binding.original, scheduledAt),
+        record: (record) => this.logger.warn(`${record.name} ${record.scheduledAt.toISOString()}: ${record.error instanceof Error ? record.error.message : record.outcome}`),
+      },
+      systemTimers,
+      this.logger,
+      this.takeOverScanMs,
+      RETENTION_TOLERANCE_MS,
+    );
+    this.takeOvers.start();
   }
 
   /** Prunes the ticks' finished rows now (once per period across instances); null when another instance has it or retention is off. */
@@ -102,6 +148,8 @@ export class RunOnceExplorer implements OnModuleInit, OnApplicationBootstrap, Be
         const bound = (runner ??= new RunOnceRunner(this.jobs));
         const { plan, original } = found;
         bindRunOnce(instance, key, (args) => bound.run(plan, instance, original, args));
+        // No catch-up for @nestjs/schedule ticks: one found late is ended, not run.
+        this.bindings.push({ name: plan.code, abandoned: plan.abandoned, maxAttempts: plan.maxAttempts, missed: 'drop', plan, instance, original });
         if (!this.retained.some((job) => job.name === plan.code)) this.retained.push({ name: plan.code, schedule: plan.ticks });
         count++;
       }
@@ -144,7 +192,16 @@ export class RunOnceExplorer implements OnModuleInit, OnApplicationBootstrap, Be
       );
     }
     return {
-      plan: { code, method, ticks, leaseMs: declaration.leaseMs, heartbeatMs: declaration.heartbeatMs, errors: declaration.errors ?? this.errors },
+      plan: {
+        code,
+        method,
+        ticks,
+        leaseMs: declaration.leaseMs ?? DEFAULT_SCHEDULED_LEASE_MS,
+        heartbeatMs: declaration.heartbeatMs,
+        errors: declaration.errors ?? this.errors,
+        abandoned: declaration.abandoned ?? 'take-over',
+        maxAttempts: declaration.maxAttempts ?? DEFAULT_MAX_ATTEMPTS,
+      },
       original,
     };
   }

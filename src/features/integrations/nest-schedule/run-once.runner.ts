@@ -19,6 +19,8 @@ export interface RunOncePlan {
   leaseMs?: number;
   heartbeatMs?: number;
   errors: RunOnceErrorPolicy;
+  abandoned: 'take-over' | 'drop';
+  maxAttempts: number;
 }
 
 const messageOf = (error: unknown): string => (error instanceof Error ? `${error.name}: ${error.message}` : String(error));
@@ -44,6 +46,26 @@ export class RunOnceRunner {
       this.logger.warn(`${plan.code} (${plan.method}) fired at ${new Date(firedAt).toISOString()}, when no instant of its ${plan.ticks.description} is due: skipped`);
       return undefined;
     }
+    return this.runTick(plan, instance, method, args, scheduledAt, 'schedule');
+  }
+
+  /**
+   * Runs a tick whose holder stopped heartbeating again, here (found by the take-over scan): its
+   * acquire reclaims the row, same idempotency key, a greater fencing token. Its errors are
+   * logged: no @nestjs/schedule timer waits for it.
+   */
+  async takeOver(plan: RunOncePlan, instance: object, method: (...args: unknown[]) => unknown, scheduledAt: number): Promise<void> {
+    await this.runTick({ ...plan, errors: 'log' }, instance, method, [], scheduledAt, 'take-over');
+  }
+
+  private async runTick(
+    plan: RunOncePlan,
+    instance: object,
+    method: (...args: unknown[]) => unknown,
+    args: unknown[],
+    scheduledAt: number,
+    trigger: 'schedule' | 'take-over',
+  ): Promise<unknown> {
     const runKey = occurrenceRunKey(scheduledAt);
     let started = false;
     try {
@@ -67,7 +89,7 @@ export class RunOnceRunner {
             idempotencyKey: lease.idempotencyKey,
             fencingToken: lease.fencingToken,
             correlationId: randomUUID(),
-            trigger: 'schedule',
+            trigger,
           };
           return withJobExecution(execution, () => method.apply(instance, args));
         },

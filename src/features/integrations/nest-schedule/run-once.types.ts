@@ -9,12 +9,19 @@ export type RunOnceErrorPolicy = 'rethrow' | 'log';
 
 /** Options of one @RunOnce method. */
 export interface RunOnceOptions {
-  /** The lease of each tick (default: JobSchedulerModule's `defaults`, else 15 minutes). */
+  /**
+   * The lease of each tick (default 60 s): heartbeats keep a long tick alive, and a tick whose
+   * holder vanished is taken over by another instance about one lease later.
+   */
   leaseMs?: number;
   /** Its heartbeat (default: min(60 s, leaseMs / 3)); 0 for none. */
   heartbeatMs?: number;
   /** Default: the module's `errors`, else `'rethrow'`. */
   errors?: RunOnceErrorPolicy;
+  /** A tick whose holder stopped heartbeating: run again by another instance (default) or dropped. */
+  abandoned?: 'take-over' | 'drop';
+  /** Owners a tick may have in all (default 3); past it, it is ended with JOB_ABANDONED. */
+  maxAttempts?: number;
 }
 
 /** `RunOnceModule.forRoot(options)`. */
@@ -27,6 +34,8 @@ export interface RunOnceModuleOptions {
    * of its intervals plus a minute. `false` keeps them forever.
    */
   retention?: ScheduledRetentionOptions | false;
+  /** How often each instance looks for ticks whose holder vanished, to take them over. Default 30 s. */
+  takeOverScanMs?: number;
 }
 
 /** A @RunOnce declaration, checked when the file loads. */
@@ -36,4 +45,6 @@ export interface RunOnceDeclaration {
   leaseMs?: number;
   heartbeatMs?: number;
   errors?: RunOnceErrorPolicy;
+  abandoned?: 'take-over' | 'drop';
+  maxAttempts?: number;
 }

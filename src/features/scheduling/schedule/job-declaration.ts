@@ -20,8 +20,19 @@ export interface JobDeclaration {
   timeoutMs?: number;
   tenancy: 'global' | 'per-tenant';
   jitterMs: number;
-  leaseMs?: number;
+  leaseMs: number;
+  abandoned: 'take-over' | 'drop';
+  maxAttempts: number;
 }
+
+/**
+ * The lease of a scheduled run that names none: short, so that an occurrence whose holder died
+ * is taken over within about one lease; heartbeats (every 20 s) keep long runs alive.
+ */
+export const DEFAULT_SCHEDULED_LEASE_MS = 60_000;
+/** Owners an occurrence may have in all (first run and take-overs) before it is recorded abandoned. */
+export const DEFAULT_MAX_ATTEMPTS = 3;
+const MAX_MAX_ATTEMPTS = 100;
 
 export const checkJobName = (name: unknown): string => {
   if (typeof name !== 'string' || name.length > MAX_JOB_NAME || !JOB_NAME.test(name)) {
@@ -76,6 +87,27 @@ const oneOf = <T extends string>(name: string, field: string, value: unknown, al
   return value as T;
 };
 
+const checkMaxAttempts = (name: string, value: unknown): number => {
+  if (value === undefined) return DEFAULT_MAX_ATTEMPTS;
+  if (!Number.isSafeInteger(value) || (value as number) < 1 || (value as number) > MAX_MAX_ATTEMPTS) {
+    throw new DeclarationError(name, `maxAttempts must be a whole number from 1 to ${MAX_MAX_ATTEMPTS}, got ${String(value)}`);
+  }
+  return value as number;
+};
+
+/**
+ * An instance still waiting its jitter must reach the occurrence before another may judge it late
+ * and drop it for everyone: jitterMs below the scheduler's lateToleranceMs. Throws DeclarationError.
+ */
+export const checkJitterBelowTolerance = (declaration: JobDeclaration, lateToleranceMs: number): void => {
+  if (declaration.jitterMs > 0 && declaration.jitterMs >= lateToleranceMs) {
+    throw new DeclarationError(
+      declaration.name,
+      `jitterMs (${declaration.jitterMs}) must be below the scheduler's lateToleranceMs (${lateToleranceMs}): an instance still waiting its jitter would lose the occurrence to one that judged it missed`,
+    );
+  }
+};
+
 /** Checks a whole @Scheduled declaration. Throws DeclarationError naming the job. */
 export const checkJobDeclaration = (rawName: unknown, options: ScheduledJobOptions): JobDeclaration => {
   const name = checkJobName(rawName);
@@ -88,6 +120,8 @@ export const checkJobDeclaration = (rawName: unknown, options: ScheduledJobOptio
     tenancy: oneOf(name, 'tenancy', options.tenancy, ['global', 'per-tenant'] as const),
     timeoutMs: optionalDuration(name, 'timeoutMs', options.timeoutMs, 1),
     jitterMs: optionalDuration(name, 'jitterMs', options.jitterMs, 0) ?? 0,
-    leaseMs: optionalDuration(name, 'leaseMs', options.leaseMs, 3),
+    leaseMs: optionalDuration(name, 'leaseMs', options.leaseMs, 3) ?? DEFAULT_SCHEDULED_LEASE_MS,
+    abandoned: oneOf(name, 'abandoned', options.abandoned, ['take-over', 'drop'] as const),
+    maxAttempts: checkMaxAttempts(name, options.maxAttempts),
   };
 };

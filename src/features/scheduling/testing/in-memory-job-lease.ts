@@ -5,6 +5,7 @@ import { checkJobLease, resolveAcquireRequest, serializeJobData } from '../../jo
 import { provenUntil } from '../../job-scheduler/lease-deadline';
 import { resolveTimingDefaults } from '../../job-scheduler/lease-timing';
 import { dueInstantOf } from '../occurrence-keys';
+import type { AbandonedOccurrence, AbandonedOccurrenceStore } from '../abandoned-occurrences';
 import type { SchedulerHistory, SchedulerLease } from '../scheduler-ports';
 import { FixedClock } from './fixed-clock';
 
@@ -26,7 +27,7 @@ interface LeaseRow {
  * schedulers sharing one instance are two instances. Same validation and keys as the
  * PostgreSQL lease; no durability, no cross-process exclusion.
  */
-export class InMemoryJobLease implements SchedulerLease, SchedulerHistory {
+export class InMemoryJobLease implements SchedulerLease, SchedulerHistory, AbandonedOccurrenceStore {
   private readonly rows = new Map<string, LeaseRow>();
   private readonly timing = resolveTimingDefaults(undefined);
   /** Fencing tokens come from one counter, as from the table's sequence: they never go back. */
@@ -105,6 +106,45 @@ export class InMemoryJobLease implements SchedulerLease, SchedulerHistory {
       if (due !== null && (latest === null || due > latest)) latest = due;
     }
     return latest;
+  }
+
+  async recordedOccurrences(jobName: string, from: number, until: number): Promise<number[]> {
+    const instants: number[] = [];
+    for (const row of this.rows.values()) {
+      const due = row.code === jobName && row.runKey !== null ? dueInstantOf(row.runKey) : null;
+      if (due !== null && due >= from && due < until) instants.push(due);
+    }
+    return instants;
+  }
+
+  async abandonedOccurrences(codes: readonly string[], limit: number): Promise<AbandonedOccurrence[]> {
+    const now = this.clock.now();
+    const found: AbandonedOccurrence[] = [];
+    for (const row of this.rows.values()) {
+      const expiredForMs = now - row.modifiedAt - row.leaseMs;
+      if (row.status !== JobSchedulerStatus.RUNNING || expiredForMs <= 0 || !codes.includes(row.code)) continue;
+      if (row.runKey === null || dueInstantOf(row.runKey) === null) continue;
+      found.push({ id: row.id, code: row.code, runKey: row.runKey, attempts: row.attempts, expiredForMs });
+    }
+    return found.slice(0, limit);
+  }
+
+  async abandonOccurrence(occurrence: Pick<AbandonedOccurrence, 'id' | 'attempts'>, data: unknown): Promise<boolean> {
+    const now = this.clock.now();
+    for (const row of this.rows.values()) {
+      if (row.id !== occurrence.id || row.attempts !== occurrence.attempts) continue;
+      if (row.status !== JobSchedulerStatus.RUNNING || row.modifiedAt >= now - row.leaseMs) return false;
+      const json = serializeJobData(data);
+      Object.assign(row, { status: JobSchedulerStatus.FAIL, ownerToken: '', data: json === null ? null : JSON.parse(json), modifiedAt: now });
+      return true;
+    }
+    return false;
+  }
+
+  /** Attempts of the run with this code and runKey, for assertions. */
+  attemptsOf(code: string, runKey: string): number | undefined {
+    for (const row of this.rows.values()) if (row.code === code && row.runKey === runKey) return row.attempts;
+    return undefined;
   }
 
   /** Status of the run with this code and runKey, for assertions. */

@@ -16,6 +16,8 @@ export interface ManualJobSchedulerOptions {
   logger?: SchedulerLogger;
   random?: () => number;
   failureLogIntervalMs?: number;
+  /** How often it looks for occurrences whose holder stopped heartbeating (default 30 s). */
+  takeOverScanMs?: number;
 }
 
 const silent: SchedulerLogger = { log: () => undefined, warn: () => undefined, error: () => undefined };
@@ -44,6 +46,8 @@ export class ManualJobScheduler {
       lateToleranceMs: options.lateToleranceMs,
       random: options.random,
       failureLogIntervalMs: options.failureLogIntervalMs,
+      abandoned: this.lease,
+      takeOverScanMs: options.takeOverScanMs,
     });
   }
 
