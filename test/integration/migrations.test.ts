@@ -155,6 +155,7 @@ describe('migrations', () => {
     expect(await database.sql(`SELECT indexname FROM pg_indexes WHERE indexname LIKE 'IDX_job_scheduler_%' ORDER BY 1`)).toEqual([
       { indexname: 'IDX_job_scheduler_code_run_key' },
       { indexname: 'IDX_job_scheduler_created_at' },
+      { indexname: 'IDX_job_scheduler_running_modified_at' },
     ]);
   });
 
