@@ -5,6 +5,7 @@ export type {
   JobAcquireOptions,
   JobAcquireResult,
   JobAcquiredLease,
+  JobBatchAcquireOptions,
   JobExecutionLease,
   JobLease,
   JobLeaseHold,
@@ -64,7 +65,7 @@ export type {
   ScheduledJobOptions,
   TenantDirectory,
 } from './scheduling/scheduling.types';
-export { DeclarationError, JobTimeoutError, SchedulingError } from './scheduling/scheduling.errors';
+export { DeclarationError, JobTenantInvalidError, JobTimeoutError, SchedulingError } from './scheduling/scheduling.errors';
 export { Scheduled } from './scheduling/scheduled.decorator';
 export { SchedulingModule } from './scheduling/scheduling.module';
 export { type SchedulingModuleOptions, TENANT_DIRECTORY } from './scheduling/scheduling.module-definition';

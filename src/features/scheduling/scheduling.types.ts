@@ -17,6 +17,8 @@ export interface JobPolicies {
   timeoutMs?: number;
   /** One run per occurrence (default), or one per tenant of the TenantDirectory. */
   tenancy?: JobTenancy;
+  /** Per-tenant jobs: how many tenants this instance runs at once (default 4, at most 100). */
+  tenantConcurrency?: number;
   /** A random delay of the start, up to this many ms, that never changes scheduledAt. */
   jitterMs?: number;
   /** The lease of each run (default: the JobSchedulerModule default, 15 minutes). */
@@ -68,7 +70,8 @@ export interface JobRunRecord {
   /**
    * For failed runs: `JOB_FAILED` (the job threw), `JOB_TIMEOUT`, `JOB_SHUTDOWN` (stopped by
    * application shutdown), `JOB_LEASE_LOST`, `JOB_LEASE_UNAVAILABLE` (the database could not be
-   * reached) or `JOB_TENANTS_UNAVAILABLE`.
+   * reached), `JOB_TENANTS_UNAVAILABLE` or `JOB_TENANT_INVALID` (the directory listed a tenant id
+   * no lease key can hold: see JobTenantInvalidError).
    */
   errorCode?: string;
   error?: unknown;
