@@ -3,8 +3,9 @@ import { heartbeat } from './heartbeat';
 import { peer } from './peer';
 import { roundTrips } from './round-trips';
 import { tableGrowth } from './table-growth';
+import { tenants } from './tenants';
 import { uncontended } from './uncontended';
 import type { Scenario } from './scenario';
 
 /** Every scenario, in the order a full run measures them. */
-export const SCENARIOS: readonly Scenario[] = [roundTrips, uncontended, contended, tableGrowth, heartbeat, peer];
+export const SCENARIOS: readonly Scenario[] = [roundTrips, uncontended, contended, tableGrowth, heartbeat, peer, tenants];
