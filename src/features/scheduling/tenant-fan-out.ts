@@ -95,12 +95,17 @@ class TenantOccurrenceRun {
     this.concurrency = occurrence.job.tenantConcurrency;
   }
 
+  /**
+   * Every tenant's record, in the directory's order (invalid tenants last): the first one is the
+   * first valid tenant's, which one instance only ran (the one that reports missed occurrences).
+   */
   async run(): Promise<JobRunRecord[]> {
-    this.order = this.walk();
+    const listed = this.walk();
     const workers = Math.min(this.concurrency, this.order.length);
     await Promise.all(Array.from({ length: workers }, () => this.work()));
     await this.claiming;
-    return this.records;
+    const position = (record: JobRunRecord) => (record.tenantId === undefined ? undefined : listed.get(record.tenantId)) ?? listed.size;
+    return [...this.records].sort((a, b) => position(a) - position(b));
   }
 
   async stop(): Promise<void> {
@@ -108,8 +113,11 @@ class TenantOccurrenceRun {
     await Promise.all([this.giveBack(this.queue.splice(0)), this.claiming]);
   }
 
-  /** The valid tenants, once each, from a random offset; the invalid ones recorded failed. */
-  private walk(): PendingTenant[] {
+  /**
+   * Sets the walk: the valid tenants, once each, from a random offset; records the invalid ones
+   * failed. Returns the valid tenants' positions in the directory's order.
+   */
+  private walk(): Map<string, number> {
     const { job, scheduledAt, trigger, tenants } = this.occurrence;
     const seen = new Set<string>();
     const valid: PendingTenant[] = [];
@@ -128,7 +136,8 @@ class TenantOccurrenceRun {
       valid.push({ tenantId: id, runKey, correlationId });
     }
     const offset = Math.min(valid.length - 1, Math.floor(this.dependencies.random() * valid.length));
-    return offset > 0 ? [...valid.slice(offset), ...valid.slice(0, offset)] : valid;
+    this.order = offset > 0 ? [...valid.slice(offset), ...valid.slice(0, offset)] : valid;
+    return new Map(valid.map((tenant, index) => [tenant.tenantId, index]));
   }
 
   private async work(): Promise<void> {

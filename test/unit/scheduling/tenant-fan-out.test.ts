@@ -176,6 +176,33 @@ describe('per-tenant fan-out (in-memory lease)', () => {
     expect(scheduler.lease.statusOf('billing.invoice', occurrenceRunKey(MINUTE, 'acme\t'))).toBe(JobSchedulerStatus.SUCCESS);
   });
 
+  it('reports occurrences missed before a per-tenant catch-up once, from the instance that ran the first tenant', async () => {
+    const clock = new FixedClock(0);
+    const lease = new InMemoryJobLease(clock);
+    const tenants = tenantsNamed(10);
+    const job = { name: 'billing.invoice', every: '1m', tenancy: 'per-tenant', tenantConcurrency: 2, missed: 'run-once' } as const;
+    const first = new ManualJobScheduler({ clock, lease, tenants: { listTenants: () => tenants } });
+    first.register({ ...job, run: () => undefined });
+    await first.start();
+    await first.advance(MINUTE);
+    await first.stop();
+    // Every instance down for four minutes; two come back, each walking from its own offset.
+    clock.set(5 * MINUTE + 30_000);
+    const gates = new Gates();
+    const schedulers = [0, 0.5].map((offset) => new ManualJobScheduler({ clock, lease, tenants: { listTenants: () => tenants }, random: () => offset }));
+    for (const scheduler of schedulers) scheduler.register({ ...job, run: gates.handler });
+    await Promise.all(schedulers.map((scheduler) => scheduler.start()));
+    for (const scheduler of schedulers) await scheduler.advance(0);
+    expect(gates.running).toBe(4);
+    while (gates.open > 0) {
+      gates.releaseOne();
+      for (const scheduler of schedulers) await scheduler.advance(0);
+    }
+    expect(gates.ran.sort()).toEqual(tenants);
+    const missed = schedulers.map((scheduler) => scheduler.runs.filter((run) => run.outcome === 'missed').length);
+    expect(missed.sort()).toEqual([0, 3]);
+  });
+
   it('on stop, starts nothing more and gives back the tenants claimed but not started', async () => {
     const clock = new FixedClock(0);
     const tenants = tenantsNamed(5);
