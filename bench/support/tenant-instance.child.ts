@@ -4,8 +4,10 @@
  *
  *   node -r ts-node/register/transpile-only tenant-instance.child.ts <url> <nodeId> <tenants> <workMs> <concurrency>
  *
- * Prints `ready`, then for each line `<job-name> <dueAt>` read on stdin runs that job's one
+ * Prints `ready`, then for each line `<job-name> <dueAt> <mode>` read on stdin runs that job's one
  * occurrence at dueAt (epoch ms) and prints one JSON line (TenantInstanceReport); ends on EOF.
+ * Modes: `fan-out` (the scheduler) or `one-at-a-time` (the loop the scheduler ran before the
+ * fan-out, on the same lease: every tenant in the directory's order, acquire, run, complete).
  */
 import 'reflect-metadata';
 import { createInterface } from 'node:readline';
@@ -13,6 +15,7 @@ import { DataSource } from 'typeorm';
 import { JobScheduler, JobSchedulerService, type JobRunRecord } from '../../src/features';
 import { JobScheduleEngine } from '../../src/features/scheduling/job-schedule-engine';
 import { checkJobDeclaration } from '../../src/features/scheduling/schedule/job-declaration';
+import { occurrenceRunKey } from '../../src/features/scheduling/occurrence-keys';
 import { systemTimers } from '../../src/features/scheduling/scheduler-ports';
 import { onWireStatement } from './wire-statements';
 
@@ -42,6 +45,33 @@ const kindOf = (text: string): string => {
   if (text.includes(`"status" = 'FAIL'`)) return 'fail';
   if (text.startsWith('UPDATE') && text.includes('SET "modifiedAt"')) return 'heartbeat';
   return 'other';
+};
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** The loop before the fan-out: one tenant after another, one acquire each (winner or not). */
+const runOneAtATime = async (jobs: JobSchedulerService, name: string, dueAt: number): Promise<TenantInstanceReport> => {
+  const statements: Record<string, number> = {};
+  const stopCounting = onWireStatement(({ text }) => {
+    const kind = kindOf(text);
+    statements[kind] = (statements[kind] ?? 0) + 1;
+  });
+  await sleep(dueAt - Date.now());
+  const cpuBefore = process.cpuUsage();
+  let succeeded = 0;
+  let skipped = 0;
+  for (const tenantId of tenants) {
+    const lock = await jobs.acquire({ code: name, runKey: occurrenceRunKey(dueAt, tenantId), name, reclaimFailed: false });
+    if (!lock.acquired) {
+      skipped++;
+      continue;
+    }
+    await sleep(Number(workMs));
+    if (await jobs.complete(lock)) succeeded++;
+  }
+  const cpu = process.cpuUsage(cpuBefore);
+  stopCounting();
+  return { nodeId, succeeded, skipped, failed: tenants.length - succeeded - skipped, statements, lastRecordAt: Date.now(), peakConcurrency: 1, cpuMs: (cpu.user + cpu.system) / 1000 };
 };
 
 const runOccurrence = async (jobs: JobSchedulerService, name: string, dueAt: number): Promise<TenantInstanceReport> => {
@@ -88,9 +118,10 @@ const main = async (): Promise<void> => {
   const jobs = new JobSchedulerService(dataSource, { nodeId });
   process.stdout.write('ready\n');
   for await (const line of createInterface({ input: process.stdin })) {
-    const [name, dueAt] = line.trim().split(' ');
+    const [name, dueAt, mode] = line.trim().split(' ');
     if (!name) continue;
-    process.stdout.write(`${JSON.stringify(await runOccurrence(jobs, name, Number(dueAt)))}\n`);
+    const run = mode === 'one-at-a-time' ? runOneAtATime : runOccurrence;
+    process.stdout.write(`${JSON.stringify(await run(jobs, name, Number(dueAt)))}\n`);
   }
   await dataSource.destroy();
 };
