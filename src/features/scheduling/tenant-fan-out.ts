@@ -10,6 +10,10 @@ import type { JobExecution, JobRunRecord } from './scheduling.types';
 
 /** The most tenants one claim statement takes. */
 export const MAX_TENANT_CLAIM = 100;
+/** Claimed tenants wait at most about this long for a slot (less with a lease shorter than 4 s). */
+const CLAIM_AHEAD_MS = 1_000;
+/** A claim takes at most this share of the walk left (at least the slots): the tail is shared. */
+const CLAIM_SHARE_OF_REST = 1 / 4;
 
 /** One occurrence of a per-tenant job, with the tenants the directory listed (unchecked). */
 export interface TenantOccurrence {
@@ -71,10 +75,12 @@ export class TenantFanOut {
  * instances start on different tenants and meet only where their stretches join; a claim takes
  * the next tenants of the walk, and the database gives each tenant to one instance.
  *
- * A claimed tenant waits for a free slot holding a lease nobody heartbeats, so claims run ahead
- * only as far as the slots drain within a quarter of the lease (from the average run measured so
- * far; nothing ahead until one run has finished), at most MAX_TENANT_CLAIM; a tenant that waited
- * longer anyway is heartbeated once before it starts.
+ * A claimed tenant waits for a free slot holding a lease nobody heartbeats, and tenants claimed
+ * here are not run elsewhere, so claims run ahead only as far as the slots drain within a second
+ * (a quarter of the lease if that is shorter), from the average run measured so far (nothing ahead
+ * until one run has finished); a claim takes at most MAX_TENANT_CLAIM tenants and a quarter of the
+ * walk left. A tenant that waited longer than a quarter of the lease anyway is heartbeated once
+ * before it starts.
  */
 class TenantOccurrenceRun {
   private readonly records: JobRunRecord[] = [];
@@ -170,17 +176,20 @@ class TenantOccurrenceRun {
     }
   }
 
-  /** How many claimed tenants may wait: those the slots start within a quarter of the lease. */
+  /** How many claimed tenants may wait: those the slots start soon (see the class comment). */
   private safeAhead(): number {
     if (this.averageMs === undefined || this.leaseMs === undefined) return 0;
-    return Math.min(MAX_TENANT_CLAIM, Math.floor((this.concurrency * this.leaseMs) / 4 / Math.max(this.averageMs, 1)));
+    const horizonMs = Math.min(CLAIM_AHEAD_MS, this.leaseMs / 4);
+    const drained = Math.floor((this.concurrency * horizonMs) / Math.max(this.averageMs, 1));
+    const share = Math.max(this.concurrency, Math.ceil((this.order.length - this.cursor) * CLAIM_SHARE_OF_REST));
+    return Math.min(MAX_TENANT_CLAIM, drained, share);
   }
 
-  /** Refills the queue in the background once it is half empty. */
+  /** Refills the queue in the background once three quarters of it have started. */
   private claimAhead(): void {
     if (this.claiming || this.stopped || this.cursor >= this.order.length) return;
     const ahead = this.safeAhead();
-    if (ahead > 0 && this.queue.length <= ahead / 2) this.startClaim(ahead - this.queue.length);
+    if (ahead > 0 && this.queue.length <= ahead / 4) this.startClaim(ahead - this.queue.length);
   }
 
   private startClaim(size: number): void {

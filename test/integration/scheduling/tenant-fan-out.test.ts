@@ -99,8 +99,8 @@ describe('per-tenant fan-out on PostgreSQL, three instances', () => {
     expect(counts.map((byKind) => byKind.acquire ?? 0)).toEqual([0, 0, 0]);
     expect(counts.reduce((sum, byKind) => sum + (byKind.complete ?? 0), 0)).toBe(tenants.length);
     const claims = counts.reduce((sum, byKind) => sum + (byKind.claim ?? 0), 0);
-    // Each instance walks the 90 tenants at most once: the first claim fills its slots, the next ones run ahead.
-    expect(claims).toBeLessThanOrEqual(3 * 12);
+    // Claims take several tenants each: the first fills the slots, the next ones run ahead.
+    expect(claims).toBeLessThanOrEqual(tenants.length / 2);
     const total = instances.reduce((sum, instance) => sum + instance.counter.count, 0);
     expect(total / tenants.length).toBeLessThanOrEqual(1.5);
     // The walk spreads: every instance ran some tenants.
