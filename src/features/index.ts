@@ -5,6 +5,7 @@ export type {
   JobAcquireOptions,
   JobAcquireResult,
   JobAcquiredLease,
+  JobBatchAcquireOptions,
   JobExecutionLease,
   JobLease,
   JobLeaseHold,
@@ -68,7 +69,7 @@ export type {
   ScheduledJobOptions,
   TenantDirectory,
 } from './scheduling/scheduling.types';
-export { DeclarationError, JobAbandonedError, JobTimeoutError, SchedulingError } from './scheduling/scheduling.errors';
+export { DeclarationError, JobAbandonedError, JobTenantInvalidError, JobTimeoutError, SchedulingError } from './scheduling/scheduling.errors';
 export { Scheduled } from './scheduling/scheduled.decorator';
 export { SchedulingModule } from './scheduling/scheduling.module';
 export { type SchedulingModuleOptions, TENANT_DIRECTORY } from './scheduling/scheduling.module-definition';

@@ -35,6 +35,27 @@ describe('lease SQL', () => {
     expect(acquire.text).toMatch(/COALESCE\(t\."leaseMs", \$7\)/);
   });
 
+  it('claims a batch with one statement whose winners get owner tokens drawn by the database, none sent', () => {
+    const batch = statements.acquireBatch({
+      lockKeys: ['v2:a', 'v2:b'],
+      runKeys: ['a', 'b'],
+      code: 'code',
+      name: null,
+      type: 'SCHEDULE',
+      leaseMs: 1000,
+      ownerId: 'node',
+      reclaimFailed: false,
+    });
+    expect(batch.secret).toBeUndefined();
+    expect(batch.values).toEqual([['v2:a', 'v2:b'], ['a', 'b'], 'code', null, 'SCHEDULE', 1000, 'node', false]);
+    expect(batch.text).toMatch(/unnest\(\$1::text\[\], \$2::text\[\]\)/);
+    expect(batch.text).toMatch(/ON CONFLICT \("lockKey"\) DO NOTHING/);
+    expect(batch.text).toMatch(/FOR UPDATE OF t SKIP LOCKED/);
+    expect(batch.text.match(/ORDER BY (c|t)\."lockKey"/g)).toHaveLength(2);
+    expect(batch.text.match(/gen_random_uuid\(\)/g)).toHaveLength(2);
+    expect(batch.text).not.toMatch(/DO UPDATE/);
+  });
+
   it('fences every mutation by id, owner token and RUNNING', () => {
     for (const statement of [
       statements.heartbeat('i', 't'),

@@ -177,6 +177,10 @@ export const identityErrors = {
     new InvalidJobIdentityOptionsError('An INITIAL job has one canonical run per code and takes no runKey'),
   nameInvalid: (value: unknown) =>
     new InvalidJobIdentityOptionsError(`Job name must be a string of at most 256 characters, got ${describe(value)}`),
+  runKeysInvalid: (value: unknown, max: number) =>
+    new InvalidJobIdentityOptionsError(`Job runKeys must be an array of at most ${max} runKeys, got ${Array.isArray(value) ? `${value.length} entries` : describe(value)}`),
+  runKeysRepeated: (index: number) =>
+    new InvalidJobIdentityOptionsError(`Job runKeys must be distinct: entry ${index} names a run an earlier entry names`),
   unstorableText: (field: string) =>
     new InvalidJobIdentityOptionsError(
       `Job ${field} contains a NUL character or a lone surrogate, which PostgreSQL text cannot store faithfully`,

@@ -20,6 +20,7 @@ import type {
   JobAcquireOptions,
   JobAcquireResult,
   JobAcquiredLease,
+  JobBatchAcquireOptions,
   JobExecutionLease,
   JobLease,
   JobLeaseHold,
@@ -28,6 +29,7 @@ import type {
 import { ownValue } from './job-identity';
 import { resolvePruneOptions } from './job-run-arguments';
 import type { JobPruneOptions } from './job-run.types';
+import { acquireBatch, resolveBatchAcquireRequests } from './lease-batch-acquire';
 import { checkAcquiredLease, checkJobLease, describeFailure, resolveAcquireRequest, serializeJobData } from './lease-arguments';
 import { DEFAULT_STATEMENT_TIMEOUT_MS, monotonicNow, provenUntil } from './lease-deadline';
 import type { JobSchedulerDatabase } from './lease-database';
@@ -209,6 +211,23 @@ export class JobSchedulerService implements OnModuleInit, OnApplicationBootstrap
       heartbeatMs: request.heartbeatMs,
       heldUntil: provenUntil(sentAt, request.leaseMs),
     };
+  }
+
+  /**
+   * Claims several runs of one code in one statement (the scheduler's tenants of an occurrence):
+   * each run is acquired or not by acquire's rules; the results come in the order of `runKeys`.
+   * Invalid options throw before any SQL; a database error is thrown for the whole batch.
+   */
+  async acquireBatch(options: JobBatchAcquireOptions): Promise<JobAcquireResult[]> {
+    const requests = resolveBatchAcquireRequests(options, this.timingDefaults);
+    if (requests.length === 0) return [];
+    await this.checkReplicationBeforeGranting();
+    return acquireBatch(requests, {
+      ownerId: this.nodeId,
+      statements: this.statements,
+      telemetry: this.telemetry,
+      execute: (statement) => this.execute(statement),
+    });
   }
 
   /**

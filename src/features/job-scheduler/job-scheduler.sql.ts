@@ -70,6 +70,33 @@ export interface AbandonedOccurrenceRow {
   expiredForMs: number;
 }
 
+/** One claim of several runs of one code (the scheduler's tenants of one occurrence). */
+export interface AcquireBatchParameters {
+  /** Distinct lock keys, with their runKeys at the same index. */
+  lockKeys: string[];
+  runKeys: string[];
+  code: string;
+  name: string | null;
+  type: string;
+  leaseMs: number;
+  ownerId: string;
+  reclaimFailed: boolean;
+}
+
+/**
+ * One row per lock key of the batch. Won: id, the owner token the database drew, fencing token,
+ * attempts, reclaimed. Lost: id null and the status the loser saw (null when not visible yet).
+ */
+export interface AcquireBatchRow {
+  lockKey: string;
+  id: string | null;
+  ownerToken: string | null;
+  fencingToken: string | null;
+  attempts: number | null;
+  reclaimed: boolean | null;
+  status: string | null;
+}
+
 export interface PruneParameters {
   statuses: string[];
   type: string | null;
@@ -124,6 +151,7 @@ export const qualifiedTableName = (tableName: string, schema?: string): string =
 
 export interface JobSchedulerStatements {
   acquire(parameters: AcquireParameters): SqlStatement;
+  acquireBatch(parameters: AcquireBatchParameters): SqlStatement;
   heartbeat(id: string, ownerToken: string): SqlStatement;
   complete(id: string, ownerToken: string, data: string | null): SqlStatement;
   fail(id: string, ownerToken: string, data: string | null): SqlStatement;
@@ -242,6 +270,66 @@ FROM ${table} AS t
 WHERE t."lockKey" = $1 AND NOT EXISTS (SELECT 1 FROM inserted) AND NOT EXISTS (SELECT 1 FROM reclaimed)`.trim();
 
   const acquireViaFunction = acquireFunction === undefined ? undefined : functionCall(acquireFunction, 9);
+
+  // Acquire for several keys of one code at once, each key by the rules above: insert-or-nothing,
+  // else reclaim (FAIL when allowed, RUNNING past its lease by the database clock), else a read
+  // of the status lost to. Differences, all for batches:
+  // - Owner tokens are drawn by the database (gen_random_uuid) for the winning rows only and
+  //   returned: no secret travels as a parameter, and a loser draws nothing.
+  // - A key is inserted only if no row is visible in the statement's snapshot and reclaimed only
+  //   if one is: one key can never be both. Rows are inserted and locked in lockKey order, so two
+  //   batches that overlap wait on each other in one direction only (no deadlock).
+  // - Reclaimable rows are locked with SKIP LOCKED: a row another instance is reclaiming (or
+  //   heartbeating) right now is lost, not waited for. The WHERE is re-checked on the version
+  //   locked, so a row reclaimed meanwhile is not taken twice.
+  const acquireBatchText = `
+WITH candidate AS (
+  SELECT k."lockKey", k."runKey" FROM unnest($1::text[], $2::text[]) AS k("lockKey", "runKey")
+),
+inserted AS (
+  INSERT INTO ${table} AS t
+    ("lockKey", "code", "name", "type", "status", "ownerToken", "runKey", "leaseMs", "ownerId",
+     "fencingToken", "attempts", "startedAt", "createdAt", "modifiedAt")
+  SELECT c."lockKey", $3, $4, $5, 'RUNNING', gen_random_uuid(), c."runKey", $6, $7,
+     nextval(${nextFencingToken}), 1, CURRENT_TIMESTAMP, CURRENT_TIMESTAMP, CURRENT_TIMESTAMP
+  FROM candidate AS c
+  WHERE NOT EXISTS (SELECT 1 FROM ${table} WHERE "lockKey" = c."lockKey")
+  ORDER BY c."lockKey"
+  ON CONFLICT ("lockKey") DO NOTHING
+  RETURNING t."lockKey", t."id", t."ownerToken"::text AS "ownerToken", t."fencingToken"::text AS "fencingToken", t."attempts", false AS "reclaimed"
+),
+reclaimable AS (
+  SELECT t."id", c."runKey" FROM ${table} AS t JOIN candidate AS c ON c."lockKey" = t."lockKey"
+  WHERE (t."status" = 'FAIL' AND $8::boolean)
+     OR (t."status" = 'RUNNING'
+         AND t."modifiedAt" < CURRENT_TIMESTAMP - COALESCE(t."leaseMs", $6) * INTERVAL '1 millisecond')
+  ORDER BY t."lockKey"
+  FOR UPDATE OF t SKIP LOCKED
+),
+reclaimed AS (
+  UPDATE ${table} AS t SET
+    "status" = 'RUNNING',
+    "ownerToken" = gen_random_uuid(),
+    "name" = COALESCE($4, t."name"),
+    "runKey" = r."runKey",
+    "leaseMs" = $6,
+    "ownerId" = $7,
+    "fencingToken" = nextval(${nextFencingToken}),
+    "attempts" = t."attempts" + 1,
+    "lastError" = CASE WHEN t."status" = 'FAIL' THEN t."data"
+      ELSE jsonb_build_object('expired', true, 'ownerId', t."ownerId", 'lastHeartbeatAt', t."modifiedAt") END,
+    "data" = NULL,
+    "startedAt" = CURRENT_TIMESTAMP,
+    "finishedAt" = NULL,
+    "modifiedAt" = CURRENT_TIMESTAMP
+  FROM reclaimable AS r
+  WHERE t."id" = r."id"
+  RETURNING t."lockKey", t."id", t."ownerToken"::text AS "ownerToken", t."fencingToken"::text AS "fencingToken", t."attempts", true AS "reclaimed"
+),
+won AS (SELECT * FROM inserted UNION ALL SELECT * FROM reclaimed)
+SELECT c."lockKey", w."id", w."ownerToken", w."fencingToken", w."attempts", w."reclaimed",
+  CASE WHEN w."id" IS NULL THEN (SELECT s."status"::text FROM ${table} AS s WHERE s."lockKey" = c."lockKey") END AS "status"
+FROM candidate AS c LEFT JOIN won AS w ON w."lockKey" = c."lockKey"`.trim();
 
   const heartbeatText = `
 UPDATE ${table} SET "modifiedAt" = CURRENT_TIMESTAMP
@@ -414,6 +502,11 @@ WHERE "code" = $1 AND "type" = 'SCHEDULE'
       operation: 'acquire',
       secret: p.ownerToken,
       ...(acquireViaFunction === undefined ? {} : { viaFunction: acquireViaFunction }),
+    }),
+    acquireBatch: (p) => ({
+      text: acquireBatchText,
+      values: [p.lockKeys, p.runKeys, p.code, p.name, p.type, p.leaseMs, p.ownerId, p.reclaimFailed],
+      operation: 'acquire',
     }),
     heartbeat: (id, ownerToken) => ({ text: heartbeatText, values: [id, ownerToken], operation: 'heartbeat', secret: ownerToken }),
     complete: (id, ownerToken, data) => ({ text: completeText, values: [id, ownerToken, data], operation: 'complete', secret: ownerToken }),

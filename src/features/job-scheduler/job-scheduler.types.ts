@@ -21,6 +21,15 @@ export interface JobAcquireOptions {
   reclaimFailed?: boolean;
 }
 
+/**
+ * Several runs of one code, claimed in one statement (`acquireBatch`): every field of
+ * JobAcquireOptions but `runKey`, shared by the runs, and the runs' distinct `runKeys` (at most
+ * 1,000). SCHEDULE only: INITIAL has one run per code.
+ */
+export interface JobBatchAcquireOptions extends Omit<JobAcquireOptions, 'runKey'> {
+  runKeys: readonly string[];
+}
+
 /** The fencing capability: whoever holds both may heartbeat and finalize the run. */
 export interface JobLease {
   id: string;

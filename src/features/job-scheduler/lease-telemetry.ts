@@ -4,7 +4,8 @@
  * carry the job code and idempotency key, never the owner token.
  */
 
-export type LeaseOperation = 'acquire' | 'heartbeat' | 'complete' | 'fail';
+/** `acquire-batch`: one statement that claims several runs (each counted as an `acquire` too). */
+export type LeaseOperation = 'acquire' | 'acquire-batch' | 'heartbeat' | 'complete' | 'fail';
 
 export interface LeaseSpanAttributes {
   code?: string;
@@ -15,6 +16,8 @@ export interface LeaseSpanAttributes {
 export interface LeaseTelemetry {
   /** Runs one operation, timing it, counting its outcome and tracing it. */
   observe<T>(operation: LeaseOperation, attributes: LeaseSpanAttributes, run: () => Promise<T>, outcomeOf: (result: T) => string): Promise<T>;
+  /** Counts one outcome of an operation that was part of another (a run of a batch acquire). */
+  count(operation: LeaseOperation, outcome: string): void;
   /** A runExclusive lease was lost before finalization. */
   lost(): void;
 }
@@ -101,7 +104,7 @@ export const createLeaseTelemetry = (options: LeaseTelemetryOptions = {}): Lease
     singleMetric(registry, 'job_lease_operations_total', () =>
       new client.Counter({
         name: 'job_lease_operations_total',
-        help: 'Lease operations by outcome: acquire (acquired, reclaimed, held, success-locked, fail-locked), heartbeat (extended, lost), complete/fail (applied, lost); error when the database failed',
+        help: 'Lease operations by outcome: acquire (acquired, reclaimed, held, success-locked, fail-locked; each run of a batch too), acquire-batch (acquired: at least one run), heartbeat (extended, lost), complete/fail (applied, lost); error when the database failed',
         labelNames: ['operation', 'outcome'],
         registers,
       }),
@@ -144,6 +147,7 @@ export const createLeaseTelemetry = (options: LeaseTelemetryOptions = {}): Lease
         }
       });
     },
+    count: (operation, outcome) => operations?.inc(labelsOf({ operation, outcome })),
     lost: () => lostLeases?.inc(),
   };
 };

@@ -16,6 +16,7 @@ import {
   type SchedulerTimers,
 } from './scheduler-ports';
 import { schedulingErrors } from './scheduling.errors';
+import { TenantFanOut } from './tenant-fan-out';
 import type { JobExecution, JobRunListener, JobRunRecord, TenantDirectory } from './scheduling.types';
 
 export interface EngineJob {
@@ -77,6 +78,7 @@ export class JobScheduleEngine {
   private readonly listeners = new Set<JobRunListener>();
   private readonly recent: JobRunRecord[] = [];
   private readonly runner: OccurrenceRunner;
+  private readonly tenantFanOut: TenantFanOut;
   private readonly inFlight = new Set<Promise<unknown>>();
   private started = false;
   private startedAt: number | undefined;
@@ -104,6 +106,8 @@ export class JobScheduleEngine {
       };
       this.takeOvers = new AbandonedOccurrenceScan(options.abandoned, host, options.timers, options.logger, periodMs, options.lateToleranceMs ?? 60_000);
     }
+    const random = () => (options.random ?? Math.random)();
+    this.tenantFanOut = new TenantFanOut({ lease: this.lease, runner: this.runner, logger: options.logger, random, emit: (record) => this.emit(record) });
   }
 
   register(job: EngineJob): void {
@@ -161,7 +165,7 @@ export class JobScheduleEngine {
     }
     this.jitter.cancelAll();
     await this.takeOvers?.stop();
-    await this.runner.shutdown(this.options.shutdownGraceMs ?? 10_000);
+    await Promise.all([this.tenantFanOut.stop(), this.runner.shutdown(this.options.shutdownGraceMs ?? 10_000)]);
   }
 
   /** Runs the job now, whatever its schedule; scheduledAt is the instant it was asked. */
@@ -346,20 +350,16 @@ export class JobScheduleEngine {
     if (declaration.tenancy === 'global' || trigger === 'take-over') {
       return [this.emit(await this.runner.run({ job: declaration, handler, scheduledAt, trigger, tenantId }))];
     }
-    let tenants: readonly string[];
+    let tenants: readonly unknown[];
     try {
       const listing = Promise.resolve((this.options.tenants as TenantDirectory).listTenants());
       this.options.timers.observe?.(listing);
-      tenants = await listing;
+      tenants = [...(await listing)];
     } catch (error) {
       return [this.emit({ name: declaration.name, outcome: 'failed', scheduledAt: new Date(scheduledAt), trigger, errorCode: 'JOB_TENANTS_UNAVAILABLE', error })];
     }
-    const records: JobRunRecord[] = [];
-    // One tenant at a time, each in a run of its own: one failing does not stop the others.
-    for (const tenantId of tenants) {
-      records.push(this.emit(await this.runner.run({ job: declaration, handler, scheduledAt, trigger, tenantId })));
-    }
-    return records;
+    // Each tenant in a run of its own: one failing does not stop the others.
+    return this.tenantFanOut.run({ job: declaration, handler, scheduledAt, trigger, tenants });
   }
 
   private reportMissed(state: JobState, instants: number[], total: number): void {

@@ -1,13 +1,21 @@
+import { MAX_RUN_KEY_LENGTH, UNSTORABLE_TEXT } from '../job-scheduler/job-identity';
+
 /**
  * The lease identity of an occurrence: code = the job name, runKey = the due instant in ISO 8601
- * (plus the tenant for per-tenant jobs). Every instance derives the same key for the same
+ * (plus the encoded tenant for per-tenant jobs). Every instance derives the same key for the same
  * occurrence; a run asked with runNow gets a key of its own that never collides with one.
+ *
+ * A tenant id enters a key as `encodeURIComponent` writes it (UTF-8, percent-encoded; letters,
+ * digits and `- _ . ! ~ * ' ( )` as they are). The encoding is one-to-one and has no whitespace, so
+ * distinct ids never share a key and the lease's trimming of runKeys never touches one.
  */
+export const encodeTenantId = (tenantId: string): string => encodeURIComponent(tenantId);
+
 export const occurrenceRunKey = (scheduledAt: number, tenantId?: string): string =>
-  tenantId === undefined ? new Date(scheduledAt).toISOString() : `${new Date(scheduledAt).toISOString()} tenant=${tenantId}`;
+  tenantId === undefined ? new Date(scheduledAt).toISOString() : `${new Date(scheduledAt).toISOString()} tenant=${encodeTenantId(tenantId)}`;
 
 export const runNowRunKey = (askedAt: number, correlationId: string, tenantId?: string): string =>
-  `run-now ${new Date(askedAt).toISOString()} ${correlationId}${tenantId === undefined ? '' : ` tenant=${tenantId}`}`;
+  `run-now ${new Date(askedAt).toISOString()} ${correlationId}${tenantId === undefined ? '' : ` tenant=${encodeTenantId(tenantId)}`}`;
 
 /** The due instant an occurrence runKey names, or null for other keys (runNow, hand-written). */
 export const dueInstantOf = (runKey: string): number | null => {
@@ -15,9 +23,48 @@ export const dueInstantOf = (runKey: string): number | null => {
   return match ? Date.parse(match[1]) : null;
 };
 
-/** The due instant and tenant an occurrence runKey names, or null for other keys. */
+/** The tenant id an encoded key part names, or null when the part is not this encoding's (a key of an older release). */
+const decodeTenantId = (encoded: string): string | null => {
+  try {
+    const tenantId = decodeURIComponent(encoded);
+    return encodeTenantId(tenantId) === encoded ? tenantId : null;
+  } catch {
+    return null;
+  }
+};
+
+/**
+ * The due instant and tenant an occurrence runKey names, or null for other keys (and for a tenant
+ * key written by an older release whose tenant part is not in this encoding: deriving its key
+ * again would name another row).
+ */
 export const occurrenceOfRunKey = (runKey: string): { scheduledAt: number; tenantId?: string } | null => {
   const match = /^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z)(?: tenant=(.*))?$/s.exec(runKey);
   if (!match) return null;
-  return match[2] === undefined ? { scheduledAt: Date.parse(match[1]) } : { scheduledAt: Date.parse(match[1]), tenantId: match[2] };
+  const scheduledAt = Date.parse(match[1]);
+  if (match[2] === undefined) return { scheduledAt };
+  const tenantId = decodeTenantId(match[2]);
+  return tenantId === null ? null : { scheduledAt, tenantId };
+};
+
+/** The longest runKey around a tenant: `run-now <instant> <uuid> tenant=`. */
+const LONGEST_TENANT_KEY_PREFIX = `run-now ${new Date(0).toISOString()} ${'0'.repeat(36)} tenant=`.length;
+
+/** The longest encoded tenant id a key holds: 947 characters. */
+export const MAX_ENCODED_TENANT_LENGTH = MAX_RUN_KEY_LENGTH - LONGEST_TENANT_KEY_PREFIX;
+
+/**
+ * Why a tenant the directory listed cannot have a lease key, or null when it can: it must be a
+ * string without NUL or lone surrogates (PostgreSQL text cannot store them, and they cannot be
+ * encoded), whose encoding fits MAX_ENCODED_TENANT_LENGTH (so every key of it fits the lease's
+ * 1,024 characters, a runNow key included).
+ */
+export const tenantIdProblem = (tenantId: unknown): string | null => {
+  if (typeof tenantId !== 'string') return 'a tenant id must be a string';
+  if (UNSTORABLE_TEXT.test(tenantId)) return 'it contains a NUL character or a lone surrogate, which PostgreSQL text cannot store';
+  const encoded = encodeTenantId(tenantId).length;
+  if (encoded > MAX_ENCODED_TENANT_LENGTH) {
+    return `encoded for the lease key it takes ${encoded} characters, more than the ${MAX_ENCODED_TENANT_LENGTH} a key holds`;
+  }
+  return null;
 };

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { JobShutdownError, LostJobLeaseError } from '../job-scheduler/job-scheduler.errors';
-import type { JobAcquireResult, JobLease } from '../job-scheduler/job-scheduler.types';
+import type { JobAcquiredLease, JobAcquireResult, JobLease } from '../job-scheduler/job-scheduler.types';
 import { describeFailure } from '../job-scheduler/lease-arguments';
 import { DEFAULT_STATEMENT_TIMEOUT_MS, provenUntil } from '../job-scheduler/lease-deadline';
 import { type HoldClock, LeaseHold } from '../job-scheduler/lease-hold';
@@ -29,6 +29,15 @@ export interface OccurrenceRequest {
   scheduledAt: number;
   trigger: JobExecution['trigger'];
   tenantId?: string;
+  /** A lease already claimed for this run (a tenant of a batch): run it instead of acquiring one. */
+  claim?: OccurrenceClaim;
+}
+
+/** A run's lease taken ahead of the run, and the instant (on the runner's clock) it was proven. */
+export interface OccurrenceClaim {
+  lock: JobAcquiredLease;
+  sentAt: number;
+  correlationId: string;
 }
 
 type Settlement = { kind: 'returned' } | { kind: 'threw'; error: unknown } | { kind: 'timed-out' };
@@ -61,23 +70,25 @@ export class OccurrenceRunner {
   ) {}
 
   async run(request: OccurrenceRequest): Promise<JobRunRecord> {
-    const { job, scheduledAt, trigger, tenantId } = request;
-    const correlationId = randomUUID();
+    const { job, scheduledAt, trigger, tenantId, claim } = request;
+    const correlationId = claim?.correlationId ?? randomUUID();
     const base: JobRunRecord = { name: job.name, outcome: 'failed', scheduledAt: new Date(scheduledAt), trigger, tenantId, correlationId };
     const runKey =
       trigger === 'run-now' ? runNowRunKey(scheduledAt, correlationId, tenantId) : occurrenceRunKey(scheduledAt, tenantId);
 
-    // The holder's clock: monotonic on system timers, the manual clock in tests.
-    const clock: HoldClock = this.timers.holdClock ?? {
-      now: () => this.timers.now(),
-      after: (delayMs, fn) => this.timers.at(this.timers.now() + delayMs, fn),
-    };
-    const sentAt = clock.now();
-    // Shutdown waits for acquires in flight: one that wins after stop() gives its lease back.
-    const taking = this.take(job, runKey, base);
-    this.acquiring.add(taking);
-    const lock = await taking.finally(() => this.acquiring.delete(taking));
-    if (!('acquired' in lock)) return lock;
+    const clock = this.clock;
+    let sentAt = clock.now();
+    let lock;
+    if (claim) {
+      ({ lock, sentAt } = claim);
+    } else {
+      // Shutdown waits for acquires in flight: one that wins after stop() gives its lease back.
+      const taking = this.take(job, runKey, base);
+      this.acquiring.add(taking);
+      const taken = await taking.finally(() => this.acquiring.delete(taking));
+      if (!('acquired' in taken)) return taken;
+      lock = taken;
+    }
 
     const lease: JobLease = { id: lock.id, ownerToken: lock.ownerToken };
     const startedAt = this.timers.now();
@@ -135,6 +146,16 @@ export class OccurrenceRunner {
       finished();
     });
     return record;
+  }
+
+  /** The holder's clock: monotonic on system timers, the manual clock in tests. */
+  get clock(): HoldClock {
+    return (
+      this.timers.holdClock ?? {
+        now: () => this.timers.now(),
+        after: (delayMs, fn) => this.timers.at(this.timers.now() + delayMs, fn),
+      }
+    );
   }
 
   /** Aborts every run, waits up to the grace, then gives back the leases still held. */

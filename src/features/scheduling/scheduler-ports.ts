@@ -1,4 +1,4 @@
-import type { JobAcquireOptions, JobAcquireResult, JobLease } from '../job-scheduler/job-scheduler.types';
+import type { JobAcquireOptions, JobAcquireResult, JobBatchAcquireOptions, JobLease } from '../job-scheduler/job-scheduler.types';
 import type { HoldClock } from '../job-scheduler/lease-hold';
 import type { InstantTimers } from '../job-scheduler/system-timers';
 import type { JobRunRecord } from './scheduling.types';
@@ -24,6 +24,7 @@ export const observedLease = (lease: SchedulerLease, timers: SchedulerTimers): S
   };
   return {
     acquire: (options) => seen(lease.acquire(options)),
+    acquireBatch: (options) => seen(lease.acquireBatch(options)),
     heartbeat: (value, options) => seen(lease.heartbeat(value, options)),
     complete: (value, data) => seen(lease.complete(value, data)),
     fail: (value, data) => seen(lease.fail(value, data)),
@@ -33,6 +34,8 @@ export const observedLease = (lease: SchedulerLease, timers: SchedulerTimers): S
 /** The cross-instance lock: JobSchedulerService on PostgreSQL, or the in-memory lease of tests. */
 export interface SchedulerLease {
   acquire(options: JobAcquireOptions): Promise<JobAcquireResult>;
+  /** Several runs of one code in one statement (a per-tenant occurrence): results in the order of `runKeys`. */
+  acquireBatch(options: JobBatchAcquireOptions): Promise<JobAcquireResult[]>;
   /** `timeoutMs`: a tighter bound on this one statement (a heartbeat is bounded by its interval). */
   heartbeat(lease: JobLease, options?: { timeoutMs?: number }): Promise<boolean>;
   complete(lease: JobLease, data?: unknown): Promise<boolean>;

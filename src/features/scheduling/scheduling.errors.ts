@@ -67,6 +67,39 @@ export class JobAbandonedError extends Error {
   }
 }
 
+/**
+ * A tenant the directory listed that cannot have a lease key: not a string, text PostgreSQL
+ * cannot store (NUL, a lone surrogate), or too long once encoded. Names the tenant and the job;
+ * recorded as that tenant's failed run (`JOB_TENANT_INVALID`), the other tenants run.
+ */
+export class JobTenantInvalidError extends Error {
+  readonly code = 'JOB_TENANT_INVALID';
+
+  constructor(
+    readonly jobName: string,
+    readonly tenantId: unknown,
+    reason: string,
+  ) {
+    super(`Scheduled job "${jobName}" cannot run for the tenant ${describeTenant(tenantId)}: ${reason}`);
+    this.name = 'JobTenantInvalidError';
+  }
+}
+
+/** A tenant id for a message: JSON-quoted (NUL and lone surrogates escaped), long ones cut. */
+const describeTenant = (tenantId: unknown): string => {
+  if (typeof tenantId !== 'string') {
+    let text: string;
+    try {
+      text = String(tenantId).slice(0, 80);
+    } catch {
+      text = '(unprintable)';
+    }
+    return `${tenantId === null ? 'null' : typeof tenantId} ${text}`;
+  }
+  const shown = tenantId.length > 80 ? `${tenantId.slice(0, 80)}…` : tenantId;
+  return `${JSON.stringify(shown)}${tenantId.length > 80 ? ` (${tenantId.length} characters)` : ''}`;
+};
+
 export const schedulingErrors = {
   unknownJob: (name: string) =>
     new SchedulingError('UNKNOWN_JOB', `No scheduled job is declared with the name "${name}"`, name),

@@ -18,6 +18,8 @@ export interface JobPolicies {
   timeoutMs?: number;
   /** One run per occurrence (default), or one per tenant of the TenantDirectory. */
   tenancy?: JobTenancy;
+  /** Per-tenant jobs: how many tenants this instance runs at once (default 4, at most 100). */
+  tenantConcurrency?: number;
   /**
    * A random delay of the start, up to this many ms, that never changes scheduledAt. Below the
    * scheduler's lateToleranceMs: an instance still waiting its jitter must reach the occurrence
@@ -98,7 +100,8 @@ export interface JobRunRecord {
   /**
    * For failed runs: `JOB_FAILED` (the job threw), `JOB_TIMEOUT`, `JOB_SHUTDOWN` (stopped by
    * application shutdown), `JOB_LEASE_LOST`, `JOB_LEASE_UNAVAILABLE` (the database could not be
-   * reached) or `JOB_TENANTS_UNAVAILABLE`. For abandoned occurrences: `JOB_ABANDONED`.
+   * reached) or `JOB_TENANTS_UNAVAILABLE` or `JOB_TENANT_INVALID` (the directory listed a tenant id
+   * no lease key can hold: see JobTenantInvalidError). For abandoned occurrences: `JOB_ABANDONED`.
    */
   errorCode?: string;
   error?: unknown;

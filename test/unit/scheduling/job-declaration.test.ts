@@ -118,6 +118,20 @@ describe('job declarations', () => {
     expect(declare('a.b', { every: '1m', ...policy })).toThrow(DeclarationError);
   });
 
+  it('runs 4 tenants at once by default, and takes tenantConcurrency from 1 to 100 on per-tenant jobs only', () => {
+    expect(checkJobDeclaration('a.b', { every: '1m', tenancy: 'per-tenant' }).tenantConcurrency).toBe(4);
+    expect(checkJobDeclaration('a.b', { every: '1m', tenancy: 'per-tenant', tenantConcurrency: 1 }).tenantConcurrency).toBe(1);
+    expect(checkJobDeclaration('a.b', { every: '1m', tenancy: 'per-tenant', tenantConcurrency: 100 }).tenantConcurrency).toBe(100);
+    for (const tenantConcurrency of [0, -1, 1.5, 101, Number.NaN, Infinity, '4', null]) {
+      expect(declare('a.b', { every: '1m', tenancy: 'per-tenant', tenantConcurrency })).toThrow(
+        new DeclarationError('a.b', `tenantConcurrency must be a whole number from 1 to 100, got ${String(tenantConcurrency)}`),
+      );
+    }
+    expect(declare('a.b', { every: '1m', tenantConcurrency: 4 })).toThrow(
+      new DeclarationError('a.b', "tenantConcurrency applies to tenancy: 'per-tenant' jobs only"),
+    );
+  });
+
   it('checks @Scheduled when the class is declared', () => {
     expect(() => {
       @Scheduled('Bad Name', { every: '1m' })

@@ -239,8 +239,9 @@ describe('ManualJobScheduler', () => {
     const clock = new FixedClock(0);
     const lease = new InMemoryJobLease(clock);
     const tenants = { listTenants: () => ['acme', 'globex', 'initech'] };
-    const a = new ManualJobScheduler({ clock, lease, tenants });
-    const b = new ManualJobScheduler({ clock, lease, tenants });
+    // random 0: both instances walk the tenants from the first one (each from its own random offset otherwise).
+    const a = new ManualJobScheduler({ clock, lease, tenants, random: () => 0 });
+    const b = new ManualJobScheduler({ clock, lease, tenants, random: () => 0 });
     const ran: string[] = [];
     for (const scheduler of [a, b]) {
       scheduler.register({

@@ -52,6 +52,7 @@ describe('stop() during an acquire', () => {
         await gate;
         return result;
       },
+      acquireBatch: (options) => memory.acquireBatch(options),
       heartbeat: (value) => memory.heartbeat(value),
       complete: (value, data) => memory.complete(value, data),
       fail: (value, data) => memory.fail(value, data),

@@ -10,6 +10,9 @@ import { isKnownTimeZone } from './time-zone';
 const JOB_NAME = /^[a-z][a-z0-9]*(?:-[a-z0-9]+)*\.[a-z][a-z0-9]*(?:-[a-z0-9]+)*$/;
 const MAX_JOB_NAME = 64;
 const NEVER_HORIZON_MS = 8 * 366 * 86_400_000;
+/** How many tenants of a per-tenant job one instance runs at once, by default and at most. */
+export const DEFAULT_TENANT_CONCURRENCY = 4;
+export const MAX_TENANT_CONCURRENCY = 100;
 
 /** A declaration with every value checked and defaults applied. */
 export interface JobDeclaration {
@@ -19,6 +22,8 @@ export interface JobDeclaration {
   missed: 'drop' | 'run-once';
   timeoutMs?: number;
   tenancy: 'global' | 'per-tenant';
+  /** Tenants run at once on one instance (per-tenant jobs; 1 for global ones). */
+  tenantConcurrency: number;
   jitterMs: number;
   leaseMs: number;
   abandoned: 'take-over' | 'drop';
@@ -95,6 +100,15 @@ const checkMaxAttempts = (name: string, value: unknown): number => {
   return value as number;
 };
 
+const tenantConcurrency = (name: string, tenancy: JobDeclaration['tenancy'], value: unknown): number => {
+  if (value === undefined) return tenancy === 'per-tenant' ? DEFAULT_TENANT_CONCURRENCY : 1;
+  if (tenancy !== 'per-tenant') throw new DeclarationError(name, "tenantConcurrency applies to tenancy: 'per-tenant' jobs only");
+  if (!Number.isSafeInteger(value) || (value as number) < 1 || (value as number) > MAX_TENANT_CONCURRENCY) {
+    throw new DeclarationError(name, `tenantConcurrency must be a whole number from 1 to ${MAX_TENANT_CONCURRENCY}, got ${String(value)}`);
+  }
+  return value as number;
+};
+
 /**
  * An instance still waiting its jitter must reach the occurrence before another may judge it late
  * and drop it for everyone: jitterMs below the scheduler's lateToleranceMs. Throws DeclarationError.
@@ -112,12 +126,14 @@ export const checkJitterBelowTolerance = (declaration: JobDeclaration, lateToler
 export const checkJobDeclaration = (rawName: unknown, options: ScheduledJobOptions): JobDeclaration => {
   const name = checkJobName(rawName);
   if (typeof options !== 'object' || options === null) throw new DeclarationError(name, 'options with a schedule are required');
+  const tenancy = oneOf(name, 'tenancy', options.tenancy, ['global', 'per-tenant'] as const);
   return {
     name,
     schedule: compileSchedule(name, options),
     overlap: oneOf(name, 'overlap', options.overlap, ['skip', 'queue'] as const),
     missed: oneOf(name, 'missed', options.missed, ['drop', 'run-once'] as const),
-    tenancy: oneOf(name, 'tenancy', options.tenancy, ['global', 'per-tenant'] as const),
+    tenancy,
+    tenantConcurrency: tenantConcurrency(name, tenancy, options.tenantConcurrency),
     timeoutMs: optionalDuration(name, 'timeoutMs', options.timeoutMs, 1),
     jitterMs: optionalDuration(name, 'jitterMs', options.jitterMs, 0) ?? 0,
     leaseMs: optionalDuration(name, 'leaseMs', options.leaseMs, 3) ?? DEFAULT_SCHEDULED_LEASE_MS,

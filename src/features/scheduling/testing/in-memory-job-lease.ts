@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { JobSchedulerStatus } from '../../job-scheduler/job-scheduler.entity';
-import type { JobAcquireOptions, JobAcquireResult, JobLease } from '../../job-scheduler/job-scheduler.types';
-import { checkJobLease, resolveAcquireRequest, serializeJobData } from '../../job-scheduler/lease-arguments';
+import type { JobAcquireOptions, JobAcquireResult, JobBatchAcquireOptions, JobLease } from '../../job-scheduler/job-scheduler.types';
+import { resolveBatchAcquireRequests } from '../../job-scheduler/lease-batch-acquire';
+import { type AcquireRequest, checkJobLease, resolveAcquireRequest, serializeJobData } from '../../job-scheduler/lease-arguments';
 import { provenUntil } from '../../job-scheduler/lease-deadline';
 import { resolveTimingDefaults } from '../../job-scheduler/lease-timing';
 import { dueInstantOf } from '../occurrence-keys';
@@ -36,7 +37,15 @@ export class InMemoryJobLease implements SchedulerLease, SchedulerHistory, Aband
   constructor(readonly clock: FixedClock = new FixedClock()) {}
 
   async acquire(options: JobAcquireOptions): Promise<JobAcquireResult> {
-    const request = resolveAcquireRequest(options, this.timing);
+    return this.take(resolveAcquireRequest(options, this.timing));
+  }
+
+  /** Each run by acquire's rules, validated like the PostgreSQL lease's batch. */
+  async acquireBatch(options: JobBatchAcquireOptions): Promise<JobAcquireResult[]> {
+    return resolveBatchAcquireRequests(options, this.timing).map((request) => this.take(request));
+  }
+
+  private take(request: AcquireRequest): JobAcquireResult {
     const { identity } = request;
     const now = this.clock.now();
     const existing = this.rows.get(identity.lockKey);

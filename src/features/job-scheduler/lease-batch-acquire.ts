@@ -1,0 +1,114 @@
+import { identityErrors, JobLeaseDatabaseError } from './job-scheduler.errors';
+import type { AcquireBatchRow, JobSchedulerStatements, SqlStatement } from './job-scheduler.sql';
+import type { JobAcquireResult } from './job-scheduler.types';
+import { ownValue } from './job-identity';
+import { type AcquireRequest, resolveAcquireRequest } from './lease-arguments';
+import { monotonicNow, provenUntil } from './lease-deadline';
+import type { LeaseTelemetry } from './lease-telemetry';
+import type { ResolvedTimingDefaults } from './lease-timing';
+
+/** The most runs one batch acquire claims: one statement's parameters stay small. */
+export const MAX_BATCH_RUN_KEYS = 1_000;
+
+/** The fields a batch shares: everything of JobAcquireOptions but the runKey. */
+const SHARED_FIELDS = ['code', 'name', 'type', 'leaseMs', 'heartbeatMs', 'reclaimFailed'] as const;
+
+/**
+ * Validates `{ code, runKeys, ...timing }` like acquire validates each of its runs (same errors,
+ * same defaults), plus: runKeys an array of at most MAX_BATCH_RUN_KEYS, naming distinct runs.
+ * One request per runKey, in order. Throws before any SQL.
+ */
+export const resolveBatchAcquireRequests = (options: unknown, defaults: ResolvedTimingDefaults): AcquireRequest[] => {
+  if (typeof options !== 'object' || options === null || Array.isArray(options)) throw identityErrors.notAnObject(options);
+  const runKeys = ownValue(options, 'runKeys');
+  if (!Array.isArray(runKeys) || runKeys.length > MAX_BATCH_RUN_KEYS) throw identityErrors.runKeysInvalid(runKeys, MAX_BATCH_RUN_KEYS);
+  const shared: Record<string, unknown> = {};
+  for (const field of SHARED_FIELDS) {
+    const value = ownValue(options, field);
+    if (value !== undefined) shared[field] = value;
+  }
+  // With no runKey, the shared fields are still checked (an INITIAL type refuses any runKey).
+  if (runKeys.length === 0) resolveAcquireRequest({ ...shared, runKey: 'none' }, defaults);
+  const lockKeys = new Set<string>();
+  const requests: AcquireRequest[] = [];
+  for (let index = 0; index < runKeys.length; index++) {
+    const request = resolveAcquireRequest({ ...shared, runKey: runKeys[index] as unknown }, defaults);
+    if (lockKeys.has(request.identity.lockKey)) throw identityErrors.runKeysRepeated(index);
+    lockKeys.add(request.identity.lockKey);
+    requests.push(request);
+  }
+  return requests;
+};
+
+/** What a batch acquire needs of the service that runs it. */
+export interface BatchAcquireContext {
+  ownerId: string;
+  statements: JobSchedulerStatements;
+  telemetry: LeaseTelemetry;
+  execute(statement: SqlStatement): Promise<AcquireBatchRow[]>;
+}
+
+/** The per-run outcome label, as the single acquire counts it. */
+const outcomeOf = (row: AcquireBatchRow | undefined): string => {
+  if (row?.id) return row.reclaimed ? 'reclaimed' : 'acquired';
+  if (row?.status === 'SUCCESS') return 'success-locked';
+  if (row?.status === 'FAIL') return 'fail-locked';
+  return 'held';
+};
+
+const NOT_ACQUIRED: JobAcquireResult = Object.freeze({ acquired: false });
+
+/**
+ * Claims the runs of `requests` (validated, one code, one timing) in one statement: each run is
+ * acquired or not by acquire's own rules; results in the order of the requests. A serialization
+ * failure (a stricter isolation level saw a concurrent winner) is "none acquired", as for
+ * acquire; any other database error is thrown.
+ */
+export const acquireBatch = async (requests: readonly AcquireRequest[], context: BatchAcquireContext): Promise<JobAcquireResult[]> => {
+  const [first] = requests;
+  if (!first) return [];
+  const { code, name, type } = first.identity;
+  const statement = context.statements.acquireBatch({
+    lockKeys: requests.map((request) => request.identity.lockKey),
+    runKeys: requests.map((request) => request.identity.runKey as string),
+    code,
+    name,
+    type,
+    leaseMs: first.leaseMs,
+    ownerId: context.ownerId,
+    reclaimFailed: first.reclaimFailed,
+  });
+  // Every lease of the batch runs from its row's modifiedAt, stamped no earlier than this send.
+  const sentAt = monotonicNow();
+  const rows = await context.telemetry.observe(
+    'acquire-batch',
+    { code },
+    async () => {
+      try {
+        return await context.execute(statement);
+      } catch (error) {
+        if (error instanceof JobLeaseDatabaseError && error.sqlState === '40001') return [];
+        throw error;
+      }
+    },
+    (found) => (found.some((row) => row.id !== null) ? 'acquired' : 'held'),
+  );
+  const byKey = new Map(rows.map((row) => [row.lockKey, row]));
+  return requests.map((request): JobAcquireResult => {
+    const row = byKey.get(request.identity.lockKey);
+    context.telemetry.count('acquire', outcomeOf(row));
+    if (!row?.id || !row.ownerToken) return NOT_ACQUIRED;
+    return {
+      acquired: true,
+      id: row.id,
+      ownerToken: row.ownerToken,
+      idempotencyKey: request.identity.lockKey,
+      fencingToken: Number(row.fencingToken),
+      attempt: row.attempts as number,
+      reclaimed: row.reclaimed === true,
+      leaseMs: request.leaseMs,
+      heartbeatMs: request.heartbeatMs,
+      heldUntil: provenUntil(sentAt, request.leaseMs),
+    };
+  });
+};

@@ -1,0 +1,277 @@
+import { randomUUID } from 'node:crypto';
+import { JobShutdownError, LostJobLeaseError } from '../job-scheduler/job-scheduler.errors';
+import type { JobAcquiredLease, JobAcquireResult } from '../job-scheduler/job-scheduler.types';
+import { occurrenceRunKey, runNowRunKey, tenantIdProblem } from './occurrence-keys';
+import type { JobHandler, OccurrenceRunner } from './occurrence-runner';
+import type { JobDeclaration } from './schedule/job-declaration';
+import type { SchedulerLease, SchedulerLogger } from './scheduler-ports';
+import { JobTenantInvalidError } from './scheduling.errors';
+import type { JobExecution, JobRunRecord } from './scheduling.types';
+
+/** The most tenants one claim statement takes. */
+export const MAX_TENANT_CLAIM = 100;
+/** Claimed tenants wait at most about this long for a slot (less with a lease shorter than 4 s). */
+const CLAIM_AHEAD_MS = 1_000;
+/** A claim takes at most this share of the walk left (at least the slots): the tail is shared. */
+const CLAIM_SHARE_OF_REST = 1 / 4;
+
+/** One occurrence of a per-tenant job, with the tenants the directory listed (unchecked). */
+export interface TenantOccurrence {
+  job: JobDeclaration;
+  handler: JobHandler;
+  scheduledAt: number;
+  trigger: JobExecution['trigger'];
+  tenants: readonly unknown[];
+}
+
+export interface TenantFanOutDependencies {
+  lease: SchedulerLease;
+  runner: OccurrenceRunner;
+  logger: SchedulerLogger;
+  random: () => number;
+  /** Records one outcome (metrics, logs, listeners) and returns it. */
+  emit(record: JobRunRecord): JobRunRecord;
+}
+
+interface PendingTenant {
+  tenantId: string;
+  runKey: string;
+  correlationId: string;
+}
+
+interface ClaimedTenant extends PendingTenant {
+  lock: JobAcquiredLease;
+  /** When the claim was sent, on the runner's clock: the lease is proven from there. */
+  sentAt: number;
+}
+
+/**
+ * Runs the tenants of per-tenant occurrences: up to `tenantConcurrency` at once on this instance,
+ * their leases claimed in batches (one statement each), each tenant in a run of its own.
+ */
+export class TenantFanOut {
+  private readonly active = new Set<TenantOccurrenceRun>();
+
+  constructor(private readonly dependencies: TenantFanOutDependencies) {}
+
+  async run(occurrence: TenantOccurrence): Promise<JobRunRecord[]> {
+    const run = new TenantOccurrenceRun(this.dependencies, occurrence);
+    this.active.add(run);
+    try {
+      return await run.run();
+    } finally {
+      this.active.delete(run);
+    }
+  }
+
+  /** Claims nothing more, starts no more tenants, and gives back the leases claimed but not started. */
+  async stop(): Promise<void> {
+    await Promise.all([...this.active].map((run) => run.stop()));
+  }
+}
+
+/**
+ * One occurrence's tenants. Each instance walks the tenant list from its own random offset, so
+ * instances start on different tenants and meet only where their stretches join; a claim takes
+ * the next tenants of the walk, and the database gives each tenant to one instance.
+ *
+ * A claimed tenant waits for a free slot holding a lease nobody heartbeats, and tenants claimed
+ * here are not run elsewhere, so claims run ahead only as far as the slots drain within a second
+ * (a quarter of the lease if that is shorter), from the average run measured so far (nothing ahead
+ * until one run has finished); a claim takes at most MAX_TENANT_CLAIM tenants and a quarter of the
+ * walk left. A tenant that waited longer than a quarter of the lease anyway is heartbeated once
+ * before it starts.
+ */
+class TenantOccurrenceRun {
+  private readonly records: JobRunRecord[] = [];
+  private readonly concurrency: number;
+  private order: PendingTenant[] = [];
+  private cursor = 0;
+  private readonly queue: ClaimedTenant[] = [];
+  private claiming: Promise<void> | undefined;
+  private running = 0;
+  private stopped = false;
+  private averageMs: number | undefined;
+  private leaseMs: number | undefined;
+
+  constructor(
+    private readonly dependencies: TenantFanOutDependencies,
+    private readonly occurrence: TenantOccurrence,
+  ) {
+    this.concurrency = occurrence.job.tenantConcurrency;
+  }
+
+  /**
+   * Every tenant's record, in the directory's order (invalid tenants last): the first one is the
+   * first valid tenant's, which one instance only ran (the one that reports missed occurrences).
+   */
+  async run(): Promise<JobRunRecord[]> {
+    const listed = this.walk();
+    const workers = Math.min(this.concurrency, this.order.length);
+    await Promise.all(Array.from({ length: workers }, () => this.work()));
+    await this.claiming;
+    const position = (record: JobRunRecord) => (record.tenantId === undefined ? undefined : listed.get(record.tenantId)) ?? listed.size;
+    return [...this.records].sort((a, b) => position(a) - position(b));
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    await Promise.all([this.giveBack(this.queue.splice(0)), this.claiming]);
+  }
+
+  /**
+   * Sets the walk: the valid tenants, once each, from a random offset; records the invalid ones
+   * failed. Returns the valid tenants' positions in the directory's order.
+   */
+  private walk(): Map<string, number> {
+    const { job, scheduledAt, trigger, tenants } = this.occurrence;
+    const seen = new Set<string>();
+    const valid: PendingTenant[] = [];
+    for (const tenantId of tenants) {
+      const problem = tenantIdProblem(tenantId);
+      if (problem !== null) {
+        const error = new JobTenantInvalidError(job.name, tenantId, problem);
+        this.record({ ...this.base(typeof tenantId === 'string' ? tenantId : undefined), errorCode: error.code, error });
+        continue;
+      }
+      const id = tenantId as string;
+      if (seen.has(id)) continue;
+      seen.add(id);
+      const correlationId = randomUUID();
+      const runKey = trigger === 'run-now' ? runNowRunKey(scheduledAt, correlationId, id) : occurrenceRunKey(scheduledAt, id);
+      valid.push({ tenantId: id, runKey, correlationId });
+    }
+    const offset = Math.min(valid.length - 1, Math.floor(this.dependencies.random() * valid.length));
+    this.order = offset > 0 ? [...valid.slice(offset), ...valid.slice(0, offset)] : valid;
+    return new Map(valid.map((tenant, index) => [tenant.tenantId, index]));
+  }
+
+  private async work(): Promise<void> {
+    for (let tenant = await this.next(); tenant; tenant = await this.next()) {
+      this.running++;
+      const record = await this.start(tenant);
+      this.running--;
+      if (record.durationMs !== undefined) {
+        this.averageMs = this.averageMs === undefined ? record.durationMs : 0.8 * this.averageMs + 0.2 * record.durationMs;
+      }
+      this.record(record);
+    }
+  }
+
+  /** The next claimed tenant, claiming when none waits; undefined when all are done (or stopped). */
+  private async next(): Promise<ClaimedTenant | undefined> {
+    for (;;) {
+      if (this.stopped) return undefined;
+      const claimed = this.queue.shift();
+      if (claimed) {
+        this.claimAhead();
+        return claimed;
+      }
+      if (!this.claiming) {
+        if (this.cursor >= this.order.length) return undefined;
+        // Enough for every idle slot, or as far ahead as is safe.
+        this.startClaim(Math.max(this.concurrency - this.running, this.safeAhead()));
+      }
+      await this.claiming;
+    }
+  }
+
+  /** How many claimed tenants may wait: those the slots start soon (see the class comment). */
+  private safeAhead(): number {
+    if (this.averageMs === undefined || this.leaseMs === undefined) return 0;
+    const horizonMs = Math.min(CLAIM_AHEAD_MS, this.leaseMs / 4);
+    const drained = Math.floor((this.concurrency * horizonMs) / Math.max(this.averageMs, 1));
+    const share = Math.max(this.concurrency, Math.ceil((this.order.length - this.cursor) * CLAIM_SHARE_OF_REST));
+    return Math.min(MAX_TENANT_CLAIM, drained, share);
+  }
+
+  /** Refills the queue in the background once three quarters of it have started. */
+  private claimAhead(): void {
+    if (this.claiming || this.stopped || this.cursor >= this.order.length) return;
+    const ahead = this.safeAhead();
+    if (ahead > 0 && this.queue.length <= ahead / 4) this.startClaim(ahead - this.queue.length);
+  }
+
+  private startClaim(size: number): void {
+    this.claiming = this.claim(Math.max(1, Math.min(size, MAX_TENANT_CLAIM))).finally(() => {
+      this.claiming = undefined;
+    });
+  }
+
+  /** One statement for the next `size` tenants of the walk. */
+  private async claim(size: number): Promise<void> {
+    const { job } = this.occurrence;
+    const batch = this.order.slice(this.cursor, this.cursor + size);
+    this.cursor += batch.length;
+    const sentAt = this.dependencies.runner.clock.now();
+    let results: JobAcquireResult[];
+    try {
+      const runKeys = batch.map((tenant) => tenant.runKey);
+      results = await this.dependencies.lease.acquireBatch({ code: job.name, name: job.name, runKeys, leaseMs: job.leaseMs, reclaimFailed: false });
+    } catch (error) {
+      // The lock store cannot be reached: failed, rather than run on every instance.
+      for (const tenant of batch) this.record({ ...this.base(tenant.tenantId, tenant.correlationId), errorCode: 'JOB_LEASE_UNAVAILABLE', error });
+      return;
+    }
+    const claimed: ClaimedTenant[] = [];
+    batch.forEach((tenant, index) => {
+      const lock = results[index];
+      if (lock?.acquired) claimed.push({ ...tenant, lock, sentAt });
+      else this.record({ ...this.base(tenant.tenantId, tenant.correlationId), outcome: 'skipped-locked' });
+    });
+    this.leaseMs ??= claimed[0]?.lock.leaseMs;
+    if (this.stopped) await this.giveBack(claimed);
+    else this.queue.push(...claimed);
+  }
+
+  /** Runs a claimed tenant, first proving its lease again if it waited long. */
+  private async start(tenant: ClaimedTenant): Promise<JobRunRecord> {
+    const { job, handler, scheduledAt, trigger } = this.occurrence;
+    const clock = this.dependencies.runner.clock;
+    let { sentAt } = tenant;
+    if (clock.now() - sentAt > tenant.lock.leaseMs / 4) {
+      const base = this.base(tenant.tenantId, tenant.correlationId);
+      const refreshedAt = clock.now();
+      try {
+        if (!(await this.dependencies.lease.heartbeat(tenant.lock))) {
+          const error = new LostJobLeaseError(tenant.lock.id, { reason: 'another owner took the run over before it started' });
+          return { ...base, errorCode: 'JOB_LEASE_LOST', error };
+        }
+      } catch (error) {
+        return { ...base, errorCode: 'JOB_LEASE_UNAVAILABLE', error };
+      }
+      sentAt = refreshedAt;
+      if (this.stopped) {
+        await this.giveBack([tenant]);
+        return { ...base, errorCode: 'JOB_SHUTDOWN', error: new JobShutdownError(tenant.lock.id) };
+      }
+    }
+    const claim = { lock: tenant.lock, sentAt, correlationId: tenant.correlationId };
+    return this.dependencies.runner.run({ job, handler, scheduledAt, trigger, tenantId: tenant.tenantId, claim });
+  }
+
+  /** Fails (released) the leases of tenants that never started, recorded JOB_SHUTDOWN. */
+  private async giveBack(tenants: ClaimedTenant[]): Promise<void> {
+    await Promise.all(
+      tenants.map(async (tenant) => {
+        try {
+          await this.dependencies.lease.fail(tenant.lock, { released: true, reason: 'shutdown' });
+        } catch (error) {
+          this.dependencies.logger.error(`Could not release the lease of ${this.occurrence.job.name} tenant ${tenant.tenantId} on shutdown: ${String(error)}`);
+        }
+        const error = new JobShutdownError(tenant.lock.id);
+        this.record({ ...this.base(tenant.tenantId, tenant.correlationId), errorCode: 'JOB_SHUTDOWN', error });
+      }),
+    );
+  }
+
+  /** A failed record of this occurrence for one tenant (outcome and error to be filled in). */
+  private base(tenantId: string | undefined, correlationId?: string): JobRunRecord {
+    const { job, scheduledAt, trigger } = this.occurrence;
+    return { name: job.name, outcome: 'failed', scheduledAt: new Date(scheduledAt), trigger, tenantId, correlationId };
+  }
+
+  private record(record: JobRunRecord): void {
+    this.records.push(this.dependencies.emit(record));
+  }
+}
