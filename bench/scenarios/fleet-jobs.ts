@@ -87,6 +87,7 @@ export const fleetJobs: Scenario = {
       sheet.add(caseName, 'library', 'history reads at boot per instance', 'statements', results.map((result) => result.booted.historyStatements));
       sheet.add(caseName, 'library', 'start delay p50', 'ms', [percentile(delays, 50)]);
       sheet.add(caseName, 'library', 'start delay p99', 'ms', [percentile(delays, 99)]);
+      sheet.add(caseName, 'library', 'runs per instance', 'runs', results.map((result) => result.figures.startDelaysMs.length));
       sheet.add(caseName, 'library', 'statements per run (fleet)', 'statements', [statements / runs]);
       sheet.add(caseName, 'library', 'Node CPU per occurrence per instance', 'µs', cpuMicros);
 

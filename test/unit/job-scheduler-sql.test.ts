@@ -39,16 +39,16 @@ describe('lease SQL', () => {
     const batch = statements.acquireBatch({
       lockKeys: ['v2:a', 'v2:b'],
       runKeys: ['a', 'b'],
-      code: 'code',
-      name: null,
+      codes: ['code', 'other'],
+      names: [null, 'Other'],
+      leaseMs: [1000, 2000],
       type: 'SCHEDULE',
-      leaseMs: 1000,
       ownerId: 'node',
       reclaimFailed: false,
     });
     expect(batch.secret).toBeUndefined();
-    expect(batch.values).toEqual([['v2:a', 'v2:b'], ['a', 'b'], 'code', null, 'SCHEDULE', 1000, 'node', false]);
-    expect(batch.text).toMatch(/unnest\(\$1::text\[\], \$2::text\[\]\)/);
+    expect(batch.values).toEqual([['v2:a', 'v2:b'], ['a', 'b'], ['code', 'other'], [null, 'Other'], [1000, 2000], 'SCHEDULE', 'node', false]);
+    expect(batch.text).toMatch(/unnest\(\$1::text\[\], \$2::text\[\], \$3::text\[\], \$4::text\[\], \$5::int\[\]\)/);
     expect(batch.text).toMatch(/ON CONFLICT \("lockKey"\) DO NOTHING/);
     expect(batch.text).toMatch(/FOR UPDATE OF t SKIP LOCKED/);
     expect(batch.text.match(/ORDER BY (c|t)\."lockKey"/g)).toHaveLength(2);

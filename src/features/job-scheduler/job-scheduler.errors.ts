@@ -181,6 +181,10 @@ export const identityErrors = {
     new InvalidJobIdentityOptionsError(`Job runKeys must be an array of at most ${max} runKeys, got ${Array.isArray(value) ? `${value.length} entries` : describe(value)}`),
   runKeysRepeated: (index: number) =>
     new InvalidJobIdentityOptionsError(`Job runKeys must be distinct: entry ${index} names a run an earlier entry names`),
+  runsInvalid: (value: unknown, max: number) =>
+    new InvalidJobIdentityOptionsError(`acquireMany takes an array of at most ${max} acquire options, got ${Array.isArray(value) ? `${value.length} entries` : describe(value)}`),
+  runsRepeated: (index: number) =>
+    new InvalidJobIdentityOptionsError(`acquireMany runs must be distinct: entry ${index} names a run an earlier entry names`),
   unstorableText: (field: string) =>
     new InvalidJobIdentityOptionsError(
       `Job ${field} contains a NUL character or a lone surrogate, which PostgreSQL text cannot store faithfully`,

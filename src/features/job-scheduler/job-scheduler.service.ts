@@ -29,7 +29,7 @@ import type {
 import { ownValue } from './job-identity';
 import { resolvePruneOptions } from './job-run-arguments';
 import type { JobPruneOptions } from './job-run.types';
-import { acquireBatch, resolveBatchAcquireRequests } from './lease-batch-acquire';
+import { acquireBatch, acquireGrouped, type BatchAcquireContext, resolveBatchAcquireRequests, resolveManyAcquireRequests } from './lease-batch-acquire';
 import { checkAcquiredLease, checkJobLease, describeFailure, resolveAcquireRequest, serializeJobData } from './lease-arguments';
 import { DEFAULT_STATEMENT_TIMEOUT_MS, monotonicNow, provenUntil } from './lease-deadline';
 import type { JobSchedulerDatabase } from './lease-database';
@@ -222,12 +222,24 @@ export class JobSchedulerService implements OnModuleInit, OnApplicationBootstrap
     const requests = resolveBatchAcquireRequests(options, this.timingDefaults);
     if (requests.length === 0) return [];
     await this.checkReplicationBeforeGranting();
-    return acquireBatch(requests, {
-      ownerId: this.nodeId,
-      statements: this.statements,
-      telemetry: this.telemetry,
-      execute: (statement) => this.execute(statement),
-    });
+    return acquireBatch(requests, this.batchContext());
+  }
+
+  private batchContext(): BatchAcquireContext {
+    return { ownerId: this.nodeId, statements: this.statements, telemetry: this.telemetry, execute: (statement) => this.execute(statement) };
+  }
+
+  /**
+   * Acquires several runs of any codes, each by acquire's rules (insert, else reclaim, else not
+   * acquired; losers write nothing), in one statement per kind of run (type and reclaimFailed):
+   * the scheduler claims the jobs due at one instant so. At most 1,000 distinct runs; results in
+   * order. Validated like acquire before any SQL.
+   */
+  async acquireMany(runs: readonly JobAcquireOptions[]): Promise<JobAcquireResult[]> {
+    const requests = resolveManyAcquireRequests(runs, this.timingDefaults);
+    if (requests.length === 0) return [];
+    await this.checkReplicationBeforeGranting();
+    return acquireGrouped(requests, this.batchContext());
   }
 
   /**

@@ -70,15 +70,18 @@ export interface AbandonedOccurrenceRow {
   expiredForMs: number;
 }
 
-/** One claim of several runs of one code (the scheduler's tenants of one occurrence). */
+/**
+ * One claim of several runs in one statement: the scheduler's tenants of one occurrence, or the
+ * jobs due at one instant. Per run (same index in every array): lock key (distinct), runKey, code,
+ * name, lease; shared: type, owner id, whether FAIL rows are reclaimed.
+ */
 export interface AcquireBatchParameters {
-  /** Distinct lock keys, with their runKeys at the same index. */
   lockKeys: string[];
   runKeys: string[];
-  code: string;
-  name: string | null;
+  codes: string[];
+  names: Array<string | null>;
+  leaseMs: number[];
   type: string;
-  leaseMs: number;
   ownerId: string;
   reclaimFailed: boolean;
 }
@@ -271,7 +274,7 @@ WHERE t."lockKey" = $1 AND NOT EXISTS (SELECT 1 FROM inserted) AND NOT EXISTS (S
 
   const acquireViaFunction = acquireFunction === undefined ? undefined : functionCall(acquireFunction, 9);
 
-  // Acquire for several keys of one code at once, each key by the rules above: insert-or-nothing,
+  // Acquire for several keys at once (each with its own code, name and lease), each key by the rules above: insert-or-nothing,
   // else reclaim (FAIL when allowed, RUNNING past its lease by the database clock), else a read
   // of the status lost to. Differences, all for batches:
   // - Owner tokens are drawn by the database (gen_random_uuid) for the winning rows only and
@@ -284,13 +287,14 @@ WHERE t."lockKey" = $1 AND NOT EXISTS (SELECT 1 FROM inserted) AND NOT EXISTS (S
   //   locked, so a row reclaimed meanwhile is not taken twice.
   const acquireBatchText = `
 WITH candidate AS (
-  SELECT k."lockKey", k."runKey" FROM unnest($1::text[], $2::text[]) AS k("lockKey", "runKey")
+  SELECT k."lockKey", k."runKey", k."code", k."name", k."leaseMs"
+  FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::int[]) AS k("lockKey", "runKey", "code", "name", "leaseMs")
 ),
 inserted AS (
   INSERT INTO ${table} AS t
     ("lockKey", "code", "name", "type", "status", "ownerToken", "runKey", "leaseMs", "ownerId",
      "fencingToken", "attempts", "startedAt", "createdAt", "modifiedAt")
-  SELECT c."lockKey", $3, $4, $5, 'RUNNING', gen_random_uuid(), c."runKey", $6, $7,
+  SELECT c."lockKey", c."code", c."name", $6, 'RUNNING', gen_random_uuid(), c."runKey", c."leaseMs", $7,
      nextval(${nextFencingToken}), 1, CURRENT_TIMESTAMP, CURRENT_TIMESTAMP, CURRENT_TIMESTAMP
   FROM candidate AS c
   WHERE NOT EXISTS (SELECT 1 FROM ${table} WHERE "lockKey" = c."lockKey")
@@ -299,10 +303,10 @@ inserted AS (
   RETURNING t."lockKey", t."id", t."ownerToken"::text AS "ownerToken", t."fencingToken"::text AS "fencingToken", t."attempts", false AS "reclaimed"
 ),
 reclaimable AS (
-  SELECT t."id", c."runKey" FROM ${table} AS t JOIN candidate AS c ON c."lockKey" = t."lockKey"
+  SELECT t."id", c."runKey", c."name", c."leaseMs" FROM ${table} AS t JOIN candidate AS c ON c."lockKey" = t."lockKey"
   WHERE (t."status" = 'FAIL' AND $8::boolean)
      OR (t."status" = 'RUNNING'
-         AND t."modifiedAt" < CURRENT_TIMESTAMP - COALESCE(t."leaseMs", $6) * INTERVAL '1 millisecond')
+         AND t."modifiedAt" < CURRENT_TIMESTAMP - COALESCE(t."leaseMs", c."leaseMs") * INTERVAL '1 millisecond')
   ORDER BY t."lockKey"
   FOR UPDATE OF t SKIP LOCKED
 ),
@@ -310,9 +314,9 @@ reclaimed AS (
   UPDATE ${table} AS t SET
     "status" = 'RUNNING',
     "ownerToken" = gen_random_uuid(),
-    "name" = COALESCE($4, t."name"),
+    "name" = COALESCE(r."name", t."name"),
     "runKey" = r."runKey",
-    "leaseMs" = $6,
+    "leaseMs" = r."leaseMs",
     "ownerId" = $7,
     "fencingToken" = nextval(${nextFencingToken}),
     "attempts" = t."attempts" + 1,
@@ -505,7 +509,7 @@ WHERE "code" = $1 AND "type" = 'SCHEDULE'
     }),
     acquireBatch: (p) => ({
       text: acquireBatchText,
-      values: [p.lockKeys, p.runKeys, p.code, p.name, p.type, p.leaseMs, p.ownerId, p.reclaimFailed],
+      values: [p.lockKeys, p.runKeys, p.codes, p.names, p.leaseMs, p.type, p.ownerId, p.reclaimFailed],
       operation: 'acquire',
     }),
     heartbeat: (id, ownerToken) => ({ text: heartbeatText, values: [id, ownerToken], operation: 'heartbeat', secret: ownerToken }),

@@ -40,6 +40,21 @@ export const resolveBatchAcquireRequests = (options: unknown, defaults: Resolved
   return requests;
 };
 
+/**
+ * Validates the runs of `acquireMany` like acquire validates each (same errors, same defaults),
+ * plus: an array of at most MAX_BATCH_RUN_KEYS naming distinct runs. Throws before any SQL.
+ */
+export const resolveManyAcquireRequests = (runs: unknown, defaults: ResolvedTimingDefaults): AcquireRequest[] => {
+  if (!Array.isArray(runs) || runs.length > MAX_BATCH_RUN_KEYS) throw identityErrors.runsInvalid(runs, MAX_BATCH_RUN_KEYS);
+  const lockKeys = new Set<string>();
+  return runs.map((run: unknown, index) => {
+    const request = resolveAcquireRequest(run, defaults);
+    if (lockKeys.has(request.identity.lockKey)) throw identityErrors.runsRepeated(index);
+    lockKeys.add(request.identity.lockKey);
+    return request;
+  });
+};
+
 /** What a batch acquire needs of the service that runs it. */
 export interface BatchAcquireContext {
   ownerId: string;
@@ -59,22 +74,24 @@ const outcomeOf = (row: AcquireBatchRow | undefined): string => {
 const NOT_ACQUIRED: JobAcquireResult = Object.freeze({ acquired: false });
 
 /**
- * Claims the runs of `requests` (validated, one code, one timing) in one statement: each run is
- * acquired or not by acquire's own rules; results in the order of the requests. A serialization
- * failure (a stricter isolation level saw a concurrent winner) is "none acquired", as for
- * acquire; any other database error is thrown.
+ * Claims the runs of `requests` (validated; distinct lock keys; one type and one reclaimFailed,
+ * codes and leases may differ) in one statement: each run is acquired or not by acquire's own
+ * rules; results in the order of the requests. A serialization failure (a stricter isolation
+ * level saw a concurrent winner) is "none acquired", as for acquire; any other database error is
+ * thrown.
  */
 export const acquireBatch = async (requests: readonly AcquireRequest[], context: BatchAcquireContext): Promise<JobAcquireResult[]> => {
   const [first] = requests;
   if (!first) return [];
-  const { code, name, type } = first.identity;
+  const codes = requests.map((request) => request.identity.code);
+  const code = codes.every((each) => each === first.identity.code) ? first.identity.code : `${first.identity.code} (+${new Set(codes).size - 1} codes)`;
   const statement = context.statements.acquireBatch({
     lockKeys: requests.map((request) => request.identity.lockKey),
     runKeys: requests.map((request) => request.identity.runKey as string),
-    code,
-    name,
-    type,
-    leaseMs: first.leaseMs,
+    codes,
+    names: requests.map((request) => request.identity.name),
+    leaseMs: requests.map((request) => request.leaseMs),
+    type: first.identity.type,
     ownerId: context.ownerId,
     reclaimFailed: first.reclaimFailed,
   });
@@ -111,4 +128,22 @@ export const acquireBatch = async (requests: readonly AcquireRequest[], context:
       heldUntil: provenUntil(sentAt, request.leaseMs),
     };
   });
+};
+
+/**
+ * acquireBatch for runs of any codes and leases: one statement per kind of run (type and
+ * reclaimFailed; usually one), results in the order of the requests.
+ */
+export const acquireGrouped = async (requests: readonly AcquireRequest[], context: BatchAcquireContext): Promise<JobAcquireResult[]> => {
+  const groups = new Map<string, number[]>();
+  requests.forEach((request, index) => {
+    const kind = `${request.identity.type} ${request.reclaimFailed}`;
+    groups.set(kind, [...(groups.get(kind) ?? []), index]);
+  });
+  const results: JobAcquireResult[] = new Array(requests.length);
+  for (const indexes of groups.values()) {
+    const claimed = await acquireBatch(indexes.map((index) => requests[index]), context);
+    indexes.forEach((index, position) => (results[index] = claimed[position]));
+  }
+  return results;
 };

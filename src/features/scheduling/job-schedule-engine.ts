@@ -1,5 +1,6 @@
 import { describeFailure } from '../job-scheduler/lease-arguments';
 import { AbandonedOccurrenceScan, type AbandonedOccurrenceStore, DEFAULT_TAKE_OVER_SCAN_MS } from './abandoned-occurrences';
+import { withClaimBatching } from './claim-batcher';
 import { DEFAULT_FAILURE_LOG_INTERVAL_MS, FailureLog, type LogLine } from './failure-log';
 import { occurrenceRunKey } from './occurrence-keys';
 import { JitterWaits } from './jitter-waits';
@@ -90,7 +91,8 @@ export class JobScheduleEngine {
   private readonly jitter: JitterWaits;
 
   constructor(private readonly options: EngineOptions) {
-    this.lease = observedLease(options.lease, options.timers);
+    // The occurrences due at one instant are claimed together (a few statements, not one each).
+    this.lease = observedLease(withClaimBatching(options.lease, () => (options.random ?? Math.random)()), options.timers);
     const interval = options.failureLogIntervalMs ?? DEFAULT_FAILURE_LOG_INTERVAL_MS;
     if (!Number.isSafeInteger(interval) || interval < 0) throw schedulingErrors.invalidOption('failureLogIntervalMs', 'a whole number of ms, 0 or more', interval);
     this.failureLog = new FailureLog(interval, () => options.timers.now());

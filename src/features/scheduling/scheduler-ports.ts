@@ -25,6 +25,7 @@ export const observedLease = (lease: SchedulerLease, timers: SchedulerTimers): S
   return {
     acquire: (options) => seen(lease.acquire(options)),
     acquireBatch: (options) => seen(lease.acquireBatch(options)),
+    acquireMany: lease.acquireMany && ((runs) => seen(lease.acquireMany!(runs))),
     heartbeat: (value, options) => seen(lease.heartbeat(value, options)),
     complete: (value, data) => seen(lease.complete(value, data)),
     fail: (value, data) => seen(lease.fail(value, data)),
@@ -36,6 +37,11 @@ export interface SchedulerLease {
   acquire(options: JobAcquireOptions): Promise<JobAcquireResult>;
   /** Several runs of one code in one statement (a per-tenant occurrence): results in the order of `runKeys`. */
   acquireBatch(options: JobBatchAcquireOptions): Promise<JobAcquireResult[]>;
+  /**
+   * Several runs of any codes in one statement (the jobs due at one instant): results in order.
+   * Optional: without it, every occurrence is acquired by a statement of its own.
+   */
+  acquireMany?(runs: readonly JobAcquireOptions[]): Promise<JobAcquireResult[]>;
   /** `timeoutMs`: a tighter bound on this one statement (a heartbeat is bounded by its interval). */
   heartbeat(lease: JobLease, options?: { timeoutMs?: number }): Promise<boolean>;
   complete(lease: JobLease, data?: unknown): Promise<boolean>;

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { JobSchedulerStatus } from '../../job-scheduler/job-scheduler.entity';
 import type { JobAcquireOptions, JobAcquireResult, JobBatchAcquireOptions, JobLease } from '../../job-scheduler/job-scheduler.types';
-import { resolveBatchAcquireRequests } from '../../job-scheduler/lease-batch-acquire';
+import { resolveBatchAcquireRequests, resolveManyAcquireRequests } from '../../job-scheduler/lease-batch-acquire';
 import { type AcquireRequest, checkJobLease, resolveAcquireRequest, serializeJobData } from '../../job-scheduler/lease-arguments';
 import { provenUntil } from '../../job-scheduler/lease-deadline';
 import { resolveTimingDefaults } from '../../job-scheduler/lease-timing';
@@ -43,6 +43,11 @@ export class InMemoryJobLease implements SchedulerLease, SchedulerHistory, Aband
   /** Each run by acquire's rules, validated like the PostgreSQL lease's batch. */
   async acquireBatch(options: JobBatchAcquireOptions): Promise<JobAcquireResult[]> {
     return resolveBatchAcquireRequests(options, this.timing).map((request) => this.take(request));
+  }
+
+  /** Each run by acquire's rules, validated like the PostgreSQL lease's acquireMany. */
+  async acquireMany(runs: readonly JobAcquireOptions[]): Promise<JobAcquireResult[]> {
+    return resolveManyAcquireRequests(runs, this.timing).map((request) => this.take(request));
   }
 
   private take(request: AcquireRequest): JobAcquireResult {
