@@ -228,6 +228,16 @@ export const createJobSchedulerStatements = (
   acquireFunction?: string,
 ): JobSchedulerStatements => {
   const nextFencingToken = `'${fencingTokenSequence.replace(/'/g, "''")}'`;
+  // What every reclaim writes besides its new owner: a fresh fencing token, one more attempt, why
+  // the previous owner lost the run, and new timestamps (acquire and the batch claim share it).
+  const reclaimBookkeeping = `"fencingToken" = nextval(${nextFencingToken}),
+    "attempts" = t."attempts" + 1,
+    "lastError" = CASE WHEN t."status" = 'FAIL' THEN t."data"
+      ELSE jsonb_build_object('expired', true, 'ownerId', t."ownerId", 'lastHeartbeatAt', t."modifiedAt") END,
+    "data" = NULL,
+    "startedAt" = CURRENT_TIMESTAMP,
+    "finishedAt" = NULL,
+    "modifiedAt" = CURRENT_TIMESTAMP`;
   const acquireText = `
 WITH inserted AS (
   INSERT INTO ${table} AS t
@@ -247,14 +257,7 @@ reclaimed AS (
     "runKey" = $6,
     "leaseMs" = $7,
     "ownerId" = $8,
-    "fencingToken" = nextval(${nextFencingToken}),
-    "attempts" = t."attempts" + 1,
-    "lastError" = CASE WHEN t."status" = 'FAIL' THEN t."data"
-      ELSE jsonb_build_object('expired', true, 'ownerId', t."ownerId", 'lastHeartbeatAt', t."modifiedAt") END,
-    "data" = NULL,
-    "startedAt" = CURRENT_TIMESTAMP,
-    "finishedAt" = NULL,
-    "modifiedAt" = CURRENT_TIMESTAMP
+    ${reclaimBookkeeping}
   WHERE t."lockKey" = $1
     AND NOT EXISTS (SELECT 1 FROM inserted)
     AND (
@@ -318,14 +321,7 @@ reclaimed AS (
     "runKey" = r."runKey",
     "leaseMs" = r."leaseMs",
     "ownerId" = $7,
-    "fencingToken" = nextval(${nextFencingToken}),
-    "attempts" = t."attempts" + 1,
-    "lastError" = CASE WHEN t."status" = 'FAIL' THEN t."data"
-      ELSE jsonb_build_object('expired', true, 'ownerId', t."ownerId", 'lastHeartbeatAt', t."modifiedAt") END,
-    "data" = NULL,
-    "startedAt" = CURRENT_TIMESTAMP,
-    "finishedAt" = NULL,
-    "modifiedAt" = CURRENT_TIMESTAMP
+    ${reclaimBookkeeping}
   FROM reclaimable AS r
   WHERE t."id" = r."id"
   RETURNING t."lockKey", t."id", t."ownerToken"::text AS "ownerToken", t."fencingToken"::text AS "fencingToken", t."attempts", true AS "reclaimed"
