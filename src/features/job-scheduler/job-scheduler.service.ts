@@ -29,7 +29,7 @@ import type {
 import { ownValue } from './job-identity';
 import { resolvePruneOptions } from './job-run-arguments';
 import type { JobPruneOptions } from './job-run.types';
-import { acquireBatch, acquireGrouped, type BatchAcquireContext, resolveBatchAcquireRequests, resolveManyAcquireRequests } from './lease-batch-acquire';
+import { acquireBatch, acquiredResult, acquireGrouped, type BatchAcquireContext, resolveBatchAcquireRequests, resolveManyAcquireRequests } from './lease-batch-acquire';
 import { checkAcquiredLease, checkJobLease, describeFailure, resolveAcquireRequest, serializeJobData } from './lease-arguments';
 import { DEFAULT_STATEMENT_TIMEOUT_MS, monotonicNow, provenUntil } from './lease-deadline';
 import type { JobSchedulerDatabase } from './lease-database';
@@ -199,18 +199,7 @@ export class JobSchedulerService implements OnModuleInit, OnApplicationBootstrap
       acquireOutcome,
     );
     if (!row || row.id === null) return NOT_ACQUIRED;
-    return {
-      acquired: true,
-      id: row.id,
-      ownerToken,
-      idempotencyKey: identity.lockKey,
-      fencingToken: Number(row.fencingToken),
-      attempt: row.attempts as number,
-      reclaimed: row.reclaimed === true,
-      leaseMs: request.leaseMs,
-      heartbeatMs: request.heartbeatMs,
-      heldUntil: provenUntil(sentAt, request.leaseMs),
-    };
+    return acquiredResult(request, { ...row, id: row.id }, ownerToken, sentAt);
   }
 
   /**

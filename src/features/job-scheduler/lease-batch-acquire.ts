@@ -115,18 +115,7 @@ export const acquireBatch = async (requests: readonly AcquireRequest[], context:
     const row = byKey.get(request.identity.lockKey);
     context.telemetry.count('acquire', outcomeOf(row));
     if (!row?.id || !row.ownerToken) return NOT_ACQUIRED;
-    return {
-      acquired: true,
-      id: row.id,
-      ownerToken: row.ownerToken,
-      idempotencyKey: request.identity.lockKey,
-      fencingToken: Number(row.fencingToken),
-      attempt: row.attempts as number,
-      reclaimed: row.reclaimed === true,
-      leaseMs: request.leaseMs,
-      heartbeatMs: request.heartbeatMs,
-      heldUntil: provenUntil(sentAt, request.leaseMs),
-    };
+    return acquiredResult(request, { ...row, id: row.id }, row.ownerToken, sentAt);
   });
 };
 
@@ -147,3 +136,22 @@ export const acquireGrouped = async (requests: readonly AcquireRequest[], contex
   }
   return results;
 };
+
+/** What a winner of acquire or of a batch claim gets: its row's fencing data, its timing, and the local deadline. */
+export const acquiredResult = (
+  request: AcquireRequest,
+  row: { id: string; fencingToken: string | null; attempts: number | null; reclaimed: boolean | null },
+  ownerToken: string,
+  sentAt: number,
+): JobAcquireResult => ({
+  acquired: true,
+  id: row.id,
+  ownerToken,
+  idempotencyKey: request.identity.lockKey,
+  fencingToken: Number(row.fencingToken),
+  attempt: row.attempts as number,
+  reclaimed: row.reclaimed === true,
+  leaseMs: request.leaseMs,
+  heartbeatMs: request.heartbeatMs,
+  heldUntil: provenUntil(sentAt, request.leaseMs),
+});
