@@ -7,7 +7,6 @@ import {
   type JobExecution,
   JobScheduler,
   JobSchedulerModule,
-  JobSchedulerService,
   Scheduled,
   ScheduledJobsService,
   SchedulingModule,
@@ -32,42 +31,25 @@ const recordSideEffect = (dataSource: DataSource, idempotencyKey: string, tick: 
     [idempotencyKey, tick, node],
   );
 
-/** Every 2 s one node (whichever takes the lease first, after up to 300 ms of jitter) syncs that tick. */
+/**
+ * Every 2 s one node (whichever takes the lease first, after up to 300 ms of jitter) syncs that
+ * tick. A tick whose holder died (RUNNING past its 3 s lease) is taken over by another node within
+ * a scan period (1 s here): the same idempotency key, a greater fencing token, trigger 'take-over'.
+ */
 @Scheduled('demo.sync-orders', { every: '2s', leaseMs: 3_000, jitterMs: 300 })
 class SyncOrdersJob {
   constructor(@InjectDataSource() private readonly dataSource: DataSource) {}
 
-  async run({ scheduledAt, idempotencyKey, signal }: JobExecution): Promise<void> {
+  async run({ scheduledAt, idempotencyKey, signal, trigger, fencingToken }: JobExecution): Promise<void> {
     const tick = scheduledAt.toISOString();
+    if (trigger === 'take-over') {
+      await recordSideEffect(this.dataSource, idempotencyKey, tick);
+      send({ type: 'reclaimed', node, tick, fencingToken });
+      return;
+    }
     send({ type: 'started', node, tick });
     await sleep(400 + Math.floor(Math.random() * 500), signal);
     await recordSideEffect(this.dataSource, idempotencyKey, tick);
-  }
-}
-
-/**
- * Every 2 s one node looks for ticks whose holder died (RUNNING past its own lease) and finishes
- * them with runExclusive, which reclaims the row: new owner token, a greater fencing token, same key.
- */
-@Scheduled('demo.recover-stale', { every: '2s' })
-class RecoverStaleJob {
-  constructor(
-    @InjectDataSource() private readonly dataSource: DataSource,
-    private readonly jobs: JobSchedulerService,
-  ) {}
-
-  async run(): Promise<void> {
-    const stale: { runKey: string }[] = await this.dataSource.query(
-      `SELECT "runKey" FROM "job-scheduler"
-       WHERE code = 'demo.sync-orders' AND status = 'RUNNING'
-         AND "modifiedAt" < CURRENT_TIMESTAMP - "leaseMs" * interval '1 millisecond'`,
-    );
-    for (const { runKey } of stale) {
-      await this.jobs.runExclusive({ code: 'demo.sync-orders', runKey, leaseMs: 3_000 }, async ({ idempotencyKey, fencingToken }) => {
-        await recordSideEffect(this.dataSource, idempotencyKey, runKey);
-        send({ type: 'reclaimed', node, tick: runKey, fencingToken });
-      });
-    }
   }
 }
 
@@ -75,7 +57,7 @@ class RecoverStaleJob {
 class OutcomeReporter {
   constructor(scheduler: ScheduledJobsService) {
     scheduler.onRun((run) => {
-      if (run.name === 'demo.sync-orders') {
+      if (run.name === 'demo.sync-orders' && run.trigger !== 'take-over') {
         send({ type: 'outcome', node, tick: run.scheduledAt.toISOString(), outcome: run.outcome });
       }
     });
@@ -86,9 +68,9 @@ class OutcomeReporter {
   imports: [
     TypeOrmModule.forRoot({ type: 'postgres', url: process.env.DEMO_DATABASE_URL, entities: [JobScheduler], poolSize: 3 }),
     JobSchedulerModule.forRoot({ nodeId: node, shutdownGraceMs: 1_000 }),
-    SchedulingModule.forRoot({ shutdownGraceMs: 1_000 }),
+    SchedulingModule.forRoot({ shutdownGraceMs: 1_000, takeOverScanMs: 1_000 }),
   ],
-  providers: [SyncOrdersJob, RecoverStaleJob, OutcomeReporter],
+  providers: [SyncOrdersJob, OutcomeReporter],
 })
 class DemoNodeModule {}
 
