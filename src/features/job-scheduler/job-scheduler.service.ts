@@ -29,7 +29,17 @@ import type {
 import { ownValue } from './job-identity';
 import { resolvePruneOptions } from './job-run-arguments';
 import type { JobPruneOptions } from './job-run.types';
-import { acquireBatch, acquiredResult, acquireGrouped, type BatchAcquireContext, resolveBatchAcquireRequests, resolveManyAcquireRequests } from './lease-batch-acquire';
+import {
+  acquireBatch,
+  acquiredResult,
+  acquireGrouped,
+  acquireOutcome,
+  type BatchAcquireContext,
+  isSerializationFailure,
+  NOT_ACQUIRED,
+  resolveBatchAcquireRequests,
+  resolveManyAcquireRequests,
+} from './lease-batch-acquire';
 import { checkAcquiredLease, checkJobLease, describeFailure, resolveAcquireRequest, serializeJobData } from './lease-arguments';
 import { DEFAULT_STATEMENT_TIMEOUT_MS, monotonicNow, provenUntil } from './lease-deadline';
 import type { JobSchedulerDatabase } from './lease-database';
@@ -37,19 +47,6 @@ import { LeaseHold } from './lease-hold';
 import { createLeaseTelemetry, type LeaseOperation, type LeaseTelemetry } from './lease-telemetry';
 import { type ResolvedTimingDefaults, resolveTimingDefaults } from './lease-timing';
 import { assessReplication, type JobLeaseReplicationStatus } from './replication-check';
-
-const NOT_ACQUIRED: JobAcquireResult = Object.freeze({ acquired: false });
-
-/** acquired | reclaimed | held (RUNNING, or a concurrent insert) | success-locked | fail-locked. */
-const acquireOutcome = (row: AcquireRow | undefined): string => {
-  if (row?.id) return row.reclaimed ? 'reclaimed' : 'acquired';
-  if (row?.status === 'SUCCESS') return 'success-locked';
-  if (row?.status === 'FAIL') return 'fail-locked';
-  return 'held';
-};
-
-/** SQLSTATE 40001: a stricter isolation level saw a concurrent winner. For acquire, a lost race. */
-const isSerializationFailure = (error: unknown): boolean => error instanceof JobLeaseDatabaseError && error.sqlState === '40001';
 
 /** How long a replication reading stands before requireSynchronousReplication reads it again. */
 const REPLICATION_RECHECK_MS = 30_000;

@@ -63,15 +63,18 @@ export interface BatchAcquireContext {
   execute(statement: SqlStatement): Promise<AcquireBatchRow[]>;
 }
 
-/** The per-run outcome label, as the single acquire counts it. */
-const outcomeOf = (row: AcquireBatchRow | undefined): string => {
+/** The outcome label of one run: acquired | reclaimed | held (RUNNING, or a concurrent insert) | success-locked | fail-locked. */
+export const acquireOutcome = (row: Pick<AcquireBatchRow, 'id' | 'reclaimed' | 'status'> | undefined): string => {
   if (row?.id) return row.reclaimed ? 'reclaimed' : 'acquired';
   if (row?.status === 'SUCCESS') return 'success-locked';
   if (row?.status === 'FAIL') return 'fail-locked';
   return 'held';
 };
 
-const NOT_ACQUIRED: JobAcquireResult = Object.freeze({ acquired: false });
+export const NOT_ACQUIRED: JobAcquireResult = Object.freeze({ acquired: false });
+
+/** SQLSTATE 40001: a stricter isolation level saw a concurrent winner. For an acquire, a lost race. */
+export const isSerializationFailure = (error: unknown): boolean => error instanceof JobLeaseDatabaseError && error.sqlState === '40001';
 
 /**
  * Claims the runs of `requests` (validated; distinct lock keys; one type and one reclaimFailed,
@@ -104,7 +107,7 @@ export const acquireBatch = async (requests: readonly AcquireRequest[], context:
       try {
         return await context.execute(statement);
       } catch (error) {
-        if (error instanceof JobLeaseDatabaseError && error.sqlState === '40001') return [];
+        if (isSerializationFailure(error)) return [];
         throw error;
       }
     },
@@ -113,7 +116,7 @@ export const acquireBatch = async (requests: readonly AcquireRequest[], context:
   const byKey = new Map(rows.map((row) => [row.lockKey, row]));
   return requests.map((request): JobAcquireResult => {
     const row = byKey.get(request.identity.lockKey);
-    context.telemetry.count('acquire', outcomeOf(row));
+    context.telemetry.count('acquire', acquireOutcome(row));
     if (!row?.id || !row.ownerToken) return NOT_ACQUIRED;
     return acquiredResult(request, { ...row, id: row.id }, row.ownerToken, sentAt);
   });
@@ -127,7 +130,9 @@ export const acquireGrouped = async (requests: readonly AcquireRequest[], contex
   const groups = new Map<string, number[]>();
   requests.forEach((request, index) => {
     const kind = `${request.identity.type} ${request.reclaimFailed}`;
-    groups.set(kind, [...(groups.get(kind) ?? []), index]);
+    const indexes = groups.get(kind);
+    if (indexes) indexes.push(index);
+    else groups.set(kind, [index]);
   });
   const results: JobAcquireResult[] = new Array(requests.length);
   for (const indexes of groups.values()) {
