@@ -1,5 +1,6 @@
 import { JobLeaseDatabaseError } from '../job-scheduler/job-scheduler.errors';
 import type { JobAcquireOptions, JobAcquireResult } from '../job-scheduler/job-scheduler.types';
+import { fromRandomOffset } from './random-walk';
 import type { SchedulerLease } from './scheduler-ports';
 
 /**
@@ -53,8 +54,7 @@ export class ClaimBatcher {
       const [claim] = claims;
       return this.lease.acquire(claim.options).then(claim.resolve, claim.reject);
     }
-    const start = Math.floor(this.random() * claims.length);
-    const walk = [...claims.slice(start), ...claims.slice(0, start)];
+    const walk = fromRandomOffset(claims, this.random);
     const size = claimBatchSize(walk.length);
     const statements: PendingClaim[][] = [];
     for (let index = 0; index < walk.length; index += size) statements.push(walk.slice(index, index + size));
@@ -82,10 +82,11 @@ export class ClaimBatcher {
 
 /** The lease with acquires batched per turn of the event loop, when it can claim several runs at once. */
 export const withClaimBatching = (lease: SchedulerLease, random: () => number): SchedulerLease => {
-  const { acquireMany } = lease;
+  const port = bound(lease);
+  const { acquireMany } = port;
   if (!acquireMany) return lease;
-  const batcher = new ClaimBatcher({ ...bound(lease), acquireMany: acquireMany.bind(lease) }, random);
-  return { ...bound(lease), acquire: (options) => batcher.acquire(options) };
+  const batcher = new ClaimBatcher({ ...port, acquireMany }, random);
+  return { ...port, acquire: (options) => batcher.acquire(options) };
 };
 
 /** The port's methods bound to their lease (a class instance's methods live on its prototype). */

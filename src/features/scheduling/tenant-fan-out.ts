@@ -3,6 +3,7 @@ import { JobShutdownError, LostJobLeaseError } from '../job-scheduler/job-schedu
 import type { JobAcquiredLease, JobAcquireResult } from '../job-scheduler/job-scheduler.types';
 import { occurrenceRunKey, runNowRunKey, tenantIdProblem } from './occurrence-keys';
 import type { JobHandler, OccurrenceRunner } from './occurrence-runner';
+import { fromRandomOffset } from './random-walk';
 import type { JobDeclaration } from './schedule/job-declaration';
 import type { SchedulerLease, SchedulerLogger } from './scheduler-ports';
 import { JobTenantInvalidError } from './scheduling.errors';
@@ -141,8 +142,7 @@ class TenantOccurrenceRun {
       const runKey = trigger === 'run-now' ? runNowRunKey(scheduledAt, correlationId, id) : occurrenceRunKey(scheduledAt, id);
       valid.push({ tenantId: id, runKey, correlationId });
     }
-    const offset = Math.min(valid.length - 1, Math.floor(this.dependencies.random() * valid.length));
-    this.order = offset > 0 ? [...valid.slice(offset), ...valid.slice(0, offset)] : valid;
+    this.order = fromRandomOffset(valid, this.dependencies.random);
     return new Map(valid.map((tenant, index) => [tenant.tenantId, index]));
   }
 

@@ -1,0 +1,8 @@
+/**
+ * `items` from a random offset, wrapping round: instances racing for the same runs (the jobs due
+ * at one instant, the tenants of one occurrence) claim different ones first, so the work spreads.
+ */
+export const fromRandomOffset = <T>(items: readonly T[], random: () => number): T[] => {
+  const offset = Math.min(items.length - 1, Math.floor(random() * items.length));
+  return offset > 0 ? [...items.slice(offset), ...items.slice(0, offset)] : [...items];
+};
