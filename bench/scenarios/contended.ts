@@ -1,12 +1,11 @@
 import { RAW_FUNCTION } from '../support/acquire-function';
 import { createBenchDatabase, hasConnectionsFor } from '../support/bench-database';
-import { withCleanup } from '../support/cleanup';
 import { formatSpread } from '../support/format';
-import { type LeaseNode, type LeaseVariant, startNodes } from '../support/lease-node';
+import type { LeaseVariant } from '../support/lease-node';
 import { LIBRARY, LIBRARY_UNNAMED } from '../support/library-variants';
 import { DO_UPDATE, RAW, TWO_STATEMENT, TWO_STATEMENT_PREPARED } from '../support/raw-variants';
 import { spread } from '../support/statistics';
-import { addTickFigures, addTickRatio, measureTicks, type TickResults } from '../support/ticks';
+import { addTickFigures, addTickRatio, measureTicksOnNodes, type TickResults } from '../support/ticks';
 import type { FigureSheet } from '../support/report';
 import type { Scenario } from './scenario';
 
@@ -64,14 +63,8 @@ export const contended: Scenario = {
     for (const count of NODE_COUNTS) {
       const caseName = `${count} nodes`;
       if (!(await hasConnectionsFor(database, count * VARIANTS.length, caseName, sheet))) continue;
-      const results = await withCleanup(async (nodesCleanup) => {
-        const nodes = new Map<LeaseVariant, LeaseNode[]>();
-        for (const variant of VARIANTS) {
-          nodes.set(variant, await startNodes(variant, count, { url: database.url, poolSize: POOL_SIZE, cleanup: nodesCleanup }));
-        }
-        log(`contended: ${caseName}, ${VARIANTS.length} variants x ${repetitions} x ${slices} x ${sliceMs} ms`);
-        return measureTicks(nodes, { repetitions, slices, sliceMs }, warmUpMs);
-      });
+      log(`contended: ${caseName}, ${VARIANTS.length} variants x ${repetitions} x ${slices} x ${sliceMs} ms`);
+      const results = await measureTicksOnNodes(VARIANTS, count, { url: database.url, poolSize: POOL_SIZE, sizes: { repetitions, slices, sliceMs }, warmUpMs });
       addTickFigures(sheet, caseName, results);
       addTickRatio(sheet, caseName, results, LIBRARY, DO_UPDATE);
       addTickRatio(sheet, caseName, results, LIBRARY_UNNAMED, TWO_STATEMENT_PREPARED);

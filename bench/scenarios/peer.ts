@@ -3,9 +3,9 @@ import { createBenchDatabase, hasConnectionsFor } from '../support/bench-databas
 import { withCleanup } from '../support/cleanup';
 import { addCycleFigures, addCycleRatio, callersLabel, measureCycles, warmUp } from '../support/cycles';
 import { formatSpread } from '../support/format';
-import { type LeaseNode, type LeaseVariant, startNodes } from '../support/lease-node';
+import type { LeaseNode, LeaseVariant } from '../support/lease-node';
 import { LIBRARY, LIBRARY_UNNAMED } from '../support/library-variants';
-import { addTickFigures, addTickRatio, measureTicks } from '../support/ticks';
+import { addTickFigures, addTickRatio, measureTicksOnNodes } from '../support/ticks';
 import type { Scenario } from './scenario';
 
 const VARIANTS: readonly LeaseVariant[] = [LIBRARY, LIBRARY_UNNAMED, ADVISORY_LOCK];
@@ -45,14 +45,8 @@ export const peer: Scenario = {
     for (const count of NODE_COUNTS) {
       const caseName = `contended, ${count} nodes`;
       if (!(await hasConnectionsFor(database, count * VARIANTS.length, caseName, sheet))) continue;
-      const results = await withCleanup(async (nodesCleanup) => {
-        const nodes = new Map<LeaseVariant, LeaseNode[]>();
-        for (const variant of VARIANTS) {
-          nodes.set(variant, await startNodes(variant, count, { url: database.url, poolSize: CONTENDED_POOL_SIZE, cleanup: nodesCleanup }));
-        }
-        log(`peer: ${caseName}`);
-        return measureTicks(nodes, { repetitions, slices, sliceMs }, warmUpMs);
-      });
+      log(`peer: ${caseName}`);
+      const results = await measureTicksOnNodes(VARIANTS, count, { url: database.url, poolSize: CONTENDED_POOL_SIZE, sizes: { repetitions, slices, sliceMs }, warmUpMs });
       addTickFigures(sheet, caseName, results);
       const ratio = addTickRatio(sheet, caseName, results, LIBRARY, ADVISORY_LOCK);
       addTickRatio(sheet, caseName, results, LIBRARY_UNNAMED, ADVISORY_LOCK);

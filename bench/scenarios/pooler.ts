@@ -1,10 +1,9 @@
 import { createBenchDatabase, hasConnectionsFor } from '../support/bench-database';
-import { withCleanup } from '../support/cleanup';
 import { formatSpread } from '../support/format';
-import { type LeaseNode, type LeaseVariant, startNodes } from '../support/lease-node';
+import type { LeaseVariant } from '../support/lease-node';
 import { LIBRARY_UNNAMED } from '../support/library-variants';
 import { RAW, TWO_STATEMENT } from '../support/raw-variants';
-import { addTickFigures, addTickRatio, measureTicks } from '../support/ticks';
+import { addTickFigures, addTickRatio, measureTicksOnNodes } from '../support/ticks';
 import { findPgBouncer, type PgBouncer, startPgBouncer } from '../../test/support/pgbouncer';
 import type { Scenario } from './scenario';
 
@@ -56,14 +55,8 @@ export const pooler: Scenario = {
     for (const count of NODE_COUNTS) {
       const caseName = `${count} nodes`;
       if (!(await hasConnectionsFor(database, count * POOL_SIZE * direct.length + SERVER_CONNECTIONS, caseName, sheet))) continue;
-      const results = await withCleanup(async (nodesCleanup) => {
-        const nodes = new Map<LeaseVariant, LeaseNode[]>();
-        for (const variant of variants) {
-          nodes.set(variant, await startNodes(variant, count, { url: database.url, poolSize: POOL_SIZE, cleanup: nodesCleanup }));
-        }
-        log(`pooler: ${caseName}, ${variants.length} variants x ${repetitions} x ${slices} x ${sliceMs} ms`);
-        return measureTicks(nodes, { repetitions, slices, sliceMs }, warmUpMs);
-      });
+      log(`pooler: ${caseName}, ${variants.length} variants x ${repetitions} x ${slices} x ${sliceMs} ms`);
+      const results = await measureTicksOnNodes(variants, count, { url: database.url, poolSize: POOL_SIZE, sizes: { repetitions, slices, sliceMs }, warmUpMs });
       addTickFigures(sheet, caseName, results);
       const target = TARGETS.get(count);
       for (const [library, baseline, where] of [

@@ -1,5 +1,6 @@
+import { withCleanup } from './cleanup';
 import { interleave } from './interleave';
-import type { AcquiredRun, LeaseNode, LeaseVariant } from './lease-node';
+import { type AcquiredRun, type LeaseNode, type LeaseVariant, startNodes } from './lease-node';
 import type { FigureSheet } from './report';
 import { freshRunKey } from './run-keys';
 import { percentile } from './statistics';
@@ -82,6 +83,18 @@ export const measureTicks = async (nodes: ReadonlyMap<LeaseVariant, LeaseNode[]>
     mergeTicks,
   );
 };
+
+/** Starts `count` nodes of every variant (pools of `poolSize`), measures their ticks with measureTicks, and closes the nodes. */
+export const measureTicksOnNodes = (
+  variants: readonly LeaseVariant[],
+  count: number,
+  options: { url: string; poolSize: number; sizes: TickSizes; warmUpMs: number },
+): Promise<TickResults> =>
+  withCleanup(async (cleanup) => {
+    const nodes = new Map<LeaseVariant, LeaseNode[]>();
+    for (const variant of variants) nodes.set(variant, await startNodes(variant, count, { url: options.url, poolSize: options.poolSize, cleanup }));
+    return measureTicks(nodes, options.sizes, options.warmUpMs);
+  });
 
 export const addTickFigures = (sheet: FigureSheet, caseName: string, results: TickResults): void => {
   for (const [variant, runs] of results) {
