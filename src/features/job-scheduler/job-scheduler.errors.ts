@@ -101,7 +101,8 @@ export type JobLeaseDatabaseOperation =
   | 'inspect'
   | 'history'
   | 'take-over'
-  | 'replication-check';
+  | 'replication-check'
+  | 'schedules';
 
 /**
  * The database failed a lease statement: it could not be reached, did not answer in time, or

@@ -5,6 +5,7 @@ import { AddJobSchedulerFencingTokenSequence1764547200003 } from '../../../migra
 import { TuneJobSchedulerTableForChurn1764547200004 } from '../../../migrations/1764547200004-TuneJobSchedulerTableForChurn';
 import { AddJobSchedulerAcquireFunction1764547200005 } from '../../../migrations/1764547200005-AddJobSchedulerAcquireFunction';
 import { AddJobSchedulerRunningIndex1764547200006 } from '../../../migrations/1764547200006-AddJobSchedulerRunningIndex';
+import { CreateJobScheduleTable1764547200007 } from '../../../migrations/1764547200007-CreateJobScheduleTable';
 
 /** The lease's migrations in order, for `migrations: [...JobSchedulerMigrations]` in a DataSource. */
 export const JobSchedulerMigrations = [
@@ -15,6 +16,7 @@ export const JobSchedulerMigrations = [
   TuneJobSchedulerTableForChurn1764547200004,
   AddJobSchedulerAcquireFunction1764547200005,
   AddJobSchedulerRunningIndex1764547200006,
+  CreateJobScheduleTable1764547200007,
 ] as const;
 
 export {
@@ -22,6 +24,7 @@ export {
   AddJobSchedulerCodeRunKeyIndex1764547200002,
   AddJobSchedulerFencingTokenSequence1764547200003,
   AddJobSchedulerRunningIndex1764547200006,
+  CreateJobScheduleTable1764547200007,
   CreateJobSchedulerTable1764547200000,
   TuneJobSchedulerTableForChurn1764547200004,
   UpgradeJobSchedulerTableFrom111764547200001,

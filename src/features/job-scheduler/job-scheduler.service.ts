@@ -305,6 +305,16 @@ export class JobSchedulerService implements OnModuleInit, OnApplicationBootstrap
   }
 
   /**
+   * The greatest runKey of each (code, prefix) pair among SCHEDULE runs, for the pairs that have
+   * one, in one statement (a dynamic schedule's history: its keys share a prefix ending in a
+   * space, followed by an ISO 8601 instant).
+   */
+  async latestRunKeysByPrefix(ranges: readonly { code: string; prefix: string }[]): Promise<{ code: string; prefix: string; runKey: string }[]> {
+    if (ranges.length === 0) return [];
+    return this.execute(this.statements.latestRunKeysByPrefix(ranges.map((range) => range.code), ranges.map((range) => range.prefix)));
+  }
+
+  /**
    * Scheduler occurrences of `codes` (ISO 8601 runKeys) still RUNNING past their lease by the
    * database clock: their holder stopped heartbeating. One read, on a partial index of RUNNING rows.
    */

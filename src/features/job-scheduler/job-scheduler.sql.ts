@@ -167,6 +167,8 @@ export interface JobSchedulerStatements {
   estimatedRows(): SqlStatement;
   /** The latest occurrence runKey of each of `codes` that has one: rows `{ code, runKey }`. */
   latestScheduledRunKeys(codes: readonly string[], status?: 'SUCCESS'): SqlStatement;
+  /** The latest runKey of each (code, runKey prefix) pair that has one: rows `{ code, prefix, runKey }`. */
+  latestRunKeysByPrefix(codes: readonly string[], prefixes: readonly string[]): SqlStatement;
   prune(parameters: PruneParameters): SqlStatement;
   findRuns(parameters: FindRunsParameters): SqlStatement;
   runByKey(lockKey: string): SqlStatement;
@@ -386,6 +388,20 @@ CROSS JOIN LATERAL (
   LIMIT 1
 ) AS latest`.trim();
 
+  // The same for dynamic schedules, whose occurrences are `<prefix><ISO 8601 instant>` (the
+  // prefix names the schedule and ends in a space): one backward probe of the index per schedule,
+  // within the prefix's range ('~' sorts after every character of an instant).
+  const latestRunKeysByPrefixText = `
+SELECT wanted."code", wanted."prefix", latest."runKey"
+FROM unnest($1::text[], $2::text[]) AS wanted("code", "prefix")
+CROSS JOIN LATERAL (
+  SELECT "runKey" FROM ${table}
+  WHERE "code" = wanted."code" AND "type" = 'SCHEDULE'
+    AND "runKey" COLLATE "C" >= wanted."prefix" COLLATE "C" AND "runKey" COLLATE "C" < (wanted."prefix" || '~') COLLATE "C"
+  ORDER BY "runKey" COLLATE "C" DESC
+  LIMIT 1
+) AS latest`.trim();
+
   // Retention: one bounded batch of finished rows older than a database-clock cutoff. RUNNING
   // rows never match; INITIAL SUCCESS rows only when asked (deleting one makes a run-once job run
   // again). SKIP LOCKED leaves a row an acquire is reclaiming right now; the WHERE is re-checked
@@ -443,7 +459,7 @@ SELECT "id", "code", "runKey", "attempts",
   ((EXTRACT(EPOCH FROM (CURRENT_TIMESTAMP - "modifiedAt")) * 1000)::bigint - COALESCE("leaseMs", $2::integer))::text AS "expiredForMs"
 FROM ${table}
 WHERE "status" = 'RUNNING' AND "type" = 'SCHEDULE' AND "code" = ANY($1::text[])
-  AND "runKey" ~ '^[0-9]{4}-[0-9]{2}-[0-9]{2}T'
+  AND "runKey" ~ '^([0-9]{4}-[0-9]{2}-[0-9]{2}T|schedule=)'
   AND "modifiedAt" < CURRENT_TIMESTAMP - COALESCE("leaseMs", $2::integer) * INTERVAL '1 millisecond'
 ORDER BY "modifiedAt"
 LIMIT $3`.trim();
@@ -485,6 +501,7 @@ WHERE "code" = $1 AND "type" = 'SCHEDULE'
     expiredLeases: (fallbackLeaseMs, limit) => ({ text: expiredLeasesText, values: [fallbackLeaseMs, limit], operation: 'inspect' }),
     countExpiredLeases: (fallbackLeaseMs) => ({ text: countExpiredLeasesText, values: [fallbackLeaseMs], operation: 'inspect' }),
     latestScheduledRunKeys: (codes, status) => ({ text: latestScheduledRunKeysText, values: [codes, status ?? null], operation: 'history' }),
+    latestRunKeysByPrefix: (codes, prefixes) => ({ text: latestRunKeysByPrefixText, values: [codes, prefixes], operation: 'history' }),
     abandonedOccurrences: (codes, fallbackLeaseMs, limit) => ({
       text: abandonedOccurrencesText,
       values: [codes, fallbackLeaseMs, limit],

@@ -2,11 +2,11 @@ import { describeFailure } from '../job-scheduler/lease-arguments';
 import { AbandonedOccurrenceScan, type AbandonedOccurrenceStore, DEFAULT_TAKE_OVER_SCAN_MS } from './abandoned-occurrences';
 import { withClaimBatching } from './claim-batcher';
 import { DEFAULT_FAILURE_LOG_INTERVAL_MS, FailureLog, type LogLine } from './failure-log';
-import { occurrenceRunKey } from './occurrence-keys';
+import { occurrenceOfRunKey, runKeyOf } from './occurrence-keys';
 import { JitterWaits } from './jitter-waits';
 import { type JobHandler, OccurrenceRunner } from './occurrence-runner';
 import { unrecordedInstants } from './recorded-occurrences';
-import { checkJitterBelowTolerance, type JobDeclaration } from './schedule/job-declaration';
+import { checkJitterBelowTolerance, type JobDeclaration, jobKeyOf } from './schedule/job-declaration';
 import {
   latestOccurrencesOf,
   observedLease,
@@ -103,7 +103,8 @@ export class JobScheduleEngine {
       if (!Number.isSafeInteger(periodMs) || periodMs < 1) throw schedulingErrors.invalidOption('takeOverScanMs', 'a whole number of ms, 1 or more', periodMs);
       const host = {
         enabledJobs: () => [...this.states.values()].filter((state) => state.job.enabled).map((state) => state.job.declaration),
-        takeOver: (job: JobDeclaration, scheduledAt: number, tenantId: string | undefined) => this.takeOver(job.name, scheduledAt, tenantId),
+        resolve: (code: string, runKey: string) => this.resolveOccurrence(code, runKey),
+        takeOver: (job: JobDeclaration, scheduledAt: number, tenantId: string | undefined) => this.takeOver(jobKeyOf(job), scheduledAt, tenantId),
         record: (record: JobRunRecord) => void this.emit(record),
       };
       this.takeOvers = new AbandonedOccurrenceScan(options.abandoned, host, options.timers, options.logger, periodMs, options.lateToleranceMs ?? 60_000);
@@ -112,12 +113,55 @@ export class JobScheduleEngine {
     this.tenantFanOut = new TenantFanOut({ lease: this.lease, runner: this.runner, logger: options.logger, random, emit: (record) => this.emit(record) });
   }
 
+  /** Adds a job before start (a declared job, a stored schedule at boot). Keyed by jobKeyOf. */
   register(job: EngineJob): void {
-    const name = job.declaration.name;
-    if (this.states.has(name)) throw schedulingErrors.duplicate(name, 'an earlier registration', 'another');
-    if (job.declaration.tenancy === 'per-tenant' && !this.options.tenants) throw schedulingErrors.noTenants(name);
+    const key = jobKeyOf(job.declaration);
+    if (this.states.has(key)) throw schedulingErrors.duplicate(key, 'an earlier registration', 'another');
+    if (job.declaration.tenancy === 'per-tenant' && !this.options.tenants) throw schedulingErrors.noTenants(job.declaration.name);
     checkJitterBelowTolerance(job.declaration, this.options.lateToleranceMs ?? 60_000);
-    this.states.set(name, { job, lastDue: Number.NEGATIVE_INFINITY, busy: false });
+    this.states.set(key, { job, lastDue: Number.NEGATIVE_INFINITY, busy: false });
+  }
+
+  /**
+   * Adds, changes or disables a job while the scheduler runs (a dynamic schedule). A changed job
+   * keeps the due instants it handled (none is handled twice) and follows its new schedule from
+   * now. A job added or enabled now starts from now: what passed while it was off is not replayed,
+   * except that with `missed: 'run-once'` the latest occurrence since its last recorded one runs
+   * once. A run in progress finishes either way.
+   */
+  async upsert(job: EngineJob): Promise<void> {
+    const key = jobKeyOf(job.declaration);
+    checkJitterBelowTolerance(job.declaration, this.options.lateToleranceMs ?? 60_000);
+    const state = this.states.get(key);
+    const wasEnabled = state?.job.enabled ?? false;
+    if (state) {
+      state.cancel?.();
+      state.cancel = undefined;
+      state.job = job;
+    } else {
+      this.states.set(key, { job, lastDue: Number.NEGATIVE_INFINITY, busy: false });
+    }
+    const current = this.states.get(key) as JobState;
+    if (!job.enabled || !this.started) return;
+    const now = this.options.timers.now();
+    if (!wasEnabled) current.lastDue = now;
+    this.arm(current);
+    this.takeOvers?.start();
+    if (!wasEnabled && job.declaration.missed === 'run-once') await this.catchUp([current], now);
+  }
+
+  /** Forgets a job (a dynamic schedule removed): no occurrence of it starts from now; a run in progress finishes. */
+  remove(key: string): void {
+    const state = this.states.get(key);
+    if (!state) return;
+    state.cancel?.();
+    state.queued = undefined;
+    this.states.delete(key);
+  }
+
+  /** The job registered under this key (jobKeyOf), if any. */
+  job(key: string): EngineJob | undefined {
+    return this.states.get(key)?.job;
   }
 
   get jobNames(): string[] {
@@ -177,6 +221,14 @@ export class JobScheduleEngine {
     return this.track(this.runOccurrence(state, this.options.timers.now(), 'run-now'));
   }
 
+  /** The job and occurrence an abandoned row names (a declared job's, or a dynamic schedule's), if this instance runs it. */
+  private resolveOccurrence(code: string, runKey: string): { job: JobDeclaration; scheduledAt: number; tenantId?: string; scheduleId?: string } | null {
+    const key = occurrenceOfRunKey(runKey);
+    const state = key && this.states.get(key.scheduleId ?? code);
+    if (!key || !state || !state.job.enabled || state.job.declaration.name !== code) return null;
+    return { job: state.job.declaration, ...key };
+  }
+
   /**
    * For each enabled job: how many occurrences have been due since its last success (from
    * `lastSuccesses`, asked once for all jobs; or since this instance started, when there is
@@ -234,7 +286,7 @@ export class JobScheduleEngine {
   private async catchUp(states: JobState[], now: number): Promise<void> {
     let recorded: ReadonlyMap<string, number>;
     try {
-      const lookup = latestOccurrencesOf(this.options.history, states.map((state) => state.job.declaration.name));
+      const lookup = latestOccurrencesOf(this.options.history, states.map((state) => jobKeyOf(state.job.declaration)));
       this.options.timers.observe?.(lookup);
       recorded = await lookup;
     } catch (error) {
@@ -243,7 +295,7 @@ export class JobScheduleEngine {
     }
     await Promise.all(
       states.map(async (state) => {
-        const latest = recorded.get(state.job.declaration.name);
+        const latest = recorded.get(jobKeyOf(state.job.declaration));
         if (latest === undefined) return;
         const due = this.dueSince(state, latest, now);
         if (due.latest !== null) await this.track(this.handleDue(state, due as DueInstants, now));
@@ -273,7 +325,8 @@ export class JobScheduleEngine {
     // so that it is reported once, by one instance, and never run or reported again.
     const { name } = state.job.declaration;
     try {
-      const lock = await this.lease.acquire({ code: name, runKey: occurrenceRunKey(due.latest), name, reclaimFailed: false });
+      const runKey = runKeyOf({ scheduleId: state.job.declaration.dynamicSchedule?.id }, due.latest);
+      const lock = await this.lease.acquire({ code: name, runKey, name, reclaimFailed: false });
       if (!lock.acquired) return;
       await this.lease.fail(lock, { outcome: 'missed', missed: due.count });
     } catch (error) {
@@ -285,7 +338,7 @@ export class JobScheduleEngine {
 
   /** Of these passed instants, those no instance recorded: a stalled instance must not report others' runs as missed. */
   private unrecorded(state: JobState, instants: number[]): Promise<number[]> {
-    return unrecordedInstants(this.options.history, state.job.declaration.name, instants, this.options.timers, this.options.logger);
+    return unrecordedInstants(this.options.history, jobKeyOf(state.job.declaration), instants, this.options.timers, this.options.logger);
   }
 
   /**
@@ -316,8 +369,8 @@ export class JobScheduleEngine {
    * Runs an occurrence whose holder vanished again, here, unless the job is running on this
    * instance (the next scan, or another instance, takes it then).
    */
-  private takeOver(name: string, scheduledAt: number, tenantId: string | undefined): void {
-    const state = this.states.get(name);
+  private takeOver(key: string, scheduledAt: number, tenantId: string | undefined): void {
+    const state = this.states.get(key);
     if (!state || state.busy || !this.started) return;
     void this.track(this.admit(state, scheduledAt, 'take-over', tenantId));
   }
@@ -329,7 +382,7 @@ export class JobScheduleEngine {
         state.queued = { scheduledAt, trigger };
         return [];
       }
-      return [this.emit({ name: state.job.declaration.name, outcome: 'skipped-overlap', scheduledAt: new Date(scheduledAt), trigger })];
+      return [this.emit({ ...this.recordOf(state), outcome: 'skipped-overlap', scheduledAt: new Date(scheduledAt), trigger })];
     }
     state.busy = true;
     try {
@@ -364,16 +417,23 @@ export class JobScheduleEngine {
     return this.tenantFanOut.run({ job: declaration, handler, scheduledAt, trigger, tenants });
   }
 
+  /** What every record of the job says: its name, and its dynamic schedule's id if it is one. */
+  private recordOf(state: JobState): Pick<JobRunRecord, 'name' | 'scheduleId'> {
+    const { name, dynamicSchedule } = state.job.declaration;
+    return dynamicSchedule ? { name, scheduleId: dynamicSchedule.id } : { name };
+  }
+
   private reportMissed(state: JobState, instants: number[], total: number): void {
-    const name = state.job.declaration.name;
+    const job = this.recordOf(state);
     const listed = instants.slice(-MAX_MISSED_RECORDS);
-    for (const instant of listed) this.emit({ name, outcome: 'missed', scheduledAt: new Date(instant), trigger: 'schedule' }, false);
+    for (const instant of listed) this.emit({ ...job, outcome: 'missed', scheduledAt: new Date(instant), trigger: 'schedule' }, false);
     const unlisted = total - listed.length;
     if (unlisted > 0 && listed[0] !== undefined) {
-      this.options.metrics?.record({ name, outcome: 'missed', scheduledAt: new Date(listed[0]), trigger: 'schedule' }, unlisted);
+      this.options.metrics?.record({ ...job, outcome: 'missed', scheduledAt: new Date(listed[0]), trigger: 'schedule' }, unlisted);
     }
     const span = listed.length === 0 ? '' : ` (listed: ${new Date(listed[0]).toISOString()} to ${new Date(listed[listed.length - 1]).toISOString()})`;
-    this.options.logger.warn(`${name}: ${total} occurrence(s) missed${span}`);
+    const subject = job.scheduleId === undefined ? job.name : `${job.name} (schedule ${job.scheduleId})`;
+    this.options.logger.warn(`${subject}: ${total} occurrence(s) missed${span}`);
   }
 
   private emit(record: JobRunRecord, log = true): JobRunRecord {
@@ -392,7 +452,7 @@ export class JobScheduleEngine {
   }
 
   private log(record: JobRunRecord): void {
-    const what = `${record.name} @ ${record.scheduledAt.toISOString()}${record.tenantId === undefined ? '' : ` tenant ${record.tenantId}`}${record.trigger === 'take-over' ? ' (take-over)' : ''}`;
+    const what = `${record.name}${record.scheduleId === undefined ? '' : ` (schedule ${record.scheduleId})`} @ ${record.scheduledAt.toISOString()}${record.tenantId === undefined ? '' : ` tenant ${record.tenantId}`}${record.trigger === 'take-over' ? ' (take-over)' : ''}`;
     if (record.outcome === 'abandoned') {
       this.options.logger.warn(`${what} abandoned (${record.errorCode}): ${record.error instanceof Error ? record.error.message : ''}`);
     } else if (record.outcome === 'failed') {

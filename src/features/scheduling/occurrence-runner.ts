@@ -6,7 +6,7 @@ import { DEFAULT_STATEMENT_TIMEOUT_MS, provenUntil } from '../job-scheduler/leas
 import { type HoldClock, LeaseHold } from '../job-scheduler/lease-hold';
 import { createSpanRunner } from '../job-scheduler/lease-telemetry';
 import { withJobExecution } from './job-execution-context';
-import { occurrenceRunKey, runNowRunKey } from './occurrence-keys';
+import { runKeyOf } from './occurrence-keys';
 import type { JobDeclaration } from './schedule/job-declaration';
 import type { SchedulerLease, SchedulerLogger, SchedulerTimers } from './scheduler-ports';
 import { JobTimeoutError } from './scheduling.errors';
@@ -72,9 +72,10 @@ export class OccurrenceRunner {
   async run(request: OccurrenceRequest): Promise<JobRunRecord> {
     const { job, scheduledAt, trigger, tenantId, claim } = request;
     const correlationId = claim?.correlationId ?? randomUUID();
+    const schedule = job.dynamicSchedule;
     const base: JobRunRecord = { name: job.name, outcome: 'failed', scheduledAt: new Date(scheduledAt), trigger, tenantId, correlationId };
-    const runKey =
-      trigger === 'run-now' ? runNowRunKey(scheduledAt, correlationId, tenantId) : occurrenceRunKey(scheduledAt, tenantId);
+    if (schedule) base.scheduleId = schedule.id;
+    const runKey = runKeyOf({ scheduleId: schedule?.id }, scheduledAt, tenantId, trigger === 'run-now' ? { correlationId } : undefined);
 
     const clock = this.clock;
     let sentAt = clock.now();
@@ -112,11 +113,12 @@ export class OccurrenceRunner {
       scheduledAt: new Date(scheduledAt),
       startedAt: new Date(startedAt),
       signal: hold.signal,
-      tenantId,
+      tenantId: tenantId ?? schedule?.tenantId,
       idempotencyKey: lock.idempotencyKey,
       fencingToken: lock.fencingToken,
       correlationId,
       trigger,
+      ...(schedule ? { schedule } : {}),
     };
     let finished: () => void = ignore;
     const active: ActiveJobRun = { name: job.name, lease, hold, settled: new Promise((resolve) => (finished = resolve)), done: false };
@@ -130,7 +132,8 @@ export class OccurrenceRunner {
       'job.scheduled_at': execution.scheduledAt.toISOString(),
       'job.idempotency_key': execution.idempotencyKey,
       'job.trigger': trigger,
-      ...(tenantId === undefined ? {} : { 'job.tenant_id': tenantId }),
+      ...(execution.tenantId === undefined ? {} : { 'job.tenant_id': execution.tenantId }),
+      ...(schedule ? { 'job.schedule_id': schedule.id } : {}),
     };
     const work = Promise.resolve().then(() =>
       this.span('scheduled_job.run', attributes, async () => withJobExecution(execution, () => request.handler(execution))),
