@@ -86,6 +86,11 @@ export interface DynamicSchedulesModuleOptions {
   lateToleranceMs?: number;
   /** As SchedulingModule's (default 30 s). */
   takeOverScanMs?: number;
+  /**
+   * As SchedulingModule's, but on by default (3 s): the occurrences due together (thousands of
+   * schedules every minute) are claimed before their instant and start at it. 0 claims at the instant.
+   */
+  claimAheadMs?: number;
   /** As SchedulingModule's (default 10 s). */
   shutdownGraceMs?: number;
   /** As SchedulingModule's (default 60 s). */

@@ -39,6 +39,8 @@ import { ScheduleSync } from './schedule-sync';
 /** The lease code under which the dynamic schedules' retention runs. */
 export const DYNAMIC_RETENTION_CODE = 'scheduling.dynamic-retention';
 const DEFAULT_CHANGE_POLL_MS = 2_000;
+/** Dynamic schedules are many and often due together: their claims go out this long before the instant. */
+export const DEFAULT_DYNAMIC_CLAIM_AHEAD_MS = 3_000;
 const MAX_PAGE = 1_000;
 
 /**
@@ -78,6 +80,7 @@ export class DynamicSchedules implements OnModuleInit, OnApplicationBootstrap, B
       failureLogIntervalMs: options.failureLogIntervalMs,
       abandoned: jobs,
       takeOverScanMs: options.takeOverScanMs,
+      claimAheadMs: options.claimAheadMs ?? DEFAULT_DYNAMIC_CLAIM_AHEAD_MS,
     });
     this.sync = new ScheduleSync(this.store, this.engine, this.handlers, systemTimers, this.logger, pollMs);
     const retention = resolveScheduledRetention(options.retention, lateToleranceMs);
