@@ -118,14 +118,20 @@ export class ClaimBatcher {
 export const withClaimBatching = (
   lease: SchedulerLease,
   random: () => number,
-  shape: ClaimShape = CLAIMS_AT_THE_INSTANT,
-  wait?: (ms: number) => Promise<void>,
+  ahead?: { shape: ClaimShape; wait: (ms: number) => Promise<void> },
 ): SchedulerLease => {
   const port = bound(lease);
   const { acquireMany } = port;
   if (!acquireMany) return lease;
-  const batcher = new ClaimBatcher({ ...port, acquireMany }, random, shape, wait);
-  return { ...port, acquire: (options) => batcher.acquire(options) };
+  const batched = { ...port, acquireMany };
+  const atTheInstant = new ClaimBatcher(batched, random);
+  // Claims ahead of the instant go through a batcher of their own, spread (see claimsAhead).
+  const spread = ahead && new ClaimBatcher(batched, random, ahead.shape, ahead.wait);
+  return {
+    ...port,
+    acquire: (options) => atTheInstant.acquire(options),
+    ...(spread ? { acquireAhead: (options: JobAcquireOptions) => spread.acquire(options) } : {}),
+  };
 };
 
 /** The port's methods bound to their lease (a class instance's methods live on its prototype). */
@@ -133,6 +139,7 @@ const bound = (lease: SchedulerLease): SchedulerLease => ({
   acquire: lease.acquire.bind(lease),
   acquireBatch: lease.acquireBatch.bind(lease),
   acquireMany: lease.acquireMany?.bind(lease),
+  acquireAhead: lease.acquireAhead?.bind(lease),
   failMany: lease.failMany?.bind(lease),
   heartbeat: lease.heartbeat.bind(lease),
   complete: lease.complete.bind(lease),

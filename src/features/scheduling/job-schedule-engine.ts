@@ -2,7 +2,7 @@ import { JobShutdownError } from '../job-scheduler/job-scheduler.errors';
 import type { JobLease } from '../job-scheduler/job-scheduler.types';
 import { describeFailure } from '../job-scheduler/lease-arguments';
 import { AbandonedOccurrenceScan, type AbandonedOccurrenceStore, DEFAULT_TAKE_OVER_SCAN_MS } from './abandoned-occurrences';
-import { CLAIMS_AT_THE_INSTANT, claimsAhead, withClaimBatching } from './claim-batcher';
+import { claimsAhead, withClaimBatching } from './claim-batcher';
 import { DEFAULT_FAILURE_LOG_INTERVAL_MS, FailureLog, type LogLine } from './failure-log';
 import { occurrenceOfRunKey, runKeyOf } from './occurrence-keys';
 import { JitterWaits } from './jitter-waits';
@@ -108,9 +108,9 @@ export class JobScheduleEngine {
   constructor(private readonly options: EngineOptions) {
     // The occurrences due at one instant are claimed together (a few statements, not one each).
     const aheadMs = options.claimAheadMs ?? 0;
-    const shape = aheadMs > 0 ? claimsAhead(aheadMs) : CLAIMS_AT_THE_INSTANT;
     const wait = (ms: number) => new Promise<void>((resolve) => void options.timers.at(options.timers.now() + ms, resolve));
-    this.lease = observedLease(withClaimBatching(options.lease, () => (options.random ?? Math.random)(), shape, wait), options.timers);
+    const ahead = aheadMs > 0 ? { shape: claimsAhead(aheadMs), wait } : undefined;
+    this.lease = observedLease(withClaimBatching(options.lease, () => (options.random ?? Math.random)(), ahead), options.timers);
     const interval = options.failureLogIntervalMs ?? DEFAULT_FAILURE_LOG_INTERVAL_MS;
     if (!Number.isSafeInteger(interval) || interval < 0) throw schedulingErrors.invalidOption('failureLogIntervalMs', 'a whole number of ms, 0 or more', interval);
     this.failureLog = new FailureLog(interval, () => options.timers.now());

@@ -201,7 +201,7 @@ export class OccurrenceRunner {
    */
   claimAhead(job: JobDeclaration, scheduledAt: number): AheadClaim {
     const runKey = runKeyOf({ scheduleId: job.dynamicSchedule?.id }, scheduledAt);
-    return { scheduledAt, correlationId: randomUUID(), sentAt: this.clock.now(), outcome: this.acquireOutcome(job, runKey) };
+    return { scheduledAt, correlationId: randomUUID(), sentAt: this.clock.now(), outcome: this.acquireOutcome(job, runKey, true) };
   }
 
   /**
@@ -225,8 +225,10 @@ export class OccurrenceRunner {
   }
 
   /** The occurrence's acquire (one of a batch), as a value: shutdown waits for those in flight. */
-  private acquireOutcome(job: JobDeclaration, runKey: string): Promise<ClaimOutcome> {
-    const outcome = this.lease.acquire({ code: job.name, runKey, name: job.name, leaseMs: job.leaseMs, reclaimFailed: false }).then(
+  private acquireOutcome(job: JobDeclaration, runKey: string, ahead = false): Promise<ClaimOutcome> {
+    const options = { code: job.name, runKey, name: job.name, leaseMs: job.leaseMs, reclaimFailed: false };
+    const acquiring = ahead && this.lease.acquireAhead ? this.lease.acquireAhead(options) : this.lease.acquire(options);
+    const outcome = acquiring.then(
       (lock): ClaimOutcome => (lock.acquired ? { kind: 'acquired', lock } : { kind: 'lost' }),
       // The lock store cannot be reached: failed, rather than run on every instance.
       (error: unknown): ClaimOutcome => ({ kind: 'unavailable', error }),

@@ -26,6 +26,7 @@ export const observedLease = (lease: SchedulerLease, timers: SchedulerTimers): S
     acquire: (options) => seen(lease.acquire(options)),
     acquireBatch: (options) => seen(lease.acquireBatch(options)),
     acquireMany: lease.acquireMany && ((runs) => seen(lease.acquireMany!(runs))),
+    acquireAhead: lease.acquireAhead && ((options) => seen(lease.acquireAhead!(options))),
     heartbeat: (value, options) => seen(lease.heartbeat(value, options)),
     complete: (value, data) => seen(lease.complete(value, data)),
     fail: (value, data) => seen(lease.fail(value, data)),
@@ -43,6 +44,8 @@ export interface SchedulerLease {
    * Optional: without it, every occurrence is acquired by a statement of its own.
    */
   acquireMany?(runs: readonly JobAcquireOptions[]): Promise<JobAcquireResult[]>;
+  /** acquire, for an occurrence claimed ahead of its instant (batched and spread by the scheduler). Optional: acquire otherwise. */
+  acquireAhead?(options: JobAcquireOptions): Promise<JobAcquireResult>;
   /** `timeoutMs`: a tighter bound on this one statement (a heartbeat is bounded by its interval). */
   heartbeat(lease: JobLease, options?: { timeoutMs?: number }): Promise<boolean>;
   complete(lease: JobLease, data?: unknown): Promise<boolean>;
