@@ -3,6 +3,7 @@ import type { JobLease } from '../job-scheduler/job-scheduler.types';
 import { describeFailure } from '../job-scheduler/lease-arguments';
 import { AbandonedOccurrenceScan, type AbandonedOccurrenceStore, DEFAULT_TAKE_OVER_SCAN_MS } from './abandoned-occurrences';
 import { claimsAhead, withClaimBatching } from './claim-batcher';
+import { withCompleteBatching } from './complete-batcher';
 import { DEFAULT_FAILURE_LOG_INTERVAL_MS, FailureLog, type LogLine } from './failure-log';
 import { occurrenceOfRunKey, runKeyOf } from './occurrence-keys';
 import { JitterWaits } from './jitter-waits';
@@ -110,7 +111,8 @@ export class JobScheduleEngine {
     const aheadMs = options.claimAheadMs ?? 0;
     const wait = (ms: number) => new Promise<void>((resolve) => void options.timers.at(options.timers.now() + ms, resolve));
     const ahead = aheadMs > 0 ? { shape: claimsAhead(aheadMs), wait } : undefined;
-    this.lease = observedLease(withClaimBatching(options.lease, () => (options.random ?? Math.random)(), ahead), options.timers);
+    // Runs that end together are completed together too.
+    this.lease = observedLease(withCompleteBatching(withClaimBatching(options.lease, () => (options.random ?? Math.random)(), ahead)), options.timers);
     const interval = options.failureLogIntervalMs ?? DEFAULT_FAILURE_LOG_INTERVAL_MS;
     if (!Number.isSafeInteger(interval) || interval < 0) throw schedulingErrors.invalidOption('failureLogIntervalMs', 'a whole number of ms, 0 or more', interval);
     this.failureLog = new FailureLog(interval, () => options.timers.now());

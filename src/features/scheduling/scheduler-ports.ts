@@ -31,6 +31,7 @@ export const observedLease = (lease: SchedulerLease, timers: SchedulerTimers): S
     complete: (value, data) => seen(lease.complete(value, data)),
     fail: (value, data) => seen(lease.fail(value, data)),
     failMany: lease.failMany && ((leases, data) => seen(lease.failMany!(leases, data))),
+    completeMany: lease.completeMany && ((leases, data) => seen(lease.completeMany!(leases, data))),
   };
 };
 
@@ -52,6 +53,8 @@ export interface SchedulerLease {
   fail(lease: JobLease, data?: unknown): Promise<boolean>;
   /** fail for many leases in few statements, whether each applied. Optional: without it, one fail each. */
   failMany?(leases: readonly JobLease[], data?: unknown): Promise<boolean[]>;
+  /** complete for many leases in few statements. Optional: without it, one complete each. */
+  completeMany?(leases: readonly JobLease[], data?: unknown): Promise<boolean[]>;
 }
 
 /** Durable history: the latest occurrence any instance recorded for a job. */
