@@ -42,6 +42,8 @@ export interface AheadClaim {
   /** When the claim was sent, on the runner's clock: the lease runs from then. */
   sentAt: number;
   outcome: Promise<ClaimOutcome>;
+  /** The outcome once it is known. */
+  settled?: ClaimOutcome;
 }
 
 type ClaimOutcome = { kind: 'acquired'; lock: JobAcquiredLease } | { kind: 'lost' } | { kind: 'unavailable'; error: unknown };
@@ -201,7 +203,9 @@ export class OccurrenceRunner {
    */
   claimAhead(job: JobDeclaration, scheduledAt: number): AheadClaim {
     const runKey = runKeyOf({ scheduleId: job.dynamicSchedule?.id }, scheduledAt);
-    return { scheduledAt, correlationId: randomUUID(), sentAt: this.clock.now(), outcome: this.acquireOutcome(job, runKey, true) };
+    const claim: AheadClaim = { scheduledAt, correlationId: randomUUID(), sentAt: this.clock.now(), outcome: this.acquireOutcome(job, runKey, true) };
+    void claim.outcome.then((outcome) => (claim.settled = outcome));
+    return claim;
   }
 
   /**
