@@ -5,6 +5,7 @@ import { AddJobSchedulerFencingTokenSequence1764547200003 } from '../../../migra
 import { TuneJobSchedulerTableForChurn1764547200004 } from '../../../migrations/1764547200004-TuneJobSchedulerTableForChurn';
 import { AddJobSchedulerAcquireFunction1764547200005 } from '../../../migrations/1764547200005-AddJobSchedulerAcquireFunction';
 import { AddJobSchedulerRunningIndex1764547200006 } from '../../../migrations/1764547200006-AddJobSchedulerRunningIndex';
+import { AddJobPauseTable1764547200008 } from '../../../migrations/1764547200008-AddJobPauseTable';
 
 /** The lease's migrations in order, for `migrations: [...JobSchedulerMigrations]` in a DataSource. */
 export const JobSchedulerMigrations = [
@@ -15,9 +16,11 @@ export const JobSchedulerMigrations = [
   TuneJobSchedulerTableForChurn1764547200004,
   AddJobSchedulerAcquireFunction1764547200005,
   AddJobSchedulerRunningIndex1764547200006,
+  AddJobPauseTable1764547200008,
 ] as const;
 
 export {
+  AddJobPauseTable1764547200008,
   AddJobSchedulerAcquireFunction1764547200005,
   AddJobSchedulerCodeRunKeyIndex1764547200002,
   AddJobSchedulerFencingTokenSequence1764547200003,

@@ -146,6 +146,23 @@ export interface RunRow {
   heartbeatAgeMs: string;
 }
 
+/** One recorded occurrence of a job (scheduled, or asked with runNow) for the dashboard's timeline. */
+export interface OccurrenceRow {
+  id: string;
+  runKey: string;
+  status: string;
+  attempts: number;
+  /** data.outcome ('missed' for an occurrence recorded as missed), or null. */
+  outcome: string | null;
+}
+
+/** The latest occurrence of a job, with its status (for the dashboard's health). */
+export interface LatestOccurrenceRow {
+  code: string;
+  runKey: string;
+  status: string;
+}
+
 export const quoteIdentifier = (identifier: string): string => `"${identifier.replace(/"/g, '""')}"`;
 
 /** `"schema"."table"` or `"table"` (resolved through search_path). */
@@ -178,6 +195,14 @@ export interface JobSchedulerStatements {
   abandonOccurrence(id: string, attempts: number, fallbackLeaseMs: number, data: string): SqlStatement;
   /** The occurrence runKeys of a code recorded in [from, to] (ISO 8601 keys; tenant suffixes included). */
   scheduledRunKeysBetween(code: string, from: string, to: string): SqlStatement;
+  /** One run by its id, every column but the owner token. */
+  runById(id: string): SqlStatement;
+  /** A job's occurrences due in [from, to) and its runNow runs asked then (ISO 8601 bounds), by runKey, at most `limit`. */
+  occurrencesBetween(code: string, from: string, to: string, limit: number): SqlStatement;
+  /** The latest occurrence of each of `codes` that has one, with its status: rows `{ code, runKey, status }`. */
+  latestOccurrences(codes: readonly string[]): SqlStatement;
+  /** An operator frees a stuck lease: FAIL, if still RUNNING with that fencing token. */
+  releaseStuckLease(id: string, fencingToken: string, data: string): SqlStatement;
 }
 
 /**
@@ -467,6 +492,40 @@ SELECT "runKey" FROM ${table}
 WHERE "code" = $1 AND "type" = 'SCHEDULE'
   AND "runKey" COLLATE "C" >= $2::text COLLATE "C" AND "runKey" COLLATE "C" < $3::text COLLATE "C"`.trim();
 
+  const runByIdText = `SELECT ${runColumns} FROM ${table} WHERE "id" = $1::uuid`;
+
+  // The dashboard's timeline: two ranges of IDX_job_scheduler_code_run_key (the due instants, and
+  // the runNow keys "run-now <instant> ..." asked in the span), no other row read.
+  const occurrencesBetweenText = `
+SELECT "id", "runKey", "status"::text AS "status", "attempts", "data"->>'outcome' AS "outcome"
+FROM ${table}
+WHERE "code" = $1 AND "type" = 'SCHEDULE'
+  AND (("runKey" COLLATE "C" >= $2::text COLLATE "C" AND "runKey" COLLATE "C" < $3::text COLLATE "C")
+    OR ("runKey" COLLATE "C" >= ('run-now ' || $2::text) COLLATE "C" AND "runKey" COLLATE "C" < ('run-now ' || $3::text) COLLATE "C"))
+ORDER BY "runKey" COLLATE "C"
+LIMIT $4`.trim();
+
+  // As latestScheduledRunKeys, with the status of that latest occurrence: one backward probe per job.
+  const latestOccurrencesText = `
+SELECT wanted."code", latest."runKey", latest."status"
+FROM unnest($1::text[]) AS wanted("code")
+CROSS JOIN LATERAL (
+  SELECT "runKey", "status"::text AS "status" FROM ${table}
+  WHERE "code" = wanted."code" AND "type" = 'SCHEDULE' AND "runKey" ~ '^[0-9]{4}-[0-9]{2}-[0-9]{2}T'
+  ORDER BY "runKey" COLLATE "C" DESC
+  LIMIT 1
+) AS latest`.trim();
+
+  // Fenced on the id AND the fencing token the operator saw: a lease reclaimed meanwhile (a new
+  // token) or finished is left alone. The owner token is cleared, so the holder, should it still
+  // be alive, loses the lease at its next heartbeat and cannot finalize the run.
+  const releaseStuckLeaseText = `
+UPDATE ${table} SET "status" = 'FAIL', "ownerToken" = NULL, "data" = $3::jsonb,
+  "lastError" = jsonb_build_object('released', true, 'ownerId', "ownerId", 'lastHeartbeatAt', "modifiedAt"),
+  "finishedAt" = CURRENT_TIMESTAMP, "modifiedAt" = CURRENT_TIMESTAMP
+WHERE "id" = $1::uuid AND "fencingToken" = $2::bigint AND "status" = 'RUNNING'
+RETURNING "id"`.trim();
+
   const estimatedRowsText = `SELECT reltuples::bigint::text AS "rows" FROM pg_class WHERE oid = to_regclass('${table.replace(/'/g, "''")}')`;
 
   return {
@@ -495,6 +554,10 @@ WHERE "code" = $1 AND "type" = 'SCHEDULE'
       values: [id, attempts, fallbackLeaseMs, data],
       operation: 'take-over',
     }),
+    runById: (id) => ({ text: runByIdText, values: [id], operation: 'inspect' }),
+    occurrencesBetween: (code, from, to, limit) => ({ text: occurrencesBetweenText, values: [code, from, to, limit], operation: 'inspect' }),
+    latestOccurrences: (codes) => ({ text: latestOccurrencesText, values: [codes], operation: 'inspect' }),
+    releaseStuckLease: (id, fencingToken, data) => ({ text: releaseStuckLeaseText, values: [id, fencingToken, data], operation: 'release' }),
     scheduledRunKeysBetween: (code, from, to) => ({ text: scheduledRunKeysBetweenText, values: [code, from, to], operation: 'history' }),
     acquire: (p) => ({
       text: acquireText,
