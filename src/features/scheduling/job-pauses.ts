@@ -50,6 +50,7 @@ export class JobPauseStore {
 export class JobPausePoller {
   private timer?: NodeJS.Timeout;
   private running = false;
+  private stopped = false;
   private warned = false;
   private inFlight: Promise<void> = Promise.resolve();
 
@@ -68,11 +69,12 @@ export class JobPausePoller {
 
   async stop(): Promise<void> {
     this.running = false;
+    this.stopped = true;
     clearTimeout(this.timer);
     await this.inFlight;
   }
 
-  /** Reads the pauses now and applies them (also after this instance paused or resumed a job). */
+  /** Reads the pauses now and applies them (also after this instance paused or resumed a job; also before start). */
   pollNow(): Promise<void> {
     const poll = this.inFlight.then(() => this.poll());
     this.inFlight = poll;
@@ -82,11 +84,11 @@ export class JobPausePoller {
   private async poll(): Promise<void> {
     try {
       const pauses = await this.store.list();
-      if (!this.running) return;
+      if (this.stopped) return;
       this.warned = false;
       this.apply(new Map(pauses.map((pause) => [pause.name, pause])));
     } catch (error) {
-      if (!this.running || this.warned) return;
+      if (this.stopped || this.warned) return;
       this.warned = true;
       this.logger.warn(
         `Could not read the paused jobs (run the migration AddJobPauseTable1764547200008?); keeping the last known pauses: ${String(error)}`,

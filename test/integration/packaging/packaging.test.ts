@@ -16,7 +16,7 @@ const pinned = (name: string): string => {
 };
 const PEERS = ['@nestjs/common', '@nestjs/core', '@nestjs/typeorm', 'typeorm', 'pg', 'reflect-metadata', 'rxjs'];
 
-const ALLOWED = /^(dist\/.+\.(js|d\.ts)|dist\/schematics\/(collection|[a-z-]+\/schema)\.json|README\.md|CHANGELOG\.md|LICENSE|package\.json)$/;
+const ALLOWED = /^(dist\/.+\.(js|d\.ts)|dist\/src\/features\/dashboard\/ui\/dashboard\.(html|css)|dist\/schematics\/(collection|[a-z-]+\/schema)\.json|README\.md|CHANGELOG\.md|LICENSE|package\.json)$/;
 
 describe('the packed package', () => {
   let work: string;
@@ -53,6 +53,10 @@ describe('the packed package', () => {
         'dist/src/features/index.d.ts',
         'dist/src/features/testing.d.ts',
         'dist/src/features/health.d.ts',
+        'dist/src/features/dashboard.d.ts',
+        'dist/src/features/dashboard/ui/dashboard.html',
+        'dist/src/features/dashboard/ui/dashboard.js',
+        'dist/src/features/dashboard/ui/dashboard.css',
         'dist/migrations/1764547200000-CreateJobSchedulerTable.js',
         'dist/schematics/collection.json',
         'dist/schematics/job/schema.json',
@@ -101,6 +105,7 @@ module.exports = new DataSource({
         'TuneJobSchedulerTableForChurn1764547200004',
         'AddJobSchedulerAcquireFunction1764547200005',
         'AddJobSchedulerRunningIndex1764547200006',
+        'AddJobPauseTable1764547200008',
       ]);
       const show = execFileSync(process.execPath, [typeorm, 'migration:show', '-d', 'data-source.cjs'], { cwd: dir, env, encoding: 'utf8' });
       expect(show).toContain('[X]');
