@@ -56,21 +56,22 @@ const askedAtOf = (runKey: string): number | null => {
  * to the next due instant). At most `maxDue` due instants are enumerated.
  */
 export const buildTimeline = (rows: readonly OccurrenceRow[], schedule: DueSchedule, from: number, to: number, rowsCut: boolean, maxDue = 20_000): Timeline => {
-  const byInstant = new Map<number, TimelineMark>();
-  const marks: TimelineMark[] = [];
+  // Built with epoch ms, sorted as numbers (the rows come newest first), turned into text once.
+  const byInstant = new Map<number, TimelineMark & { instant: number }>();
+  const built: Array<TimelineMark & { instant: number }> = [];
   for (const row of rows) {
     const outcome = outcomeOf(row);
     const due = dueInstantOf(row.runKey);
     if (due === null) {
       const asked = askedAtOf(row.runKey);
-      if (asked !== null) marks.push({ at: new Date(asked).toISOString(), outcome, trigger: 'run-now', runId: row.id, runs: 1 });
+      if (asked !== null) built.push({ instant: asked, at: '', outcome, trigger: 'run-now', runId: row.id, runs: 1 });
       continue;
     }
     const mark = byInstant.get(due);
     if (!mark) {
-      const created: TimelineMark = { at: new Date(due).toISOString(), outcome, trigger: 'schedule', runId: row.id, runs: 1 };
+      const created = { instant: due, at: '', outcome, trigger: 'schedule' as const, runId: row.id, runs: 1 };
       byInstant.set(due, created);
-      marks.push(created);
+      built.push(created);
       continue;
     }
     mark.runs++;
@@ -79,7 +80,8 @@ export const buildTimeline = (rows: readonly OccurrenceRow[], schedule: DueSched
       mark.runId = row.id;
     }
   }
-  marks.sort((a, b) => a.at.localeCompare(b.at));
+  built.sort((a, b) => a.instant - b.instant);
+  const marks: TimelineMark[] = built.map(({ instant, outcome, trigger, runId, runs }) => ({ at: new Date(instant).toISOString(), outcome, trigger, runId, runs }));
 
   const gaps: TimelineGap[] = [];
   let enumerated = 0;

@@ -18,8 +18,8 @@ import {
 import { DASHBOARD_OPTIONS, type DashboardActionEntry, type ResolvedDashboardOptions } from './dashboard.options';
 import { describeSchedule, nextDueInstants } from './schedule-words';
 
-/** Rows a timeline reads at most (a job every minute has 10,080 occurrences in 7 days). */
-const MAX_TIMELINE_ROWS = 20_000;
+/** Rows a timeline reads at most, the newest (a job every minute has 10,080 occurrences in 7 days). */
+const MAX_TIMELINE_ROWS = 12_000;
 /** How long "run now" waits for the run to finish before answering (it goes on regardless). */
 const RUN_NOW_WAIT_MS = 2_000;
 

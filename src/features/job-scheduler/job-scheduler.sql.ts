@@ -443,16 +443,46 @@ RETURNING t."id"`.trim();
   "modifiedAt", "startedAt", "finishedAt", "data", "lastError",
   (EXTRACT(EPOCH FROM (CURRENT_TIMESTAMP - "modifiedAt")) * 1000)::bigint::text AS "heartbeatAgeMs"`;
 
-  const findRunsText = `
-SELECT ${runColumns} FROM ${table}
-WHERE ($1::text IS NULL OR "code" = $1::text)
-  AND ($2::text IS NULL OR "status"::text = $2::text)
-  AND ($3::text IS NULL OR "type"::text = $3::text)
-  AND ($4::timestamptz IS NULL OR "createdAt" >= $4::timestamptz)
-  AND ($5::timestamptz IS NULL OR "createdAt" < $5::timestamptz)
-  AND ($6::timestamptz IS NULL OR ("createdAt", "id") < ($6::timestamptz, $7::uuid))
+  // One text per shape of filter (only the filters given, so that each shape gets plans that use
+  // the indexes: IDX_job_scheduler_created_at, IDX_job_scheduler_code_run_key for a rare code, the
+  // partial index of RUNNING rows for status RUNNING, written as a literal so that it matches the
+  // index's predicate). Each text is built once.
+  const findRunsTexts = new Map<string, string>();
+  const findRunsText = (p: FindRunsParameters): string => {
+    const given = [p.code, p.status, p.type, p.createdFrom, p.createdBefore, p.after].map((value) => (value === null ? '-' : 'x')).join('');
+    const shape = `${given}${p.status === 'RUNNING' ? 'R' : ''}`;
+    let text = findRunsTexts.get(shape);
+    if (text === undefined) {
+      const conditions: string[] = [];
+      let next = 0;
+      const parameter = () => `$${++next}`;
+      if (p.code !== null) conditions.push(`"code" = ${parameter()}::text`);
+      if (p.status === 'RUNNING') conditions.push(`"status" = 'RUNNING'`);
+      else if (p.status !== null) conditions.push(`"status"::text = ${parameter()}::text`);
+      if (p.type !== null) conditions.push(`"type"::text = ${parameter()}::text`);
+      if (p.createdFrom !== null) conditions.push(`"createdAt" >= ${parameter()}::timestamptz`);
+      if (p.createdBefore !== null) conditions.push(`"createdAt" < ${parameter()}::timestamptz`);
+      if (p.after !== null) conditions.push(`("createdAt", "id") < (${parameter()}::timestamptz, ${parameter()}::uuid)`);
+      text = `SELECT ${runColumns} FROM ${table}
+WHERE ${conditions.length === 0 ? 'true' : conditions.join('\n  AND ')}
 ORDER BY "createdAt" DESC, "id" DESC
-LIMIT $8`.trim();
+LIMIT ${parameter()}`;
+      findRunsTexts.set(shape, text);
+    }
+    return text;
+  };
+  const findRunsValues = (p: FindRunsParameters): unknown[] =>
+    ([
+      p.code,
+      p.status === 'RUNNING' ? null : p.status,
+      p.type,
+      p.createdFrom,
+      p.createdBefore,
+      p.after?.createdAt ?? null,
+      p.after?.id ?? null,
+    ] as unknown[])
+      .filter((value) => value !== null)
+      .concat([p.limit]);
 
   const runByKeyText = `SELECT ${runColumns} FROM ${table} WHERE "lockKey" = $1`;
 
@@ -494,16 +524,17 @@ WHERE "code" = $1 AND "type" = 'SCHEDULE'
 
   const runByIdText = `SELECT ${runColumns} FROM ${table} WHERE "id" = $1::uuid`;
 
-  // The dashboard's timeline: two ranges of IDX_job_scheduler_code_run_key (the due instants, and
-  // the runNow keys "run-now <instant> ..." asked in the span), no other row read.
-  const occurrencesBetweenText = `
-SELECT "id", "runKey", "status"::text AS "status", "attempts", "data"->>'outcome' AS "outcome"
+  // The dashboard's timeline: two backward range scans of IDX_job_scheduler_code_run_key (the due
+  // instants, and the runNow keys "run-now <instant> ..." asked in the span), newest first, no
+  // sort and no other row read.
+  const occurrenceRange = (prefix: string) => `(SELECT "id", "runKey", "status"::text AS "status", "attempts",
+  CASE WHEN "status" = 'FAIL' THEN "data"->>'outcome' END AS "outcome"
 FROM ${table}
 WHERE "code" = $1 AND "type" = 'SCHEDULE'
-  AND (("runKey" COLLATE "C" >= $2::text COLLATE "C" AND "runKey" COLLATE "C" < $3::text COLLATE "C")
-    OR ("runKey" COLLATE "C" >= ('run-now ' || $2::text) COLLATE "C" AND "runKey" COLLATE "C" < ('run-now ' || $3::text) COLLATE "C"))
-ORDER BY "runKey" COLLATE "C"
-LIMIT $4`.trim();
+  AND "runKey" COLLATE "C" >= (${prefix}$2::text) COLLATE "C" AND "runKey" COLLATE "C" < (${prefix}$3::text) COLLATE "C"
+ORDER BY "runKey" COLLATE "C" DESC
+LIMIT $4)`;
+  const occurrencesBetweenText = `${occurrenceRange('')}\nUNION ALL\n${occurrenceRange("'run-now ' || ")}`;
 
   // As latestScheduledRunKeys, with the status of that latest occurrence: one backward probe per job.
   const latestOccurrencesText = `
@@ -535,11 +566,8 @@ RETURNING "id"`.trim();
       operation: 'prune',
       planEachTime: true,
     }),
-    findRuns: (p) => ({
-      text: findRunsText,
-      values: [p.code, p.status, p.type, p.createdFrom, p.createdBefore, p.after?.createdAt ?? null, p.after?.id ?? null, p.limit],
-      operation: 'inspect',
-    }),
+    // Planned for its values each time: how selective a code or a status is decides the plan.
+    findRuns: (p) => ({ text: findRunsText(p), values: findRunsValues(p), operation: 'inspect', planEachTime: true }),
     runByKey: (lockKey) => ({ text: runByKeyText, values: [lockKey], operation: 'inspect' }),
     expiredLeases: (fallbackLeaseMs, limit) => ({ text: expiredLeasesText, values: [fallbackLeaseMs, limit], operation: 'inspect' }),
     countExpiredLeases: (fallbackLeaseMs) => ({ text: countExpiredLeasesText, values: [fallbackLeaseMs], operation: 'inspect' }),
