@@ -52,6 +52,7 @@ describe('migrations', () => {
       'TuneJobSchedulerTableForChurn1764547200004',
       'AddJobSchedulerAcquireFunction1764547200005',
       'AddJobSchedulerRunningIndex1764547200006',
+      'AddJobPauseTable1764547200008',
     ]);
     const columns = await columnsOf(database);
     expect(columns.id).toMatchObject({ data_type: 'uuid', column_default: 'gen_random_uuid()' });
@@ -79,6 +80,11 @@ describe('migrations', () => {
       `SELECT indexdef AS definition FROM pg_indexes WHERE indexname = 'IDX_job_scheduler_running_modified_at'`,
     );
     expect(running.definition).toContain('("modifiedAt") WHERE (status = \'RUNNING\'');
+    const [byCode] = await database.sql<{ definition: string }>(
+      `SELECT indexdef AS definition FROM pg_indexes WHERE indexname = 'IDX_job_scheduler_code_created_at'`,
+    );
+    expect(byCode.definition).toContain('(code, "createdAt")');
+    expect(await database.sql(`SELECT to_regclass('"job-scheduler-pause"')::text AS t`)).toEqual([{ t: '"job-scheduler-pause"' }]);
   });
 
   it('revert and re-apply cleanly', async () => {
@@ -153,6 +159,7 @@ describe('migrations', () => {
     ]);
     await dataSource.destroy();
     expect(await database.sql(`SELECT indexname FROM pg_indexes WHERE indexname LIKE 'IDX_job_scheduler_%' ORDER BY 1`)).toEqual([
+      { indexname: 'IDX_job_scheduler_code_created_at' },
       { indexname: 'IDX_job_scheduler_code_run_key' },
       { indexname: 'IDX_job_scheduler_created_at' },
       { indexname: 'IDX_job_scheduler_running_modified_at' },
