@@ -73,6 +73,7 @@ describe('the packed package', () => {
     copyFileSync(join(consumers, 'nest11-commonjs.cjs'), join(dir, 'main.cjs'));
     const output = JSON.parse(execFileSync(process.execPath, ['main.cjs'], { cwd: dir, encoding: 'utf8', env: { ...process.env, DATABASE_URL: database.url } }));
     expect(output).toMatchObject({ completed: true, exclusive: { acquired: true }, scheduled: 'succeeded', ran: 'consumer.report' });
+    expect(output).toMatchObject({ dashboard: 1, assets: ['dashboard.css', 'dashboard.html', 'dashboard.js'] });
     expect(output.nest).toMatch(/^11\./);
     expect(output.exclusive.result).toMatch(/^v2:/);
   }, 180_000);
