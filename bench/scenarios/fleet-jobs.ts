@@ -1,11 +1,10 @@
-import { type ChildProcess, spawn } from 'node:child_process';
 import { join } from 'node:path';
-import { createInterface } from 'node:readline';
 import { createBenchDatabase } from '../support/bench-database';
 import type { CleanupStack } from '../support/cleanup';
 import type { FleetWorkerArguments, FleetWorkerLine } from '../support/fleet-jobs-worker';
 import { formatNumber } from '../support/format';
 import { percentile } from '../support/statistics';
+import { lineOf, runWorkerProcess } from '../support/worker-process';
 import type { Scenario } from './scenario';
 
 const WORKER = join(__dirname, '..', 'support', 'fleet-jobs-worker.ts');
@@ -19,31 +18,10 @@ const POOL_SIZE = 10;
 /** Time for every instance to boot (ts-node compiles the worker) before the first measured instant. */
 const BOOT_ALLOWANCE_MS = 20_000;
 
-type Figures = Extract<FleetWorkerLine, { kind: 'figures' }>;
-type Booted = Extract<FleetWorkerLine, { kind: 'booted' }>;
-
 /** Starts one instance; resolves with its two lines (booted, figures) once it has exited. */
-const runInstance = (options: FleetWorkerArguments, cleanup: CleanupStack): Promise<{ booted: Booted; figures: Figures }> => {
-  const child: ChildProcess = spawn(process.execPath, ['-r', 'ts-node/register/transpile-only', WORKER, JSON.stringify(options)], {
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  cleanup.add(child, async (started) => {
-    if (started.exitCode === null) started.kill('SIGKILL');
-  });
-  const lines: FleetWorkerLine[] = [];
-  createInterface({ input: child.stdout! }).on('line', (line) => {
-    if (line.startsWith('{"kind"')) lines.push(JSON.parse(line) as FleetWorkerLine);
-    else process.stderr.write(`[${options.nodeId}] ${line}\n`);
-  });
-  return new Promise((resolve, reject) => {
-    child.once('error', reject);
-    child.once('close', (code) => {
-      const booted = lines.find((line): line is Booted => line.kind === 'booted');
-      const figures = lines.find((line): line is Figures => line.kind === 'figures');
-      if (code === 0 && booted && figures) resolve({ booted, figures });
-      else reject(new Error(`fleet instance ${options.nodeId} exited with ${code} before reporting its figures`));
-    });
-  });
+const runInstance = async (options: FleetWorkerArguments, cleanup: CleanupStack) => {
+  const lines = await runWorkerProcess<FleetWorkerLine>(WORKER, options, options.nodeId, cleanup);
+  return { booted: lineOf(lines, 'booted', options.nodeId), figures: lineOf(lines, 'figures', options.nodeId) };
 };
 
 /**

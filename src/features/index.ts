@@ -49,6 +49,7 @@ export {
   AddJobSchedulerCodeRunKeyIndex1764547200002,
   AddJobSchedulerFencingTokenSequence1764547200003,
   AddJobSchedulerRunningIndex1764547200006,
+  CreateJobScheduleTable1764547200007,
   CreateJobSchedulerTable1764547200000,
   JobSchedulerMigrations,
   TuneJobSchedulerTableForChurn1764547200004,
@@ -68,8 +69,21 @@ export type {
   OverlapPolicy,
   ScheduledJob,
   ScheduledJobOptions,
+  ScheduleOfRun,
   TenantDirectory,
 } from './scheduling/scheduling.types';
+export { DynamicSchedules, DYNAMIC_RETENTION_CODE } from './scheduling/dynamic/dynamic-schedules.service';
+export { DynamicSchedulesModule } from './scheduling/dynamic/dynamic-schedules.module';
+export { ScheduleHandler } from './scheduling/dynamic/schedule-handler.decorator';
+export type {
+  DynamicScheduleExecution,
+  DynamicScheduleFilter,
+  DynamicScheduleHandler,
+  DynamicScheduleInput,
+  DynamicSchedulePage,
+  DynamicScheduleView,
+  DynamicSchedulesModuleOptions,
+} from './scheduling/dynamic/dynamic-schedule.types';
 export { DeclarationError, JobAbandonedError, JobTenantInvalidError, JobTimeoutError, SchedulingError } from './scheduling/scheduling.errors';
 export { Scheduled } from './scheduling/scheduled.decorator';
 export { SchedulingModule } from './scheduling/scheduling.module';

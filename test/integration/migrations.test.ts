@@ -52,6 +52,7 @@ describe('migrations', () => {
       'TuneJobSchedulerTableForChurn1764547200004',
       'AddJobSchedulerAcquireFunction1764547200005',
       'AddJobSchedulerRunningIndex1764547200006',
+      'CreateJobScheduleTable1764547200007',
       'AddJobPauseTable1764547200008',
     ]);
     const columns = await columnsOf(database);

@@ -10,7 +10,10 @@ export const REDACTED = '[redacted]';
  */
 const DESCRIPTIVE_FIELDS = ['severity', 'hint', 'schema', 'table', 'column', 'constraint', 'routine'] as const;
 
-const redact = (text: string, secret: string | undefined): string => (secret ? text.split(secret).join(REDACTED) : text);
+const redact = (text: string, secret: string | readonly string[] | undefined): string => {
+  if (secret === undefined) return text;
+  return (typeof secret === 'string' ? [secret] : secret).reduce((redacted, token) => (token ? redacted.split(token).join(REDACTED) : redacted), text);
+};
 
 const textField = (error: object, field: string): string | undefined => {
   const value = (error as Record<string, unknown>)[field];
@@ -28,7 +31,7 @@ const sqlStateOf = (error: unknown): string | undefined => {
  * The driver's error rebuilt from its descriptive fields only, with `secret` (the owner token of
  * the statement) replaced wherever it appears: no parameters, no query, no stack of the driver.
  */
-const sanitizedCause = (error: unknown, secret: string | undefined): Error => {
+const sanitizedCause = (error: unknown, secret: string | readonly string[] | undefined): Error => {
   if (!(error instanceof Error)) return new Error(redact(String(error), secret));
   const copy = new Error(redact(error.message, secret));
   copy.name = error.name;
@@ -45,7 +48,7 @@ const sanitizedCause = (error: unknown, secret: string | undefined): Error => {
  * Wraps whatever the driver threw for a lease statement in JobLeaseDatabaseError: SQLSTATE,
  * retryable or not, a sanitized cause, and for a missing table the migrations to run.
  */
-export const toLeaseDatabaseError = (error: unknown, operation: JobLeaseDatabaseOperation, secret?: string): JobLeaseDatabaseError => {
+export const toLeaseDatabaseError = (error: unknown, operation: JobLeaseDatabaseOperation, secret?: string | readonly string[]): JobLeaseDatabaseError => {
   const sqlState = sqlStateOf(error);
   const cause = sanitizedCause(error, secret);
   if (sqlState === '42P01') return databaseErrors.missingRelation(operation, cause.message, cause);

@@ -103,7 +103,8 @@ export type JobLeaseDatabaseOperation =
   | 'take-over'
   | 'pause'
   | 'release'
-  | 'replication-check';
+  | 'replication-check'
+  | 'schedules';
 
 /**
  * The database failed a lease statement: it could not be reached, did not answer in time, or

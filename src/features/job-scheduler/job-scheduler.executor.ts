@@ -86,6 +86,11 @@ export class JobSchedulerExecutor {
     );
   }
 
+  /** Another table (or sequence) of the library, in the schema of the lease's table. */
+  tableNamed(name: string): string {
+    return qualifiedTableName(name, this.database.schema);
+  }
+
   /**
    * Runs one statement within `timeoutMs` (default: the lease statement bound, or a minute for
    * operators' statements). Throws JobLeaseDatabaseError.

@@ -5,6 +5,7 @@ import { AddJobSchedulerFencingTokenSequence1764547200003 } from '../../../migra
 import { TuneJobSchedulerTableForChurn1764547200004 } from '../../../migrations/1764547200004-TuneJobSchedulerTableForChurn';
 import { AddJobSchedulerAcquireFunction1764547200005 } from '../../../migrations/1764547200005-AddJobSchedulerAcquireFunction';
 import { AddJobSchedulerRunningIndex1764547200006 } from '../../../migrations/1764547200006-AddJobSchedulerRunningIndex';
+import { CreateJobScheduleTable1764547200007 } from '../../../migrations/1764547200007-CreateJobScheduleTable';
 import { AddJobPauseTable1764547200008 } from '../../../migrations/1764547200008-AddJobPauseTable';
 
 /** The lease's migrations in order, for `migrations: [...JobSchedulerMigrations]` in a DataSource. */
@@ -16,6 +17,7 @@ export const JobSchedulerMigrations = [
   TuneJobSchedulerTableForChurn1764547200004,
   AddJobSchedulerAcquireFunction1764547200005,
   AddJobSchedulerRunningIndex1764547200006,
+  CreateJobScheduleTable1764547200007,
   AddJobPauseTable1764547200008,
 ] as const;
 
@@ -25,6 +27,7 @@ export {
   AddJobSchedulerCodeRunKeyIndex1764547200002,
   AddJobSchedulerFencingTokenSequence1764547200003,
   AddJobSchedulerRunningIndex1764547200006,
+  CreateJobScheduleTable1764547200007,
   CreateJobSchedulerTable1764547200000,
   TuneJobSchedulerTableForChurn1764547200004,
   UpgradeJobSchedulerTableFrom111764547200001,

@@ -11,6 +11,7 @@ import {
 import { JobRetention } from './job-retention';
 import { JobRunsInspector } from './job-runs.inspector';
 import { JobSchedulerService } from './job-scheduler.service';
+import { JOB_SCHEDULER_MODULE_OPTIONS } from './job-scheduler.module-definition';
 
 /** Wires the lease to a TypeORM DataSource: the default one, or the one named by `dataSource`. */
 const withDataSource = (definition: DynamicModule, extras: JobSchedulerModuleExtras): DynamicModule => ({
@@ -29,7 +30,8 @@ const withDataSource = (definition: DynamicModule, extras: JobSchedulerModuleExt
  */
 @Module({
   providers: [JobSchedulerService, JobRunsInspector, JobRetention],
-  exports: [JobSchedulerService, JobRunsInspector, JobRetention],
+  // The DataSource and options tokens too: dynamic schedules keep their table next to the lease's.
+  exports: [JobSchedulerService, JobRunsInspector, JobRetention, JOB_SCHEDULER_DATA_SOURCE, JOB_SCHEDULER_MODULE_OPTIONS],
 })
 export class JobSchedulerModule extends JobSchedulerConfigurableModule {
   static override forRoot(options: typeof JOB_SCHEDULER_OPTIONS_TYPE = {}): DynamicModule {

@@ -263,6 +263,22 @@ export class JobSchedulerService implements OnModuleInit, OnApplicationBootstrap
     return this.applies('fail', id, this.statements.fail(id, ownerToken, serializeJobData(data)));
   }
 
+  /**
+   * fail for many leases in one statement per 1,000 (each fenced on its own id and owner token, as
+   * fail is): whether each applied, in order. For a scheduler giving back many runs at once.
+   */
+  async failMany(leases: readonly JobLease[], data?: unknown): Promise<boolean[]> {
+    const checked = leases.map((lease) => checkJobLease(lease));
+    const json = serializeJobData(data);
+    const applied = new Set<string>();
+    for (let start = 0; start < checked.length; start += 1_000) {
+      const chunk = checked.slice(start, start + 1_000);
+      const statement = this.statements.failMany(chunk.map((lease) => lease.id), chunk.map((lease) => lease.ownerToken), json);
+      for (const row of await this.execute<{ id: string }>(statement)) applied.add(row.id);
+    }
+    return checked.map((lease) => applied.has(lease.id));
+  }
+
   /** fail with `{ released: true }` by default: gives the run back so the next acquire can take it. */
   async release(lease: JobLease, data: unknown = RELEASED_DATA): Promise<boolean> {
     return this.fail(lease, data);
@@ -302,6 +318,16 @@ export class JobSchedulerService implements OnModuleInit, OnApplicationBootstrap
     if (codes.length === 0) return new Map();
     const rows = await this.execute<{ code: string; runKey: string }>(this.statements.latestScheduledRunKeys(codes, status));
     return new Map(rows.map((row) => [row.code, row.runKey]));
+  }
+
+  /**
+   * The greatest runKey of each (code, prefix) pair among SCHEDULE runs, for the pairs that have
+   * one, in one statement (a dynamic schedule's history: its keys share a prefix ending in a
+   * space, followed by an ISO 8601 instant).
+   */
+  async latestRunKeysByPrefix(ranges: readonly { code: string; prefix: string }[]): Promise<{ code: string; prefix: string; runKey: string }[]> {
+    if (ranges.length === 0) return [];
+    return this.execute(this.statements.latestRunKeysByPrefix(ranges.map((range) => range.code), ranges.map((range) => range.prefix)));
   }
 
   /**

@@ -11,8 +11,8 @@ export interface SqlStatement {
   values: unknown[];
   /** What the statement does, for errors and timeouts. */
   operation: JobLeaseDatabaseOperation;
-  /** The owner token among `values`, if any: redacted from logs and errors. */
-  secret?: string;
+  /** The owner token among `values` (or the array of them), if any: redacted from logs and errors. */
+  secret?: string | readonly string[];
   /**
    * The same statement as a call of the server-side function that holds it (installed by a
    * migration), taking the same values. PostgreSQL keeps the function's plan per server session,
@@ -175,6 +175,8 @@ export interface JobSchedulerStatements {
   heartbeat(id: string, ownerToken: string): SqlStatement;
   complete(id: string, ownerToken: string, data: string | null): SqlStatement;
   fail(id: string, ownerToken: string, data: string | null): SqlStatement;
+  /** fail for many leases of this node at once (each fenced on its own id and token): rows `{ id }` of those that applied. */
+  failMany(ids: readonly string[], ownerTokens: readonly string[], data: string | null): SqlStatement;
   /** complete, also "applied" when this owner already completed the run (a retry whose first reply was lost). */
   completeAgain(id: string, ownerToken: string, data: string | null): SqlStatement;
   /** fail, also "applied" when this owner already failed the run. */
@@ -184,6 +186,8 @@ export interface JobSchedulerStatements {
   estimatedRows(): SqlStatement;
   /** The latest occurrence runKey of each of `codes` that has one: rows `{ code, runKey }`. */
   latestScheduledRunKeys(codes: readonly string[], status?: 'SUCCESS'): SqlStatement;
+  /** The latest runKey of each (code, runKey prefix) pair that has one: rows `{ code, prefix, runKey }`. */
+  latestRunKeysByPrefix(codes: readonly string[], prefixes: readonly string[]): SqlStatement;
   prune(parameters: PruneParameters): SqlStatement;
   findRuns(parameters: FindRunsParameters): SqlStatement;
   runByKey(lockKey: string): SqlStatement;
@@ -369,6 +373,13 @@ WHERE "id" = $1 AND "ownerToken" = $2 AND "status" = 'RUNNING'
 RETURNING "id"`.trim();
   const completeText = finalizeText('SUCCESS');
   const failText = finalizeText('FAIL');
+  // The same for many leases (a scheduler giving back the occurrences it claimed ahead, on shutdown).
+  const failManyText = `
+UPDATE ${table} AS t SET "status" = 'FAIL', "data" = $3::jsonb,
+  "finishedAt" = CURRENT_TIMESTAMP, "modifiedAt" = CURRENT_TIMESTAMP
+FROM unnest($1::uuid[], $2::uuid[]) AS given("id", "ownerToken")
+WHERE t."id" = given."id" AND t."ownerToken" = given."ownerToken" AND t."status" = 'RUNNING'
+RETURNING t."id"`.trim();
 
   // A retry of complete / fail whose first attempt may have committed with its reply lost: also
   // applied when the row already holds that status under this owner token (nobody else can have
@@ -407,6 +418,20 @@ CROSS JOIN LATERAL (
   SELECT "runKey" FROM ${table}
   WHERE "code" = wanted."code" AND "type" = 'SCHEDULE' AND "runKey" ~ '^[0-9]{4}-[0-9]{2}-[0-9]{2}T'
     AND ($2::text IS NULL OR "status"::text = $2::text)
+  ORDER BY "runKey" COLLATE "C" DESC
+  LIMIT 1
+) AS latest`.trim();
+
+  // The same for dynamic schedules, whose occurrences are `<prefix><ISO 8601 instant>` (the
+  // prefix names the schedule and ends in a space): one backward probe of the index per schedule,
+  // within the prefix's range ('~' sorts after every character of an instant).
+  const latestRunKeysByPrefixText = `
+SELECT wanted."code", wanted."prefix", latest."runKey"
+FROM unnest($1::text[], $2::text[]) AS wanted("code", "prefix")
+CROSS JOIN LATERAL (
+  SELECT "runKey" FROM ${table}
+  WHERE "code" = wanted."code" AND "type" = 'SCHEDULE'
+    AND "runKey" COLLATE "C" >= wanted."prefix" COLLATE "C" AND "runKey" COLLATE "C" < (wanted."prefix" || '~') COLLATE "C"
   ORDER BY "runKey" COLLATE "C" DESC
   LIMIT 1
 ) AS latest`.trim();
@@ -498,7 +523,7 @@ SELECT "id", "code", "runKey", "attempts",
   ((EXTRACT(EPOCH FROM (CURRENT_TIMESTAMP - "modifiedAt")) * 1000)::bigint - COALESCE("leaseMs", $2::integer))::text AS "expiredForMs"
 FROM ${table}
 WHERE "status" = 'RUNNING' AND "type" = 'SCHEDULE' AND "code" = ANY($1::text[])
-  AND "runKey" ~ '^[0-9]{4}-[0-9]{2}-[0-9]{2}T'
+  AND "runKey" ~ '^([0-9]{4}-[0-9]{2}-[0-9]{2}T|schedule=)'
   AND "modifiedAt" < CURRENT_TIMESTAMP - COALESCE("leaseMs", $2::integer) * INTERVAL '1 millisecond'
 ORDER BY "modifiedAt"
 LIMIT $3`.trim();
@@ -572,6 +597,7 @@ RETURNING "id"`.trim();
     expiredLeases: (fallbackLeaseMs, limit) => ({ text: expiredLeasesText, values: [fallbackLeaseMs, limit], operation: 'inspect' }),
     countExpiredLeases: (fallbackLeaseMs) => ({ text: countExpiredLeasesText, values: [fallbackLeaseMs], operation: 'inspect' }),
     latestScheduledRunKeys: (codes, status) => ({ text: latestScheduledRunKeysText, values: [codes, status ?? null], operation: 'history' }),
+    latestRunKeysByPrefix: (codes, prefixes) => ({ text: latestRunKeysByPrefixText, values: [codes, prefixes], operation: 'history' }),
     abandonedOccurrences: (codes, fallbackLeaseMs, limit) => ({
       text: abandonedOccurrencesText,
       values: [codes, fallbackLeaseMs, limit],
@@ -602,6 +628,7 @@ RETURNING "id"`.trim();
     heartbeat: (id, ownerToken) => ({ text: heartbeatText, values: [id, ownerToken], operation: 'heartbeat', secret: ownerToken }),
     complete: (id, ownerToken, data) => ({ text: completeText, values: [id, ownerToken, data], operation: 'complete', secret: ownerToken }),
     fail: (id, ownerToken, data) => ({ text: failText, values: [id, ownerToken, data], operation: 'fail', secret: ownerToken }),
+    failMany: (ids, ownerTokens, data) => ({ text: failManyText, values: [ids, ownerTokens, data], operation: 'fail', secret: ownerTokens }),
     completeAgain: (id, ownerToken, data) => ({ text: completeAgainText, values: [id, ownerToken, data], operation: 'complete', secret: ownerToken }),
     failAgain: (id, ownerToken, data) => ({ text: failAgainText, values: [id, ownerToken, data], operation: 'fail', secret: ownerToken }),
     replication: () => ({ text: replicationText, values: [], operation: 'replication-check' }),

@@ -31,10 +31,30 @@ export const canFindAbandoned = (lease: object): lease is AbandonedOccurrenceSto
 /** What a job says about its abandoned occurrences (a @Scheduled job's declaration, a @RunOnce plan). */
 export type TakeOverPolicy = Pick<JobDeclaration, 'name' | 'abandoned' | 'maxAttempts' | 'missed'>;
 
+/** The job and the occurrence an abandoned row names. */
+export interface AbandonedTarget<Job> {
+  job: Job;
+  scheduledAt: number;
+  tenantId?: string;
+  scheduleId?: string;
+}
+
+/** A declared job's occurrence: the job of that name, the instant (and tenant) of its runKey. */
+const resolveByName = <Job extends TakeOverPolicy>(jobs: ReadonlyMap<string, Job>, occurrence: AbandonedOccurrence): AbandonedTarget<Job> | null => {
+  const job = jobs.get(occurrence.code);
+  const key = occurrenceOfRunKey(occurrence.runKey);
+  return job && key && key.scheduleId === undefined ? { job, scheduledAt: key.scheduledAt, tenantId: key.tenantId } : null;
+};
+
 /** What the scan needs of the scheduler: its jobs, a way to run an occurrence again, and its outcomes. */
 export interface AbandonedOccurrenceHost<Job extends TakeOverPolicy = TakeOverPolicy> {
   /** The jobs whose timers run on this instance. */
   enabledJobs(): Job[];
+  /**
+   * The job and occurrence a row of one of their codes names, or null when none here runs it.
+   * Default: the job named by the code, at the instant (and tenant) of the runKey.
+   */
+  resolve?(code: string, runKey: string): AbandonedTarget<Job> | null;
   /** Runs the occurrence again here with trigger 'take-over' (its acquire reclaims the row); not awaited. */
   takeOver(job: Job, scheduledAt: number, tenantId: string | undefined): void;
   record(record: JobRunRecord): void;
@@ -69,9 +89,9 @@ export class AbandonedOccurrenceScan<Job extends TakeOverPolicy = TakeOverPolicy
     private readonly lateToleranceMs: number,
   ) {}
 
-  /** Arms the periodic scan, when this instance runs any job. */
+  /** Arms the periodic scan, when this instance runs any job (again after a job is added; once). */
   start(): void {
-    if (this.host.enabledJobs().length === 0) return;
+    if (!this.stopped || this.host.enabledJobs().length === 0) return;
     this.stopped = false;
     this.arm();
   }
@@ -86,18 +106,18 @@ export class AbandonedOccurrenceScan<Job extends TakeOverPolicy = TakeOverPolicy
 
   /** One scan now: every abandoned occurrence of this instance's jobs is taken over or ended. */
   async scan(): Promise<void> {
-    const jobs = new Map(this.host.enabledJobs().map((job) => [job.name, job]));
-    if (jobs.size === 0) return;
-    const found = this.store.abandonedOccurrences([...jobs.keys()], SCAN_LIMIT);
+    const jobs = this.host.enabledJobs();
+    if (jobs.length === 0) return;
+    const byName = new Map(jobs.map((job) => [job.name, job]));
+    const found = this.store.abandonedOccurrences([...byName.keys()], SCAN_LIMIT);
     this.timers.observe?.(found);
     for (const occurrence of await found) {
       if (this.stopped) return;
-      const job = jobs.get(occurrence.code);
-      const key = occurrenceOfRunKey(occurrence.runKey);
-      if (!job || !key) continue;
-      const reason = this.reasonToEnd(job, occurrence);
-      if (reason === null) this.host.takeOver(job, key.scheduledAt, key.tenantId);
-      else await this.abandon(job, occurrence, key, reason);
+      const target = this.host.resolve ? this.host.resolve(occurrence.code, occurrence.runKey) : resolveByName(byName, occurrence);
+      if (!target) continue;
+      const reason = this.reasonToEnd(target.job, occurrence);
+      if (reason === null) this.host.takeOver(target.job, target.scheduledAt, target.tenantId);
+      else await this.abandon(target.job, occurrence, target, reason);
     }
   }
 
@@ -116,7 +136,7 @@ export class AbandonedOccurrenceScan<Job extends TakeOverPolicy = TakeOverPolicy
   private async abandon(
     job: Job,
     occurrence: AbandonedOccurrence,
-    key: { scheduledAt: number; tenantId?: string },
+    key: AbandonedTarget<Job>,
     reason: JobAbandonedError['reason'],
   ): Promise<void> {
     const error = new JobAbandonedError(job.name, occurrence.attempts, reason);
@@ -133,6 +153,7 @@ export class AbandonedOccurrenceScan<Job extends TakeOverPolicy = TakeOverPolicy
       scheduledAt: new Date(key.scheduledAt),
       trigger: 'take-over',
       tenantId: key.tenantId,
+      ...(key.scheduleId === undefined ? {} : { scheduleId: key.scheduleId }),
       errorCode: error.code,
       error,
     });

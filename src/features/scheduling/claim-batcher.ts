@@ -1,20 +1,41 @@
 import { JobLeaseDatabaseError } from '../job-scheduler/job-scheduler.errors';
 import type { JobAcquireOptions, JobAcquireResult } from '../job-scheduler/job-scheduler.types';
-import { fromRandomOffset } from './random-walk';
+import { fromRandomOffset, shuffled } from './random-walk';
 import type { SchedulerLease } from './scheduler-ports';
 
 /**
- * The runs of one turn are split into up to PARALLEL_CLAIMS statements sent at once, each of
- * CLAIM_BATCH_MIN to CLAIM_BATCH_MAX runs. At once, because a claim sent later would wait in the
+ * The runs of one turn are split into statements of CLAIM_BATCH_MIN to `maxBatch` runs, up to
+ * `parallel` of them in flight. At the due instant, 8 at once: a claim sent later would wait in the
  * pool behind the completes of the runs the first claims started; at most 8, so that a default
  * pool of 10 keeps connections for heartbeats.
  */
-const PARALLEL_CLAIMS = 8;
 export const CLAIM_BATCH_MIN = 25;
-const CLAIM_BATCH_MAX = 1_000;
+
+/**
+ * How a turn's claims are sent: statements at once, runs per statement at most, and over how long
+ * the statements are spread (0: as fast as they go).
+ */
+export interface ClaimShape {
+  parallel: number;
+  maxBatch: number;
+  spreadMs: number;
+}
+
+/** Claims at the due instant: all at once, from a random offset, so that runs start as soon as possible. */
+export const CLAIMS_AT_THE_INSTANT: ClaimShape = { parallel: 8, maxBatch: 1_000, spreadMs: 0 };
+
+/**
+ * Claims ahead of the instant (claimAheadMs): there is time. Each instance takes the occurrences
+ * in a random order of its own, in statements of at most 250, spread evenly over the first half
+ * of the time ahead. Every instance then claims a random part at the same pace, so each gets about
+ * its share (sent at once, the first instance to send claimed nearly all of them), statements stay
+ * short (no long waits on each other's uncommitted rows), and the second half is the margin.
+ */
+export const claimsAhead = (claimAheadMs: number): ClaimShape => ({ parallel: 2, maxBatch: 250, spreadMs: Math.floor(claimAheadMs / 2) });
 
 /** How many runs each claim statement of a turn with `runs` runs takes. */
-export const claimBatchSize = (runs: number): number => Math.min(CLAIM_BATCH_MAX, Math.max(CLAIM_BATCH_MIN, Math.ceil(runs / PARALLEL_CLAIMS)));
+export const claimBatchSize = (runs: number, shape: ClaimShape = CLAIMS_AT_THE_INSTANT): number =>
+  Math.min(shape.maxBatch, Math.max(CLAIM_BATCH_MIN, Math.ceil(runs / shape.parallel)));
 
 interface PendingClaim {
   options: JobAcquireOptions;
@@ -39,6 +60,9 @@ export class ClaimBatcher {
   constructor(
     private readonly lease: SchedulerLease & Required<Pick<SchedulerLease, 'acquireMany'>>,
     private readonly random: () => number,
+    private readonly shape: ClaimShape = CLAIMS_AT_THE_INSTANT,
+    /** Resolves after `ms` (the scheduler's timers): paces spread claims. */
+    private readonly wait: (ms: number) => Promise<void> = async () => undefined,
   ) {}
 
   acquire(options: JobAcquireOptions): Promise<JobAcquireResult> {
@@ -54,14 +78,24 @@ export class ClaimBatcher {
       const [claim] = claims;
       return this.lease.acquire(claim.options).then(claim.resolve, claim.reject);
     }
-    const walk = fromRandomOffset(claims, this.random);
-    const size = claimBatchSize(walk.length);
+    const { spreadMs } = this.shape;
+    const walk = spreadMs > 0 ? shuffled(claims, this.random) : fromRandomOffset(claims, this.random);
+    const size = claimBatchSize(walk.length, this.shape);
     const statements: PendingClaim[][] = [];
     for (let index = 0; index < walk.length; index += size) statements.push(walk.slice(index, index + size));
+    // Spread: statement i goes no earlier than i × (spreadMs / statements) after the first.
+    const pace = spreadMs > 0 ? spreadMs / statements.length : 0;
+    const startedAt = performance.now();
+    let sent = 0;
     const next = async (): Promise<void> => {
-      for (let batch = statements.shift(); batch; batch = statements.shift()) await this.claim(batch);
+      for (let batch = statements.shift(); batch; batch = statements.shift()) {
+        const notBefore = startedAt + sent++ * pace;
+        const early = notBefore - performance.now();
+        if (early > 1) await this.wait(early);
+        await this.claim(batch);
+      }
     };
-    await Promise.all(Array.from({ length: Math.min(PARALLEL_CLAIMS, statements.length) }, next));
+    await Promise.all(Array.from({ length: Math.min(this.shape.parallel, statements.length) }, next));
   }
 
   private async claim(batch: readonly PendingClaim[]): Promise<void> {
@@ -81,11 +115,16 @@ export class ClaimBatcher {
 }
 
 /** The lease with acquires batched per turn of the event loop, when it can claim several runs at once. */
-export const withClaimBatching = (lease: SchedulerLease, random: () => number): SchedulerLease => {
+export const withClaimBatching = (
+  lease: SchedulerLease,
+  random: () => number,
+  shape: ClaimShape = CLAIMS_AT_THE_INSTANT,
+  wait?: (ms: number) => Promise<void>,
+): SchedulerLease => {
   const port = bound(lease);
   const { acquireMany } = port;
   if (!acquireMany) return lease;
-  const batcher = new ClaimBatcher({ ...port, acquireMany }, random);
+  const batcher = new ClaimBatcher({ ...port, acquireMany }, random, shape, wait);
   return { ...port, acquire: (options) => batcher.acquire(options) };
 };
 
@@ -94,6 +133,7 @@ const bound = (lease: SchedulerLease): SchedulerLease => ({
   acquire: lease.acquire.bind(lease),
   acquireBatch: lease.acquireBatch.bind(lease),
   acquireMany: lease.acquireMany?.bind(lease),
+  failMany: lease.failMany?.bind(lease),
   heartbeat: lease.heartbeat.bind(lease),
   complete: lease.complete.bind(lease),
   fail: lease.fail.bind(lease),

@@ -1,12 +1,14 @@
+import { JobShutdownError } from '../job-scheduler/job-scheduler.errors';
+import type { JobLease } from '../job-scheduler/job-scheduler.types';
 import { describeFailure } from '../job-scheduler/lease-arguments';
 import { AbandonedOccurrenceScan, type AbandonedOccurrenceStore, DEFAULT_TAKE_OVER_SCAN_MS } from './abandoned-occurrences';
-import { withClaimBatching } from './claim-batcher';
+import { CLAIMS_AT_THE_INSTANT, claimsAhead, withClaimBatching } from './claim-batcher';
 import { DEFAULT_FAILURE_LOG_INTERVAL_MS, FailureLog, type LogLine } from './failure-log';
-import { occurrenceRunKey } from './occurrence-keys';
+import { occurrenceOfRunKey, runKeyOf } from './occurrence-keys';
 import { JitterWaits } from './jitter-waits';
-import { type JobHandler, OccurrenceRunner } from './occurrence-runner';
+import { type AheadClaim, type JobHandler, OccurrenceRunner } from './occurrence-runner';
 import { unrecordedInstants } from './recorded-occurrences';
-import { checkJitterBelowTolerance, type JobDeclaration } from './schedule/job-declaration';
+import { checkJitterBelowTolerance, type JobDeclaration, jobKeyOf } from './schedule/job-declaration';
 import {
   latestOccurrencesOf,
   observedLease,
@@ -48,7 +50,18 @@ export interface EngineOptions {
   abandoned?: AbandonedOccurrenceStore;
   /** How often this instance looks for them. Default 30 s. */
   takeOverScanMs?: number;
+  /**
+   * Claim each occurrence's lease this long before its due instant (0: at the due instant, the
+   * default): the claims of occurrences due together go out together ahead of time, so that the
+   * runs start at their instant. A claimed occurrence that will not run (stop, removal, overlap)
+   * is given back FAIL `{ released: true }`. Global jobs whose overlap is 'skip' only, and whose
+   * lease is at least 4 times this (the lease runs from the claim). At most 60 s.
+   */
+  claimAheadMs?: number;
 }
+
+/** The longest claimAheadMs: a claim ahead holds its lease unheartbeated until the run starts. */
+const MAX_CLAIM_AHEAD_MS = 60_000;
 
 /** Missed occurrences reported one by one, at most; the rest are counted in a summary line. */
 const MAX_MISSED_RECORDS = 100;
@@ -68,6 +81,8 @@ interface JobState {
   lastDue: number;
   busy: boolean;
   queued?: { scheduledAt: number; trigger: JobExecution['trigger'] };
+  /** The next occurrence's lease, claimed ahead (claimAheadMs). */
+  ahead?: AheadClaim;
 }
 
 /**
@@ -92,18 +107,25 @@ export class JobScheduleEngine {
 
   constructor(private readonly options: EngineOptions) {
     // The occurrences due at one instant are claimed together (a few statements, not one each).
-    this.lease = observedLease(withClaimBatching(options.lease, () => (options.random ?? Math.random)()), options.timers);
+    const aheadMs = options.claimAheadMs ?? 0;
+    const shape = aheadMs > 0 ? claimsAhead(aheadMs) : CLAIMS_AT_THE_INSTANT;
+    const wait = (ms: number) => new Promise<void>((resolve) => void options.timers.at(options.timers.now() + ms, resolve));
+    this.lease = observedLease(withClaimBatching(options.lease, () => (options.random ?? Math.random)(), shape, wait), options.timers);
     const interval = options.failureLogIntervalMs ?? DEFAULT_FAILURE_LOG_INTERVAL_MS;
     if (!Number.isSafeInteger(interval) || interval < 0) throw schedulingErrors.invalidOption('failureLogIntervalMs', 'a whole number of ms, 0 or more', interval);
     this.failureLog = new FailureLog(interval, () => options.timers.now());
     this.runner = new OccurrenceRunner(this.lease, options.timers, options.logger);
     this.jitter = new JitterWaits(options.timers, options.random);
+    if (!Number.isSafeInteger(aheadMs) || aheadMs < 0 || aheadMs > MAX_CLAIM_AHEAD_MS) {
+      throw schedulingErrors.invalidOption('claimAheadMs', `a whole number of ms from 0 to ${MAX_CLAIM_AHEAD_MS}`, aheadMs);
+    }
     if (options.abandoned) {
       const periodMs = options.takeOverScanMs ?? DEFAULT_TAKE_OVER_SCAN_MS;
       if (!Number.isSafeInteger(periodMs) || periodMs < 1) throw schedulingErrors.invalidOption('takeOverScanMs', 'a whole number of ms, 1 or more', periodMs);
       const host = {
         enabledJobs: () => [...this.states.values()].filter((state) => state.job.enabled).map((state) => state.job.declaration),
-        takeOver: (job: JobDeclaration, scheduledAt: number, tenantId: string | undefined) => this.takeOver(job.name, scheduledAt, tenantId),
+        resolve: (code: string, runKey: string) => this.resolveOccurrence(code, runKey),
+        takeOver: (job: JobDeclaration, scheduledAt: number, tenantId: string | undefined) => this.takeOver(jobKeyOf(job), scheduledAt, tenantId),
         record: (record: JobRunRecord) => void this.emit(record),
       };
       this.takeOvers = new AbandonedOccurrenceScan(options.abandoned, host, options.timers, options.logger, periodMs, options.lateToleranceMs ?? 60_000);
@@ -112,12 +134,60 @@ export class JobScheduleEngine {
     this.tenantFanOut = new TenantFanOut({ lease: this.lease, runner: this.runner, logger: options.logger, random, emit: (record) => this.emit(record) });
   }
 
+  /** Adds a job before start (a declared job, a stored schedule at boot). Keyed by jobKeyOf. */
   register(job: EngineJob): void {
-    const name = job.declaration.name;
-    if (this.states.has(name)) throw schedulingErrors.duplicate(name, 'an earlier registration', 'another');
-    if (job.declaration.tenancy === 'per-tenant' && !this.options.tenants) throw schedulingErrors.noTenants(name);
+    const key = jobKeyOf(job.declaration);
+    if (this.states.has(key)) throw schedulingErrors.duplicate(key, 'an earlier registration', 'another');
+    if (job.declaration.tenancy === 'per-tenant' && !this.options.tenants) throw schedulingErrors.noTenants(job.declaration.name);
     checkJitterBelowTolerance(job.declaration, this.options.lateToleranceMs ?? 60_000);
-    this.states.set(name, { job, lastDue: Number.NEGATIVE_INFINITY, busy: false });
+    this.states.set(key, { job, lastDue: Number.NEGATIVE_INFINITY, busy: false });
+  }
+
+  /**
+   * Adds, changes or disables a job while the scheduler runs (a dynamic schedule). A changed job
+   * keeps the due instants it handled (none is handled twice) and follows its new schedule from
+   * now. A job added or enabled now starts from now: what passed while it was off is not replayed,
+   * except that with `missed: 'run-once'` the latest occurrence since its last recorded one runs
+   * once. A run in progress finishes either way.
+   */
+  async upsert(job: EngineJob): Promise<void> {
+    const key = jobKeyOf(job.declaration);
+    checkJitterBelowTolerance(job.declaration, this.options.lateToleranceMs ?? 60_000);
+    const state = this.states.get(key);
+    const wasEnabled = state?.job.enabled ?? false;
+    if (state) {
+      state.cancel?.();
+      state.cancel = undefined;
+      state.job = job;
+      // An occurrence claimed ahead runs by the new definition if it is still one of its instants.
+      const kept = state.ahead && job.enabled && this.claimsAhead(state) && job.declaration.schedule.next(state.ahead.scheduledAt - 1) === state.ahead.scheduledAt;
+      if (!kept) void this.releaseAhead([state], 'schedule changed');
+    } else {
+      this.states.set(key, { job, lastDue: Number.NEGATIVE_INFINITY, busy: false });
+    }
+    const current = this.states.get(key) as JobState;
+    if (!job.enabled || !this.started) return;
+    const now = this.options.timers.now();
+    if (!wasEnabled) current.lastDue = now;
+    this.arm(current);
+    this.takeOvers?.start();
+    // Enabled again: what passed while it was off is not reported missed; run-once runs the latest.
+    if (!wasEnabled && job.declaration.missed === 'run-once') await this.catchUp([current], now, false);
+  }
+
+  /** Forgets a job (a dynamic schedule removed): no occurrence of it starts from now; a run in progress finishes. */
+  remove(key: string): void {
+    const state = this.states.get(key);
+    if (!state) return;
+    state.cancel?.();
+    state.queued = undefined;
+    void this.releaseAhead([state], 'schedule removed');
+    this.states.delete(key);
+  }
+
+  /** The job registered under this key (jobKeyOf), if any. */
+  job(key: string): EngineJob | undefined {
+    return this.states.get(key)?.job;
   }
 
   get jobNames(): string[] {
@@ -160,14 +230,17 @@ export class JobScheduleEngine {
     this.started = false;
     // Nothing starts after this: a run acquired meanwhile gives its lease back unrun.
     this.runner.closed = true;
+    const claimedAhead: JobState[] = [];
     for (const state of this.states.values()) {
       state.cancel?.();
       state.cancel = undefined;
       state.queued = undefined;
+      if (state.ahead) claimedAhead.push(state);
     }
+    const released = this.releaseAhead(claimedAhead, 'shutdown', true);
     this.jitter.cancelAll();
     await this.takeOvers?.stop();
-    await Promise.all([this.tenantFanOut.stop(), this.runner.shutdown(this.options.shutdownGraceMs ?? 10_000)]);
+    await Promise.all([released, this.tenantFanOut.stop(), this.runner.shutdown(this.options.shutdownGraceMs ?? 10_000)]);
   }
 
   /** Runs the job now, whatever its schedule; scheduledAt is the instant it was asked. */
@@ -175,6 +248,14 @@ export class JobScheduleEngine {
     const state = this.states.get(name);
     if (!state) throw schedulingErrors.unknownJob(name);
     return this.track(this.runOccurrence(state, this.options.timers.now(), 'run-now'));
+  }
+
+  /** The job and occurrence an abandoned row names (a declared job's, or a dynamic schedule's), if this instance runs it. */
+  private resolveOccurrence(code: string, runKey: string): { job: JobDeclaration; scheduledAt: number; tenantId?: string; scheduleId?: string } | null {
+    const key = occurrenceOfRunKey(runKey);
+    const state = key && this.states.get(key.scheduleId ?? code);
+    if (!key || !state || !state.job.enabled || state.job.declaration.name !== code) return null;
+    return { job: state.job.declaration, ...key };
   }
 
   /**
@@ -236,12 +317,66 @@ export class JobScheduleEngine {
 
   private arm(state: JobState): void {
     if (!this.started) return;
-    const next = state.job.declaration.schedule.next(Math.max(state.lastDue, this.options.timers.now()));
+    const { timers } = this.options;
+    const next = state.job.declaration.schedule.next(Math.max(state.lastDue, timers.now()));
     if (next === null) return;
-    state.cancel = this.options.timers.at(next, () => {
-      state.cancel = undefined;
-      this.fire(state);
+    const due = (): void => {
+      state.cancel = timers.at(next, () => {
+        state.cancel = undefined;
+        this.fire(state);
+      });
+    };
+    // Claimed ahead only with the whole time ahead still to come (not for an instant closer than
+    // that, as the first after a start, or every one of a job more frequent than claimAheadMs).
+    const claimAt = next - (this.options.claimAheadMs ?? 0);
+    if (claimAt >= next || claimAt <= timers.now() || !this.claimsAhead(state)) return due();
+    state.cancel = timers.at(claimAt, () => {
+      if (state.ahead?.scheduledAt !== next) {
+        void this.releaseAhead([state], 'not run');
+        state.ahead = this.runner.claimAhead(state.job.declaration, next);
+      }
+      due();
     });
+  }
+
+  /** Whether the job's occurrences are claimed ahead: global jobs that skip overlapping occurrences. */
+  private claimsAhead(state: JobState): boolean {
+    const { tenancy, overlap, leaseMs } = state.job.declaration;
+    const aheadMs = this.options.claimAheadMs ?? 0;
+    // The lease runs from the claim: a quarter of it at most goes by before the run starts.
+    return aheadMs > 0 && 4 * aheadMs <= leaseMs && tenancy === 'global' && overlap === 'skip';
+  }
+
+  /** The lease claimed ahead for this occurrence, handed to its run (once). */
+  private takeAhead(state: JobState, scheduledAt: number): AheadClaim | undefined {
+    const ahead = state.ahead;
+    if (ahead?.scheduledAt !== scheduledAt) return undefined;
+    state.ahead = undefined;
+    return ahead;
+  }
+
+  /** Gives back the leases these jobs claimed ahead, which will not run; on shutdown, records them failed JOB_SHUTDOWN. */
+  private releaseAhead(states: readonly JobState[], reason: string, shutdown = false): Promise<void> {
+    const released = states.flatMap((state) => {
+      const ahead = state.ahead;
+      state.ahead = undefined;
+      return ahead ? [{ ahead, job: this.recordOf(state) }] : [];
+    });
+    if (released.length === 0) return Promise.resolve();
+    return this.track(
+      this.runner.releaseAhead(released.map(({ ahead }) => ahead), reason).then((held) => {
+        if (!shutdown) return;
+        let count = 0;
+        released.forEach(({ ahead, job }, index) => {
+          if (!held[index]) return;
+          count++;
+          const scheduledAt = new Date(ahead.scheduledAt);
+          const error = new JobShutdownError(ahead.correlationId);
+          this.emit({ ...job, outcome: 'failed', scheduledAt, trigger: 'schedule', correlationId: ahead.correlationId, errorCode: 'JOB_SHUTDOWN', error }, false);
+        });
+        if (count > 0) this.options.logger.warn(`${count} occurrence(s) claimed ahead were given back unrun on shutdown (recorded failed JOB_SHUTDOWN)`);
+      }),
+    );
   }
 
   /** A timer fired: handle every due instant that has passed since the last one, once. */
@@ -251,16 +386,18 @@ export class JobScheduleEngine {
     state.lastDue = Math.max(state.lastDue, now);
     this.arm(state);
     if (due.latest !== null) void this.track(this.handleDue(state, due as DueInstants, now));
+    // Claimed ahead but not run (its instant skipped as overlapping, or passed): given back.
+    if (state.ahead && state.ahead.scheduledAt <= now) void this.releaseAhead([state], 'not run');
   }
 
   /**
    * After a restart: occurrences since the latest one any instance recorded are missed, or caught
    * up once. The history of every job is read at once (one statement on PostgreSQL).
    */
-  private async catchUp(states: JobState[], now: number): Promise<void> {
+  private async catchUp(states: JobState[], now: number, reportMissed = true): Promise<void> {
     let recorded: ReadonlyMap<string, number>;
     try {
-      const lookup = latestOccurrencesOf(this.options.history, states.map((state) => state.job.declaration.name));
+      const lookup = latestOccurrencesOf(this.options.history, states.map((state) => jobKeyOf(state.job.declaration)));
       this.options.timers.observe?.(lookup);
       recorded = await lookup;
     } catch (error) {
@@ -269,10 +406,10 @@ export class JobScheduleEngine {
     }
     await Promise.all(
       states.map(async (state) => {
-        const latest = recorded.get(state.job.declaration.name);
+        const latest = recorded.get(jobKeyOf(state.job.declaration));
         if (latest === undefined) return;
         const due = this.dueSince(state, latest, now);
-        if (due.latest !== null) await this.track(this.handleDue(state, due as DueInstants, now));
+        if (due.latest !== null) await this.track(this.handleDue(state, due as DueInstants, now, reportMissed));
       }),
     );
   }
@@ -283,12 +420,12 @@ export class JobScheduleEngine {
    * occurrences are reported by the one instance that also ran (or recorded) the latest. A run
    * is started, not awaited: start() and timers never wait for a job.
    */
-  private async handleDue(state: JobState, due: DueInstants, now: number): Promise<void> {
+  private async handleDue(state: JobState, due: DueInstants, now: number, reportMissed = true): Promise<void> {
     const onTime = now - due.latest <= (this.options.lateToleranceMs ?? 60_000);
     if (onTime || state.job.declaration.missed === 'run-once') {
       void this.track(
         this.admit(state, due.latest, onTime ? 'schedule' : 'catch-up').then(async ([record]) => {
-          if (due.count <= 1 || record?.outcome === 'skipped-locked') return;
+          if (!reportMissed || due.count <= 1 || record?.outcome === 'skipped-locked') return;
           const missed = await this.unrecorded(state, due.earlier);
           this.reportMissed(state, missed, due.count - 1 - (due.earlier.length - missed.length));
         }),
@@ -298,9 +435,16 @@ export class JobScheduleEngine {
     // Dropped: whoever takes the latest occurrence's lease records it FAIL { outcome: 'missed' },
     // so that it is reported once, by one instance, and never run or reported again.
     const { name } = state.job.declaration;
+    const ahead = this.takeAhead(state, due.latest);
     try {
-      const lock = await this.lease.acquire({ code: name, runKey: occurrenceRunKey(due.latest), name, reclaimFailed: false });
-      if (!lock.acquired) return;
+      const runKey = runKeyOf({ scheduleId: state.job.declaration.dynamicSchedule?.id }, due.latest);
+      // The lease claimed ahead, if any, else acquired now: whoever holds it records the drop.
+      const claimed = ahead ? await ahead.outcome : undefined;
+      if (claimed?.kind === 'unavailable') throw claimed.error;
+      const lock: JobLease | null = claimed
+        ? claimed.kind === 'acquired' ? claimed.lock : null
+        : await this.lease.acquire({ code: name, runKey, name, reclaimFailed: false }).then((result) => (result.acquired ? result : null));
+      if (!lock) return;
       await this.lease.fail(lock, { outcome: 'missed', missed: due.count });
     } catch (error) {
       this.options.logger.warn(`Could not record missed occurrences of ${name}: ${String(error)}`);
@@ -311,7 +455,7 @@ export class JobScheduleEngine {
 
   /** Of these passed instants, those no instance recorded: a stalled instance must not report others' runs as missed. */
   private unrecorded(state: JobState, instants: number[]): Promise<number[]> {
-    return unrecordedInstants(this.options.history, state.job.declaration.name, instants, this.options.timers, this.options.logger);
+    return unrecordedInstants(this.options.history, jobKeyOf(state.job.declaration), instants, this.options.timers, this.options.logger);
   }
 
   /**
@@ -342,8 +486,8 @@ export class JobScheduleEngine {
    * Runs an occurrence whose holder vanished again, here, unless the job is running on this
    * instance (the next scan, or another instance, takes it then).
    */
-  private takeOver(name: string, scheduledAt: number, tenantId: string | undefined): void {
-    const state = this.states.get(name);
+  private takeOver(key: string, scheduledAt: number, tenantId: string | undefined): void {
+    const state = this.states.get(key);
     if (!state || state.busy || !this.started) return;
     void this.track(this.admit(state, scheduledAt, 'take-over', tenantId));
   }
@@ -355,7 +499,7 @@ export class JobScheduleEngine {
         state.queued = { scheduledAt, trigger };
         return [];
       }
-      return [this.emit({ name: state.job.declaration.name, outcome: 'skipped-overlap', scheduledAt: new Date(scheduledAt), trigger })];
+      return [this.emit({ ...this.recordOf(state), outcome: 'skipped-overlap', scheduledAt: new Date(scheduledAt), trigger })];
     }
     state.busy = true;
     try {
@@ -370,13 +514,14 @@ export class JobScheduleEngine {
 
   private async runOccurrence(state: JobState, scheduledAt: number, trigger: JobExecution['trigger'], tenantId?: string): Promise<JobRunRecord[]> {
     const { declaration, handler } = state.job;
+    const ahead = trigger === 'schedule' || trigger === 'catch-up' ? this.takeAhead(state, scheduledAt) : undefined;
     if (trigger === 'schedule' || trigger === 'catch-up') {
       await this.jitter.wait(declaration.jitterMs);
       if (!this.started) return [];
     }
     // A take-over runs the one (tenant's) occurrence that was abandoned.
     if (declaration.tenancy === 'global' || trigger === 'take-over') {
-      return [this.emit(await this.runner.run({ job: declaration, handler, scheduledAt, trigger, tenantId }))];
+      return [this.emit(await this.runner.run({ job: declaration, handler, scheduledAt, trigger, tenantId, ahead }))];
     }
     let tenants: readonly unknown[];
     try {
@@ -390,16 +535,23 @@ export class JobScheduleEngine {
     return this.tenantFanOut.run({ job: declaration, handler, scheduledAt, trigger, tenants });
   }
 
+  /** What every record of the job says: its name, and its dynamic schedule's id if it is one. */
+  private recordOf(state: JobState): Pick<JobRunRecord, 'name' | 'scheduleId'> {
+    const { name, dynamicSchedule } = state.job.declaration;
+    return dynamicSchedule ? { name, scheduleId: dynamicSchedule.id } : { name };
+  }
+
   private reportMissed(state: JobState, instants: number[], total: number): void {
-    const name = state.job.declaration.name;
+    const job = this.recordOf(state);
     const listed = instants.slice(-MAX_MISSED_RECORDS);
-    for (const instant of listed) this.emit({ name, outcome: 'missed', scheduledAt: new Date(instant), trigger: 'schedule' }, false);
+    for (const instant of listed) this.emit({ ...job, outcome: 'missed', scheduledAt: new Date(instant), trigger: 'schedule' }, false);
     const unlisted = total - listed.length;
     if (unlisted > 0 && listed[0] !== undefined) {
-      this.options.metrics?.record({ name, outcome: 'missed', scheduledAt: new Date(listed[0]), trigger: 'schedule' }, unlisted);
+      this.options.metrics?.record({ ...job, outcome: 'missed', scheduledAt: new Date(listed[0]), trigger: 'schedule' }, unlisted);
     }
     const span = listed.length === 0 ? '' : ` (listed: ${new Date(listed[0]).toISOString()} to ${new Date(listed[listed.length - 1]).toISOString()})`;
-    this.options.logger.warn(`${name}: ${total} occurrence(s) missed${span}`);
+    const subject = job.scheduleId === undefined ? job.name : `${job.name} (schedule ${job.scheduleId})`;
+    this.options.logger.warn(`${subject}: ${total} occurrence(s) missed${span}`);
   }
 
   private emit(record: JobRunRecord, log = true): JobRunRecord {
@@ -418,7 +570,7 @@ export class JobScheduleEngine {
   }
 
   private log(record: JobRunRecord): void {
-    const what = `${record.name} @ ${record.scheduledAt.toISOString()}${record.tenantId === undefined ? '' : ` tenant ${record.tenantId}`}${record.trigger === 'take-over' ? ' (take-over)' : ''}`;
+    const what = `${record.name}${record.scheduleId === undefined ? '' : ` (schedule ${record.scheduleId})`} @ ${record.scheduledAt.toISOString()}${record.tenantId === undefined ? '' : ` tenant ${record.tenantId}`}${record.trigger === 'take-over' ? ' (take-over)' : ''}`;
     if (record.outcome === 'abandoned') {
       this.options.logger.warn(`${what} abandoned (${record.errorCode}): ${record.error instanceof Error ? record.error.message : ''}`);
     } else if (record.outcome === 'failed') {

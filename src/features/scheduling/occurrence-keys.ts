@@ -17,14 +17,40 @@ export const occurrenceRunKey = (scheduledAt: number, tenantId?: string): string
 export const runNowRunKey = (askedAt: number, correlationId: string, tenantId?: string): string =>
   `run-now ${new Date(askedAt).toISOString()} ${correlationId}${tenantId === undefined ? '' : ` tenant=${encodeTenantId(tenantId)}`}`;
 
+/**
+ * A dynamic schedule's occurrences: `schedule=<encoded id> <due instant>`. The id comes first so
+ * that one schedule's keys are one range of IDX_job_scheduler_code_run_key (its latest occurrence
+ * is one backward probe); its encoding (as a tenant id's) has no space, so no id's range holds
+ * another's.
+ */
+export const scheduleRunKeyPrefix = (scheduleId: string): string => `schedule=${encodeURIComponent(scheduleId)} `;
+
+/** The longest encoded schedule id a key holds (a runNow key of it included). */
+export const MAX_ENCODED_SCHEDULE_ID_LENGTH = 900;
+
+/** What names an occurrence's lease: the due instant, and the tenant or the dynamic schedule. */
+export interface OccurrenceOwner {
+  /** A dynamic schedule's id: its occurrences are keyed by it. */
+  scheduleId?: string;
+}
+
+/** The runKey of an occurrence (or, with `runNow`, of a run asked at that instant) of a declared job or a dynamic schedule. */
+export const runKeyOf = (owner: OccurrenceOwner, scheduledAt: number, tenantId?: string, runNow?: { correlationId: string }): string => {
+  if (owner.scheduleId === undefined) {
+    return runNow ? runNowRunKey(scheduledAt, runNow.correlationId, tenantId) : occurrenceRunKey(scheduledAt, tenantId);
+  }
+  const prefix = scheduleRunKeyPrefix(owner.scheduleId);
+  return runNow ? `${runNowRunKey(scheduledAt, runNow.correlationId)} ${prefix.trimEnd()}` : `${prefix}${new Date(scheduledAt).toISOString()}`;
+};
+
 /** The due instant an occurrence runKey names, or null for other keys (runNow, hand-written). */
 export const dueInstantOf = (runKey: string): number | null => {
   const match = /^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z)(?: tenant=.*)?$/s.exec(runKey);
   return match ? Date.parse(match[1]) : null;
 };
 
-/** The tenant id an encoded key part names, or null when the part is not this encoding's (a key of an older release). */
-const decodeTenantId = (encoded: string): string | null => {
+/** The id an encoded key part names, or null when the part is not this encoding's (a key of an older release). */
+const decodeKeyPart = (encoded: string): string | null => {
   try {
     const tenantId = decodeURIComponent(encoded);
     return encodeTenantId(tenantId) === encoded ? tenantId : null;
@@ -38,12 +64,17 @@ const decodeTenantId = (encoded: string): string | null => {
  * key written by an older release whose tenant part is not in this encoding: deriving its key
  * again would name another row).
  */
-export const occurrenceOfRunKey = (runKey: string): { scheduledAt: number; tenantId?: string } | null => {
+export const occurrenceOfRunKey = (runKey: string): { scheduledAt: number; tenantId?: string; scheduleId?: string } | null => {
+  const scheduled = /^schedule=(\S+) (\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z)$/.exec(runKey);
+  if (scheduled) {
+    const scheduleId = decodeKeyPart(scheduled[1]);
+    return scheduleId === null ? null : { scheduledAt: Date.parse(scheduled[2]), scheduleId };
+  }
   const match = /^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z)(?: tenant=(.*))?$/s.exec(runKey);
   if (!match) return null;
   const scheduledAt = Date.parse(match[1]);
   if (match[2] === undefined) return { scheduledAt };
-  const tenantId = decodeTenantId(match[2]);
+  const tenantId = decodeKeyPart(match[2]);
   return tenantId === null ? null : { scheduledAt, tenantId };
 };
 

@@ -1,12 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import { JobShutdownError, LostJobLeaseError } from '../job-scheduler/job-scheduler.errors';
-import type { JobAcquiredLease, JobAcquireResult, JobLease } from '../job-scheduler/job-scheduler.types';
+import type { JobAcquiredLease, JobLease } from '../job-scheduler/job-scheduler.types';
 import { describeFailure } from '../job-scheduler/lease-arguments';
 import { DEFAULT_STATEMENT_TIMEOUT_MS, provenUntil } from '../job-scheduler/lease-deadline';
 import { type HoldClock, LeaseHold } from '../job-scheduler/lease-hold';
 import { createSpanRunner } from '../job-scheduler/lease-telemetry';
 import { withJobExecution } from './job-execution-context';
-import { occurrenceRunKey, runNowRunKey } from './occurrence-keys';
+import { runKeyOf } from './occurrence-keys';
 import type { JobDeclaration } from './schedule/job-declaration';
 import type { SchedulerLease, SchedulerLogger, SchedulerTimers } from './scheduler-ports';
 import { JobTimeoutError } from './scheduling.errors';
@@ -29,9 +29,22 @@ export interface OccurrenceRequest {
   scheduledAt: number;
   trigger: JobExecution['trigger'];
   tenantId?: string;
+  /** The lease asked for ahead of the due instant: its outcome decides the run, no acquire at start. */
+  ahead?: AheadClaim;
   /** A lease already claimed for this run (a tenant of a batch): run it instead of acquiring one. */
   claim?: OccurrenceClaim;
 }
+
+/** An occurrence's lease asked for ahead of its due instant (claimAheadMs), and what came of it. */
+export interface AheadClaim {
+  scheduledAt: number;
+  correlationId: string;
+  /** When the claim was sent, on the runner's clock: the lease runs from then. */
+  sentAt: number;
+  outcome: Promise<ClaimOutcome>;
+}
+
+type ClaimOutcome = { kind: 'acquired'; lock: JobAcquiredLease } | { kind: 'lost' } | { kind: 'unavailable'; error: unknown };
 
 /** A run's lease taken ahead of the run, and the instant (on the runner's clock) it was proven. */
 export interface OccurrenceClaim {
@@ -70,11 +83,12 @@ export class OccurrenceRunner {
   ) {}
 
   async run(request: OccurrenceRequest): Promise<JobRunRecord> {
-    const { job, scheduledAt, trigger, tenantId, claim } = request;
-    const correlationId = claim?.correlationId ?? randomUUID();
+    const { job, scheduledAt, trigger, tenantId, claim, ahead } = request;
+    const correlationId = claim?.correlationId ?? ahead?.correlationId ?? randomUUID();
+    const schedule = job.dynamicSchedule;
     const base: JobRunRecord = { name: job.name, outcome: 'failed', scheduledAt: new Date(scheduledAt), trigger, tenantId, correlationId };
-    const runKey =
-      trigger === 'run-now' ? runNowRunKey(scheduledAt, correlationId, tenantId) : occurrenceRunKey(scheduledAt, tenantId);
+    if (schedule) base.scheduleId = schedule.id;
+    const runKey = runKeyOf({ scheduleId: schedule?.id }, scheduledAt, tenantId, trigger === 'run-now' ? { correlationId } : undefined);
 
     const clock = this.clock;
     let sentAt = clock.now();
@@ -83,11 +97,10 @@ export class OccurrenceRunner {
       ({ lock, sentAt } = claim);
     } else {
       // Shutdown waits for acquires in flight: one that wins after stop() gives its lease back.
-      const taking = this.take(job, runKey, base);
-      this.acquiring.add(taking);
-      const taken = await taking.finally(() => this.acquiring.delete(taking));
-      if (!('acquired' in taken)) return taken;
-      lock = taken;
+      if (ahead) sentAt = ahead.sentAt;
+      const taken = await this.admitTaken(await (ahead?.outcome ?? this.acquireOutcome(job, runKey)), base);
+      if ('record' in taken) return taken.record;
+      lock = taken.lock;
     }
 
     const lease: JobLease = { id: lock.id, ownerToken: lock.ownerToken };
@@ -112,11 +125,12 @@ export class OccurrenceRunner {
       scheduledAt: new Date(scheduledAt),
       startedAt: new Date(startedAt),
       signal: hold.signal,
-      tenantId,
+      tenantId: tenantId ?? schedule?.tenantId,
       idempotencyKey: lock.idempotencyKey,
       fencingToken: lock.fencingToken,
       correlationId,
       trigger,
+      ...(schedule ? { schedule } : {}),
     };
     let finished: () => void = ignore;
     const active: ActiveJobRun = { name: job.name, lease, hold, settled: new Promise((resolve) => (finished = resolve)), done: false };
@@ -130,7 +144,8 @@ export class OccurrenceRunner {
       'job.scheduled_at': execution.scheduledAt.toISOString(),
       'job.idempotency_key': execution.idempotencyKey,
       'job.trigger': trigger,
-      ...(tenantId === undefined ? {} : { 'job.tenant_id': tenantId }),
+      ...(execution.tenantId === undefined ? {} : { 'job.tenant_id': execution.tenantId }),
+      ...(schedule ? { 'job.schedule_id': schedule.id } : {}),
     };
     const work = Promise.resolve().then(() =>
       this.span('scheduled_job.run', attributes, async () => withJobExecution(execution, () => request.handler(execution))),
@@ -181,26 +196,61 @@ export class OccurrenceRunner {
   }
 
   /**
-   * The occurrence's lease, or the record of why there is none: unreachable store, another
+   * Asks for the occurrence's lease now, ahead of its due instant (the claims of many occurrences
+   * go out together, off the path of their start): `run({ ahead })` at the due instant uses it.
+   */
+  claimAhead(job: JobDeclaration, scheduledAt: number): AheadClaim {
+    const runKey = runKeyOf({ scheduleId: job.dynamicSchedule?.id }, scheduledAt);
+    return { scheduledAt, correlationId: randomUUID(), sentAt: this.clock.now(), outcome: this.acquireOutcome(job, runKey) };
+  }
+
+  /**
+   * Gives back leases claimed ahead that will not run (FAIL `{ released: true, reason }`), in few
+   * statements when the lease can (a shutdown may give back thousands): for each, whether this
+   * instance held it.
+   */
+  async releaseAhead(claims: readonly AheadClaim[], reason: string): Promise<boolean[]> {
+    const outcomes = await Promise.all(claims.map((claim) => claim.outcome));
+    const locks = outcomes.flatMap((outcome) => (outcome.kind === 'acquired' ? [outcome.lock] : []));
+    if (locks.length > 0) {
+      const data = { released: true, reason };
+      try {
+        if (this.lease.failMany) await this.lease.failMany(locks, data);
+        else await Promise.all(locks.map((lock) => this.lease.fail(lock, data)));
+      } catch (error) {
+        this.logger.warn(`Could not give back ${locks.length} lease(s) claimed ahead (${reason}): ${String(error)}`);
+      }
+    }
+    return outcomes.map((outcome) => outcome.kind === 'acquired');
+  }
+
+  /** The occurrence's acquire (one of a batch), as a value: shutdown waits for those in flight. */
+  private acquireOutcome(job: JobDeclaration, runKey: string): Promise<ClaimOutcome> {
+    const outcome = this.lease.acquire({ code: job.name, runKey, name: job.name, leaseMs: job.leaseMs, reclaimFailed: false }).then(
+      (lock): ClaimOutcome => (lock.acquired ? { kind: 'acquired', lock } : { kind: 'lost' }),
+      // The lock store cannot be reached: failed, rather than run on every instance.
+      (error: unknown): ClaimOutcome => ({ kind: 'unavailable', error }),
+    );
+    this.acquiring.add(outcome);
+    void outcome.finally(() => this.acquiring.delete(outcome));
+    return outcome;
+  }
+
+  /**
+   * The lease to run under, or the record of why there is none: unreachable store, another
    * instance has it, or it was won after stop() (then released unrun: nothing starts after stop).
    */
-  private async take(job: JobDeclaration, runKey: string, base: JobRunRecord): Promise<JobRunRecord | (JobAcquireResult & { acquired: true })> {
-    let lock: JobAcquireResult;
+  private async admitTaken(outcome: ClaimOutcome, base: JobRunRecord): Promise<{ record: JobRunRecord } | { lock: JobAcquiredLease }> {
+    if (outcome.kind === 'unavailable') return { record: { ...base, outcome: 'failed', errorCode: 'JOB_LEASE_UNAVAILABLE', error: outcome.error } };
+    if (outcome.kind === 'lost') return { record: { ...base, outcome: 'skipped-locked' } };
+    if (!this.closed) return { lock: outcome.lock };
+    const error = new JobShutdownError(outcome.lock.id);
     try {
-      lock = await this.lease.acquire({ code: job.name, runKey, name: job.name, leaseMs: job.leaseMs, reclaimFailed: false });
-    } catch (error) {
-      // The lock store cannot be reached: failed, rather than run on every instance.
-      return { ...base, outcome: 'failed', errorCode: 'JOB_LEASE_UNAVAILABLE', error };
-    }
-    if (!lock.acquired) return { ...base, outcome: 'skipped-locked' };
-    if (!this.closed) return lock;
-    const error = new JobShutdownError(lock.id);
-    try {
-      await this.lease.fail(lock, { released: true, reason: 'shutdown' });
+      await this.lease.fail(outcome.lock, { released: true, reason: 'shutdown' });
     } catch (releaseError) {
       this.logger.warn(`Could not release the lease of ${base.name} acquired during shutdown: ${String(releaseError)}`);
     }
-    return { ...base, outcome: 'failed', errorCode: 'JOB_SHUTDOWN', error };
+    return { record: { ...base, outcome: 'failed', errorCode: 'JOB_SHUTDOWN', error } };
   }
 
   private forget(active: ActiveJobRun): void {

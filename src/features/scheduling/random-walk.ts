@@ -2,6 +2,16 @@
  * `items` from a random offset, wrapping round: instances racing for the same runs (the jobs due
  * at one instant, the tenants of one occurrence) claim different ones first, so the work spreads.
  */
+/** `items` in a random order (Fisher–Yates). */
+export const shuffled = <T>(items: readonly T[], random: () => number): T[] => {
+  const copy = [...items];
+  for (let index = copy.length - 1; index > 0; index--) {
+    const other = Math.min(index, Math.floor(random() * (index + 1)));
+    [copy[index], copy[other]] = [copy[other], copy[index]];
+  }
+  return copy;
+};
+
 export const fromRandomOffset = <T>(items: readonly T[], random: () => number): T[] => {
   const offset = Math.min(items.length - 1, Math.floor(random() * items.length));
   return offset > 0 ? [...items.slice(offset), ...items.slice(0, offset)] : [...items];

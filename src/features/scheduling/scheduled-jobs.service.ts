@@ -99,6 +99,7 @@ export class ScheduledJobsService implements OnModuleInit, OnApplicationBootstra
       // Take-over of occurrences whose holder vanished: on the PostgreSQL lease.
       abandoned: options.lease ? (canFindAbandoned(options.lease) ? options.lease : undefined) : jobs,
       takeOverScanMs: options.takeOverScanMs,
+      claimAheadMs: options.claimAheadMs,
     });
     const lateToleranceMs = options.lateToleranceMs ?? 60_000;
     const retention = resolveScheduledRetention(options.retention, lateToleranceMs);

@@ -29,6 +29,7 @@ export const observedLease = (lease: SchedulerLease, timers: SchedulerTimers): S
     heartbeat: (value, options) => seen(lease.heartbeat(value, options)),
     complete: (value, data) => seen(lease.complete(value, data)),
     fail: (value, data) => seen(lease.fail(value, data)),
+    failMany: lease.failMany && ((leases, data) => seen(lease.failMany!(leases, data))),
   };
 };
 
@@ -46,6 +47,8 @@ export interface SchedulerLease {
   heartbeat(lease: JobLease, options?: { timeoutMs?: number }): Promise<boolean>;
   complete(lease: JobLease, data?: unknown): Promise<boolean>;
   fail(lease: JobLease, data?: unknown): Promise<boolean>;
+  /** fail for many leases in few statements, whether each applied. Optional: without it, one fail each. */
+  failMany?(leases: readonly JobLease[], data?: unknown): Promise<boolean[]>;
 }
 
 /** Durable history: the latest occurrence any instance recorded for a job. */

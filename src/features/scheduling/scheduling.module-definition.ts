@@ -25,6 +25,14 @@ export interface SchedulingModuleOptions {
    * abandoned occurrence runs again within about 1 to 1.5 leases.
    */
   takeOverScanMs?: number;
+  /**
+   * Claim each occurrence's lease this long before its due instant, so that jobs due together
+   * start at their instant instead of after their claims (default 0: claimed at the instant). An
+   * occurrence claimed ahead that will not run (shutdown within this time before it) is given
+   * back FAIL `{ released: true }` and recorded failed `JOB_SHUTDOWN`. Global jobs with
+   * overlap 'skip' and a lease at least 4 times this; at most 60 s.
+   */
+  claimAheadMs?: number;
   /** On shutdown: how long running jobs get after their signal aborts, before their leases are released. Default 10 s. */
   shutdownGraceMs?: number;
   /**

@@ -46,6 +46,16 @@ export interface JobPolicies {
 
 export type ScheduledJobOptions = JobSchedule & JobPolicies;
 
+/** The stored schedule a run of a dynamic schedule belongs to (see DynamicSchedules). */
+export interface ScheduleOfRun {
+  /** The caller's stable id of the schedule. */
+  readonly id: string;
+  /** What the schedule was stored with (JSON), null when none. */
+  readonly data: unknown;
+  /** The tenant the schedule was stored for, if any. */
+  readonly tenantId?: string;
+}
+
 /** What a run of a scheduled job receives. */
 export interface JobExecution {
   /** `<context>.<job-name>`. */
@@ -73,6 +83,8 @@ export interface JobExecution {
    * greater fencingToken).
    */
   readonly trigger: 'schedule' | 'catch-up' | 'run-now' | 'take-over';
+  /** A dynamic schedule's run: the schedule's id, data and tenant (undefined for declared jobs). */
+  readonly schedule?: ScheduleOfRun;
 }
 
 /** A provider decorated with @Scheduled implements this. */
@@ -93,6 +105,8 @@ export interface JobRunRecord {
   scheduledAt: Date;
   trigger: JobExecution['trigger'];
   tenantId?: string;
+  /** The dynamic schedule of the occurrence (undefined for declared jobs). */
+  scheduleId?: string;
   startedAt?: Date;
   finishedAt?: Date;
   durationMs?: number;

@@ -106,6 +106,7 @@ module.exports = new DataSource({
         'TuneJobSchedulerTableForChurn1764547200004',
         'AddJobSchedulerAcquireFunction1764547200005',
         'AddJobSchedulerRunningIndex1764547200006',
+        'CreateJobScheduleTable1764547200007',
         'AddJobPauseTable1764547200008',
       ]);
       const show = execFileSync(process.execPath, [typeorm, 'migration:show', '-d', 'data-source.cjs'], { cwd: dir, env, encoding: 'utf8' });

@@ -32,3 +32,8 @@ export declare function work(idempotencyKey: string, fencingToken: number, signa
 
 /** Where the application keeps its tenants. */
 export declare const tenantsRepository: { ids(): Promise<string[]> };
+
+/** The application's per-tenant report: idempotent by its key, stopping on the signal. */
+export declare class TenantReports {
+  send(tenantId: string, report: { format: string; dueAt: Date }, options: { idempotencyKey: string; signal: AbortSignal }): Promise<void>;
+}

@@ -1,6 +1,6 @@
 import { MAX_TIMER_MS } from '../../job-scheduler/job-scheduler.constants';
 import { DeclarationError } from '../scheduling.errors';
-import type { JobSchedule, ScheduledJobOptions } from '../scheduling.types';
+import type { JobSchedule, ScheduledJobOptions, ScheduleOfRun } from '../scheduling.types';
 import { cronExpressionError } from './cron-expression';
 import { CronSchedule, type DueSchedule, IntervalSchedule } from './due-schedule';
 import { parseInterval } from '../../job-scheduler/duration';
@@ -28,7 +28,15 @@ export interface JobDeclaration {
   leaseMs: number;
   abandoned: 'take-over' | 'drop';
   maxAttempts: number;
+  /**
+   * Set for a dynamic schedule: `name` is then its handler (the lease code), and its occurrences
+   * are keyed by this schedule's id.
+   */
+  dynamicSchedule?: ScheduleOfRun;
 }
+
+/** What the scheduler keys a job by: a dynamic schedule's id, else the job's name. */
+export const jobKeyOf = (declaration: Pick<JobDeclaration, 'name' | 'dynamicSchedule'>): string => declaration.dynamicSchedule?.id ?? declaration.name;
 
 /**
  * The lease of a scheduled run that names none: short, so that an occurrence whose holder died

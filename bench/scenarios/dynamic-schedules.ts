@@ -1,0 +1,104 @@
+import { join } from 'node:path';
+import { createBenchDatabase } from '../support/bench-database';
+import type { DynamicWorkerArguments, DynamicWorkerLine } from '../support/dynamic-schedules-worker';
+import { formatNumber } from '../support/format';
+import { percentile } from '../support/statistics';
+import { lineOf, runWorkerProcess } from '../support/worker-process';
+import type { Scenario } from './scenario';
+
+const WORKER = join(__dirname, '..', 'support', 'dynamic-schedules-worker.ts');
+const INSTANCES = 3;
+const WORK_MS = 5;
+const CHANGE_POLL_MS = 2_000;
+const POOL_SIZE = 10;
+const SIZES = {
+  full: { schedules: [1_000, 10_000, 100_000], everyMs: 60_000 },
+  quick: { schedules: [1_000], everyMs: 10_000 },
+};
+/** Boot (ts-node, loading every schedule, reading their history) before the measured due instant. */
+const bootAllowanceMs = (schedules: number): number => 20_000 + schedules / 5;
+/** After the due instant: time for every run to start and finish everywhere, ending before the next one. */
+const settleMs = (schedules: number, everyMs: number): number => Math.min(everyMs - 2_000, 8_000 + schedules / 10);
+
+/**
+ * N dynamic schedules due at the same instant (every minute, 5 ms of work each) on 3 instances
+ * (separate processes, a pool of 10 each, one database): every occurrence once, statements per
+ * run across the fleet, start delay after the due instant, Node CPU per occurrence per instance,
+ * the change polls' statements, and the schedules' table size. The schedules are seeded with one
+ * INSERT (as an import would); the instances load them at boot.
+ */
+export const dynamicSchedules: Scenario = {
+  name: 'dynamic-schedules',
+  title: '9. Dynamic schedules: 1,000 / 10,000 / 100,000 stored schedules due together on 3 instances',
+  run: async ({ quick, cleanup, sheet, log }) => {
+    const { schedules: sizes, everyMs } = quick ? SIZES.quick : SIZES.full;
+    for (const schedules of sizes) {
+      const caseName = `${formatNumber(schedules)} schedules, ${INSTANCES} instances`;
+      log(`dynamic-schedules: ${caseName}`);
+      const database = await createBenchDatabase(cleanup);
+      await database.sql(
+        `INSERT INTO "job-schedule" ("id", "handler", "everyMs", "data", "tenantId", "version")
+         SELECT 'tenant-' || lpad(n::text, 6, '0') || '/task', 'bench.tenant-task', $2::bigint, jsonb_build_object('n', n), 'tenant-' || n,
+                nextval('"job-schedule_version_seq"')
+         FROM generate_series(1, $1::int) AS n`,
+        [schedules, everyMs],
+      );
+      const measureFrom = Math.ceil((Date.now() + bootAllowanceMs(schedules)) / everyMs) * everyMs;
+      const measureUntil = measureFrom + settleMs(schedules, everyMs);
+      const lines = await Promise.all(
+        Array.from({ length: INSTANCES }, (_, index) => {
+          const args: DynamicWorkerArguments = {
+            url: database.url,
+            nodeId: `dynamic-${index}`,
+            workMs: WORK_MS,
+            changePollMs: CHANGE_POLL_MS,
+            measureFrom,
+            // From before the claims of the measured instant (they go out claimAheadMs ahead).
+            windowFrom: measureFrom - 5_000,
+            measureUntil,
+            poolSize: POOL_SIZE,
+          };
+          return runWorkerProcess<DynamicWorkerLine>(WORKER, args, args.nodeId, cleanup);
+        }),
+      );
+      const booted = lines.map((output, index) => lineOf(output, 'booted', `dynamic-${index}`));
+      const figures = lines.map((output, index) => lineOf(output, 'figures', `dynamic-${index}`));
+      const delays = figures.flatMap((figure) => figure.startDelaysMs);
+      const statements = figures.reduce((sum, figure) => sum + figure.windowStatements, 0);
+      const polls = figures.map((figure) => figure.windowScheduleStatements / Math.max(1, figure.windowPolls));
+      const [table] = await database.sql<{ rows: number; succeeded: number; keys: number }>(
+        `SELECT count(*)::int AS rows, count(*) FILTER (WHERE status = 'SUCCESS')::int AS succeeded, count(DISTINCT "runKey")::int AS keys
+         FROM "job-scheduler" WHERE code = 'bench.tenant-task' AND right("runKey", 24) = $1`,
+        [new Date(measureFrom).toISOString()],
+      );
+      const [size] = await database.sql<{ table: number; indexes: number }>(
+        `SELECT pg_table_size('"job-schedule"')::float8 AS table, pg_indexes_size('"job-schedule"')::float8 AS indexes`,
+      );
+
+      sheet.add(caseName, 'library', 'boot per instance', 'ms', booted.map((line) => line.bootMs));
+      sheet.add(caseName, 'library', 'statements at boot per instance', 'statements', booted.map((line) => line.bootStatements));
+      sheet.add(caseName, 'library', 'start delay p50', 'ms', [percentile(delays, 50)]);
+      sheet.add(caseName, 'library', 'start delay p99', 'ms', [percentile(delays, 99)]);
+      sheet.add(caseName, 'library', 'runs per instance', 'runs', figures.map((figure) => figure.startDelaysMs.length));
+      sheet.add(caseName, 'library', 'statements per run (fleet)', 'statements', [statements / schedules]);
+      sheet.add(caseName, 'library', 'Node CPU per occurrence per instance', 'µs', figures.map((figure) => figure.windowCpuMicros / schedules));
+      sheet.add(caseName, 'library', 'schedule-table statements per instance per poll', 'statements', polls);
+      sheet.add(caseName, 'library', 'job-schedule table + indexes', 'MB', [(size.table + size.indexes) / 1e6]);
+
+      const once = delays.length === schedules && table.rows === schedules && table.succeeded === schedules && table.keys === schedules;
+      sheet.goal(`${caseName}: every occurrence once`, `${formatNumber(schedules)} runs`, `${delays.length} runs, ${table.succeeded}/${table.rows} rows SUCCESS`, once);
+      const perRun = statements / schedules;
+      sheet.goal(`${caseName}: statements per run across instances`, '≤ 1.5', perRun.toFixed(2), perRun <= 1.5);
+      const p99 = percentile(delays, 99);
+      sheet.goal(`${caseName}: start delay p99 after the due instant`, '≤ 1,000 ms', `${p99.toFixed(0)} ms`, p99 <= 1_000);
+      const cpu = Math.max(...figures.map((figure) => figure.windowCpuMicros / schedules));
+      sheet.goal(`${caseName}: Node CPU per occurrence per instance`, '< 1 ms', `${(cpu / 1000).toFixed(3)} ms`, cpu < 1_000);
+      const poll = Math.max(...polls);
+      sheet.goal(`${caseName}: change polling with no change`, '≤ 1 statement per instance per poll', poll.toFixed(2), poll <= 1);
+    }
+    return {
+      sizes: `${sizes.map(formatNumber).join(' / ')} schedules every ${everyMs / 1000} s, ${WORK_MS} ms of work each, 1 measured due instant after boot, ${INSTANCES} instances as separate processes, pool ${POOL_SIZE} each, change poll ${CHANGE_POLL_MS / 1000} s`,
+      variants: { library: 'DynamicSchedulesModule + JobSchedulerModule on TypeORM, default options' },
+    };
+  },
+};

@@ -1,0 +1,102 @@
+import 'reflect-metadata';
+import { type DynamicModule, Module } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import { TypeOrmModule } from '@nestjs/typeorm';
+import { type DynamicScheduleExecution, DynamicSchedules, DynamicSchedulesModule, JobScheduler, JobSchedulerModule, ScheduleHandler } from '../../src/features';
+import { onWireStatement } from './wire-statements';
+
+/**
+ * One instance of the dynamic-schedules scenario, in a process of its own: a Nest application
+ * with one @ScheduleHandler doing `workMs` of (asynchronous) work, running the schedules stored in
+ * the database. It prints one JSON line once booted and one with its figures once `measureUntil`
+ * has passed, then exits.
+ */
+export interface DynamicWorkerArguments {
+  url: string;
+  nodeId: string;
+  workMs: number;
+  changePollMs: number;
+  /** Runs due in [measureFrom, measureUntil) are measured; statements and CPU from windowFrom (their claims go out ahead). */
+  measureFrom: number;
+  windowFrom: number;
+  measureUntil: number;
+  poolSize: number;
+}
+
+export type DynamicWorkerLine =
+  | { kind: 'booted'; nodeId: string; bootStatements: number; bootMs: number; schedules: number }
+  | {
+      kind: 'figures';
+      nodeId: string;
+      startDelaysMs: number[];
+      windowStatements: number;
+      /** Statements on the schedules' table in the window, and how many of them were change polls. */
+      windowScheduleStatements: number;
+      windowPolls: number;
+      windowCpuMicros: number;
+      windowMs: number;
+    };
+
+const print = (line: DynamicWorkerLine): void => {
+  process.stdout.write(`${JSON.stringify(line)}\n`);
+};
+
+const main = async (): Promise<void> => {
+  const options = JSON.parse(process.argv[2]) as DynamicWorkerArguments;
+  const delays: number[] = [];
+  let statements = 0;
+  let scheduleStatements = 0;
+  let polls = 0;
+  onWireStatement((statement) => {
+    statements++;
+    if (statement.text.includes('"job-schedule"')) scheduleStatements++;
+    if (statement.text.includes('"version" > $1')) polls++;
+  });
+
+  @ScheduleHandler('bench.tenant-task')
+  class TenantTask {
+    async run(execution: DynamicScheduleExecution): Promise<void> {
+      const due = execution.scheduledAt.getTime();
+      if (due >= options.measureFrom && due < options.measureUntil) delays.push(Date.now() - due);
+      await new Promise((resolve) => setTimeout(resolve, options.workMs));
+    }
+  }
+  @Module({ providers: [TenantTask] })
+  class HandlersModule {}
+  class DynamicRootModule {}
+  const root: DynamicModule = {
+    module: DynamicRootModule,
+    imports: [
+      TypeOrmModule.forRoot({ type: 'postgres', url: options.url, entities: [JobScheduler], poolSize: options.poolSize }),
+      JobSchedulerModule.forRoot({ nodeId: options.nodeId }),
+      DynamicSchedulesModule.forRoot({ metrics: false, retention: false, changePollMs: options.changePollMs }) as DynamicModule,
+      HandlersModule,
+    ],
+  };
+  const bootStarted = performance.now();
+  const app = await NestFactory.createApplicationContext(root, { logger: ['error', 'warn'] });
+  const schedules = (await app.get(DynamicSchedules).list({ limit: 1 })).schedules.length;
+  print({ kind: 'booted', nodeId: options.nodeId, bootStatements: statements, bootMs: performance.now() - bootStarted, schedules });
+
+  await new Promise((resolve) => setTimeout(resolve, Math.max(0, options.windowFrom - Date.now())));
+  const before = { statements, scheduleStatements, polls, cpu: process.cpuUsage(), at: Date.now() };
+  await new Promise((resolve) => setTimeout(resolve, Math.max(0, options.measureUntil - Date.now())));
+  const cpu = process.cpuUsage(before.cpu);
+  const figures: DynamicWorkerLine = {
+    kind: 'figures',
+    nodeId: options.nodeId,
+    startDelaysMs: delays,
+    windowStatements: statements - before.statements,
+    windowScheduleStatements: scheduleStatements - before.scheduleStatements,
+    windowPolls: polls - before.polls,
+    windowCpuMicros: cpu.user + cpu.system,
+    windowMs: Date.now() - before.at,
+  };
+  await app.close();
+  print(figures);
+};
+
+main().catch((error: unknown) => {
+  process.stderr.write(`${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+  process.exit(1);
+});

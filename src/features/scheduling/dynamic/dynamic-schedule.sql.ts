@@ -1,0 +1,121 @@
+import type { SqlStatement } from '../../job-scheduler/job-scheduler.sql';
+
+/** A stored schedule as its table holds it (what a write sends, what a read returns). */
+export interface ScheduleRow {
+  id: string;
+  handler: string;
+  cron: string | null;
+  /** bigint: read as text. */
+  everyMs: string | number | null;
+  timeZone: string | null;
+  data: unknown;
+  tenantId: string | null;
+  enabled: boolean;
+  overlap: string;
+  missed: string;
+  timeoutMs: number | null;
+  leaseMs: number | null;
+}
+
+/** A row as reads return it: its version (text: bigint), its timestamps, and whether it is a tombstone. */
+export interface StoredScheduleRow extends ScheduleRow {
+  version: string;
+  removed: boolean;
+  createdAt: Date;
+  modifiedAt: Date;
+}
+
+export interface ScheduleListParameters {
+  handler: string | null;
+  tenantId: string | null;
+  enabled: boolean | null;
+  after: string | null;
+  limit: number;
+}
+
+/** How long a removed schedule's tombstone stays, so that every instance's change poll sees the removal. */
+export const TOMBSTONE_RETENTION_MS = 7 * 86_400_000;
+
+export interface DynamicScheduleStatements {
+  /** Inserts or replaces a schedule (a tombstone comes back to life), with the next version. */
+  upsert(row: ScheduleRow): SqlStatement;
+  /** Turns a schedule into a tombstone with the next version (rows `{ id, version }`); also deletes tombstones past their retention. */
+  remove(id: string): SqlStatement;
+  get(id: string): SqlStatement;
+  /** A page of live schedules in id order ("C" collation), after a cursor. */
+  list(parameters: ScheduleListParameters): SqlStatement;
+  /** Rows (tombstones included) whose version is above `version`, in version order. */
+  changesSince(version: string, limit: number): SqlStatement;
+  /** The greatest version written so far ("0" for none). */
+  currentVersion(): SqlStatement;
+}
+
+const columns = `"id", "handler", "cron", "everyMs"::text AS "everyMs", "timeZone", "data", "tenantId", "enabled", "overlap", "missed",
+  "timeoutMs", "leaseMs", "version"::text AS "version", "removedAt" IS NOT NULL AS "removed", "createdAt", "modifiedAt"`;
+
+/**
+ * The statements of the dynamic schedules' table, each one round trip. Writers are serialized by
+ * a transaction-scoped advisory lock taken in the statement itself, before it draws its version:
+ * versions are then committed in the order they are drawn, so a reader that saw version v has seen
+ * every version below it, and "the versions above the last one seen" never skips a change.
+ */
+export const createDynamicScheduleStatements = (table: string, versionSequence: string): DynamicScheduleStatements => {
+  const lockKey = `hashtextextended(${`'${`${table} versions`.replace(/'/g, "''")}'`}, 0)`;
+  const sequence = `'${versionSequence.replace(/'/g, "''")}'`;
+  const serialized = `serialized AS (SELECT pg_advisory_xact_lock(${lockKey}))`;
+
+  const upsertText = `
+WITH ${serialized}
+INSERT INTO ${table} AS t ("id", "handler", "cron", "everyMs", "timeZone", "data", "tenantId", "enabled", "overlap", "missed",
+  "timeoutMs", "leaseMs", "version")
+SELECT $1, $2, $3, $4::bigint, $5, $6::jsonb, $7, $8, $9, $10, $11, $12, nextval(${sequence}::regclass) FROM serialized
+ON CONFLICT ("id") DO UPDATE SET "handler" = EXCLUDED."handler", "cron" = EXCLUDED."cron", "everyMs" = EXCLUDED."everyMs",
+  "timeZone" = EXCLUDED."timeZone", "data" = EXCLUDED."data", "tenantId" = EXCLUDED."tenantId", "enabled" = EXCLUDED."enabled",
+  "overlap" = EXCLUDED."overlap", "missed" = EXCLUDED."missed", "timeoutMs" = EXCLUDED."timeoutMs", "leaseMs" = EXCLUDED."leaseMs",
+  "version" = EXCLUDED."version", "removedAt" = NULL,
+  "createdAt" = CASE WHEN t."removedAt" IS NULL THEN t."createdAt" ELSE CURRENT_TIMESTAMP END,
+  "modifiedAt" = CURRENT_TIMESTAMP
+RETURNING ${columns}`.trim();
+
+  const removeText = `
+WITH ${serialized},
+purged AS (
+  DELETE FROM ${table} WHERE "removedAt" < CURRENT_TIMESTAMP - INTERVAL '${TOMBSTONE_RETENTION_MS} milliseconds' AND "id" <> $1
+)
+UPDATE ${table} AS t SET "removedAt" = CURRENT_TIMESTAMP, "modifiedAt" = CURRENT_TIMESTAMP, "version" = nextval(${sequence}::regclass)
+FROM serialized
+WHERE t."id" = $1 AND t."removedAt" IS NULL
+RETURNING t."id", t."version"::text AS "version"`.trim();
+
+  const getText = `SELECT ${columns} FROM ${table} WHERE "id" = $1 AND "removedAt" IS NULL`;
+
+  const listText = `
+SELECT ${columns} FROM ${table}
+WHERE "removedAt" IS NULL
+  AND ($1::text IS NULL OR "handler" = $1::text)
+  AND ($2::text IS NULL OR "tenantId" = $2::text)
+  AND ($3::boolean IS NULL OR "enabled" = $3::boolean)
+  AND ($4::text IS NULL OR "id" > $4::text)
+ORDER BY "id"
+LIMIT $5`.trim();
+
+  const changesSinceText = `SELECT ${columns} FROM ${table} WHERE "version" > $1::bigint ORDER BY "version" LIMIT $2`;
+  const currentVersionText = `SELECT COALESCE(max("version"), 0)::text AS "version" FROM ${table}`;
+
+  return {
+    upsert: (row) => ({
+      text: upsertText,
+      values: [
+        row.id, row.handler, row.cron, row.everyMs, row.timeZone, row.data === undefined ? null : JSON.stringify(row.data), row.tenantId,
+        row.enabled, row.overlap, row.missed, row.timeoutMs, row.leaseMs,
+      ],
+      operation: 'schedules',
+    }),
+    remove: (id) => ({ text: removeText, values: [id], operation: 'schedules' }),
+    get: (id) => ({ text: getText, values: [id], operation: 'schedules' }),
+    // Planned for its filters each time: a tenant's few schedules are found by their index.
+    list: (p) => ({ text: listText, values: [p.handler, p.tenantId, p.enabled, p.after, p.limit], operation: 'schedules', planEachTime: true }),
+    changesSince: (version, limit) => ({ text: changesSinceText, values: [version, limit], operation: 'schedules' }),
+    currentVersion: () => ({ text: currentVersionText, values: [], operation: 'schedules' }),
+  };
+};

@@ -1,0 +1,44 @@
+import { JobSchedulerExecutor } from '../../job-scheduler/job-scheduler.executor';
+import type { JobSchedulerRuntimeOptions } from '../../job-scheduler/job-scheduler.module-definition';
+import type { JobSchedulerDatabase } from '../../job-scheduler/lease-database';
+import { createDynamicScheduleStatements, type DynamicScheduleStatements, type ScheduleListParameters, type ScheduleRow, type StoredScheduleRow } from './dynamic-schedule.sql';
+
+/** The table of dynamic schedules, next to the lease's table (same DataSource, same schema, same statement settings). */
+export class DynamicScheduleStore {
+  private readonly executor: JobSchedulerExecutor;
+  private readonly statements: DynamicScheduleStatements;
+
+  constructor(database: JobSchedulerDatabase, options: Pick<JobSchedulerRuntimeOptions, 'preparedStatements' | 'statementTimeoutMs'> = {}) {
+    this.executor = new JobSchedulerExecutor(database, { preparedStatements: options.preparedStatements, statementTimeoutMs: options.statementTimeoutMs });
+    this.statements = createDynamicScheduleStatements(this.executor.tableNamed('job-schedule'), this.executor.tableNamed('job-schedule_version_seq'));
+  }
+
+  async upsert(row: ScheduleRow): Promise<StoredScheduleRow> {
+    const [stored] = await this.executor.rows<StoredScheduleRow>(this.statements.upsert(row));
+    return stored;
+  }
+
+  /** The tombstone's version, or null when there was no such schedule. */
+  async remove(id: string): Promise<string | null> {
+    const [row] = await this.executor.rows<{ version: string }>(this.statements.remove(id));
+    return row?.version ?? null;
+  }
+
+  async get(id: string): Promise<StoredScheduleRow | null> {
+    const [row] = await this.executor.rows<StoredScheduleRow>(this.statements.get(id));
+    return row ?? null;
+  }
+
+  list(parameters: ScheduleListParameters): Promise<StoredScheduleRow[]> {
+    return this.executor.rows<StoredScheduleRow>(this.statements.list(parameters));
+  }
+
+  changesSince(version: string, limit: number): Promise<StoredScheduleRow[]> {
+    return this.executor.rows<StoredScheduleRow>(this.statements.changesSince(version, limit));
+  }
+
+  async currentVersion(): Promise<string> {
+    const [row] = await this.executor.rows<{ version: string }>(this.statements.currentVersion());
+    return row.version;
+  }
+}

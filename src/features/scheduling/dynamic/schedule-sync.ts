@@ -1,0 +1,147 @@
+import type { JobScheduleEngine } from '../job-schedule-engine';
+import type { JobHandler } from '../occurrence-runner';
+import type { SchedulerLogger, SchedulerTimers } from '../scheduler-ports';
+import { declarationOfSchedule } from './dynamic-schedule-input';
+import { TOMBSTONE_RETENTION_MS, type StoredScheduleRow } from './dynamic-schedule.sql';
+import type { DynamicScheduleStore } from './dynamic-schedule.store';
+
+/** Rows read per statement at boot and per change poll. */
+const PAGE = 5_000;
+
+/** A schedule's state as this instance last applied it: removed, or its version. */
+export type ScheduleChange = Pick<StoredScheduleRow, 'id' | 'version'> & ({ removed: true } | StoredScheduleRow);
+
+/**
+ * Keeps the engine's dynamic schedules equal to the table: all of them at boot, then every change
+ * (of any instance) found by one indexed read of the versions above the last one seen, each poll.
+ * A change is applied once, in version order; this instance's own writes are applied at once.
+ */
+export class ScheduleSync {
+  /** The greatest version this instance has read in order (the polls go on from it). */
+  private version = '0';
+  /** Per schedule, the version last applied: an older row (a poll behind a local write) is ignored. */
+  private readonly applied = new Map<string, bigint>();
+  private readonly unknownHandlers = new Set<string>();
+  private cancel?: () => void;
+  private polling?: Promise<void>;
+  private stopped = true;
+  private lastPolledAt = 0;
+
+  constructor(
+    private readonly store: DynamicScheduleStore,
+    private readonly engine: JobScheduleEngine,
+    private readonly handlers: ReadonlyMap<string, JobHandler>,
+    private readonly timers: SchedulerTimers,
+    private readonly logger: SchedulerLogger,
+    private readonly pollMs: number,
+  ) {}
+
+  /** Boot: every stored schedule into the engine, before it starts. A few statements for any number of schedules. */
+  async load(): Promise<number> {
+    this.version = await this.store.currentVersion();
+    let loaded = 0;
+    await this.forEachLive(async (row) => {
+      if (await this.apply(row)) loaded++;
+    });
+    this.lastPolledAt = this.timers.now();
+    return loaded;
+  }
+
+  /** Polls every `pollMs` from now on. */
+  start(): void {
+    this.stopped = false;
+    this.arm();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    this.cancel?.();
+    this.cancel = undefined;
+    await this.polling;
+  }
+
+  /** Reads and applies every change since the last one seen (one statement when nothing changed). */
+  async poll(): Promise<void> {
+    // Tombstones stay TOMBSTONE_RETENTION_MS: an instance that could not read for half of that reloads everything.
+    if (this.timers.now() - this.lastPolledAt > TOMBSTONE_RETENTION_MS / 2) return this.reload();
+    for (;;) {
+      const rows = await this.store.changesSince(this.version, PAGE);
+      for (const row of rows) {
+        await this.apply(row);
+        this.version = row.version;
+      }
+      if (rows.length < PAGE) break;
+    }
+    this.lastPolledAt = this.timers.now();
+  }
+
+  /**
+   * Applies one schedule's state if it is newer than what this instance applied: runs it (or
+   * keeps it without timers when disabled), changes it, or forgets it. True if it now runs here.
+   */
+  async apply(change: ScheduleChange): Promise<boolean> {
+    const version = BigInt(change.version);
+    const previous = this.applied.get(change.id);
+    if (previous !== undefined && previous >= version) return false;
+    this.applied.set(change.id, version);
+    if (change.removed) {
+      this.engine.remove(change.id);
+      return false;
+    }
+    const row = change as StoredScheduleRow;
+    const handler = this.handlers.get(row.handler);
+    if (!handler) {
+      this.engine.remove(row.id);
+      if (!this.unknownHandlers.has(row.handler)) {
+        this.unknownHandlers.add(row.handler);
+        this.logger.warn(`Schedules of handler ${row.handler} are not run by this instance: it has no @ScheduleHandler('${row.handler}') (another instance may)`);
+      }
+      return false;
+    }
+    try {
+      await this.engine.upsert({ declaration: declarationOfSchedule(row), handler, enabled: row.enabled });
+    } catch (error) {
+      this.engine.remove(row.id);
+      this.logger.warn(`Schedule ${row.id} is not run by this instance: ${String(error)}`);
+      return false;
+    }
+    return row.enabled;
+  }
+
+  /** After a long gap: the whole table again, and the schedules gone meanwhile forgotten. */
+  private async reload(): Promise<void> {
+    const version = await this.store.currentVersion();
+    const live = new Set<string>();
+    await this.forEachLive(async (row) => {
+      live.add(row.id);
+      await this.apply(row);
+    });
+    for (const key of this.engine.jobNames) if (!live.has(key)) this.engine.remove(key);
+    this.version = version;
+    this.lastPolledAt = this.timers.now();
+  }
+
+  private async forEachLive(each: (row: StoredScheduleRow) => Promise<void>): Promise<void> {
+    let after: string | null = null;
+    for (;;) {
+      const rows = await this.store.list({ handler: null, tenantId: null, enabled: null, after, limit: PAGE });
+      for (const row of rows) await each(row);
+      if (rows.length < PAGE) return;
+      after = rows[rows.length - 1].id;
+    }
+  }
+
+  private arm(): void {
+    if (this.stopped) return;
+    this.cancel = this.timers.at(this.timers.now() + this.pollMs, () => {
+      this.cancel = undefined;
+      this.polling = this.poll()
+        .catch((error: unknown) => this.logger.warn(`Could not read the changes of dynamic schedules: ${String(error)}`))
+        .finally(() => {
+          this.polling = undefined;
+          this.arm();
+        });
+      this.timers.observe?.(this.polling);
+    });
+  }
+}

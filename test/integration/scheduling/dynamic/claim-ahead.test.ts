@@ -1,0 +1,94 @@
+import { sleep } from '../../../support/lease-nodes';
+import { createTestDatabase, type TestDatabase } from '../../../support/test-database';
+import { calls, type DynamicNode, startDynamicNode } from './dynamic-nodes';
+
+let database: TestDatabase;
+const nodes: DynamicNode[] = [];
+const EVERY_MS = 4_000;
+const AHEAD_MS = 1_500;
+
+beforeAll(async () => {
+  database = await createTestDatabase();
+});
+beforeEach(async () => {
+  calls.length = 0;
+  await database.sql('DELETE FROM "job-scheduler"');
+  await database.sql('DELETE FROM "job-schedule"');
+});
+afterEach(async () => {
+  await Promise.all(nodes.splice(0).map((node) => node.close()));
+});
+afterAll(async () => {
+  await database.drop();
+});
+
+const start = async (name: string): Promise<DynamicNode> => {
+  const node = await startDynamicNode(database.url, name, { claimAheadMs: AHEAD_MS });
+  nodes.push(node);
+  return node;
+};
+
+/** The next due instant at least `marginMs` away, and a sleep until `offsetMs` from it. */
+const nextDue = (marginMs: number): number => Math.ceil((Date.now() + marginMs) / EVERY_MS) * EVERY_MS;
+
+const rowsOf = (id: string, dueAt: number) =>
+  database.sql<{ status: string; data: { released?: boolean; reason?: string } | null; ownerId: string; claimedBeforeDue: boolean }>(
+    `SELECT status::text AS status, data, "ownerId", "createdAt" < $2::timestamptz AS "claimedBeforeDue" FROM "job-scheduler" WHERE "runKey" = $1`,
+    [`schedule=${encodeURIComponent(id)} ${new Date(dueAt).toISOString()}`, new Date(dueAt).toISOString()],
+  );
+
+describe('occurrences claimed ahead (claimAheadMs)', () => {
+  it('are claimed before their instant, once across instances, and start at it', async () => {
+    const [a, b] = [await start('a'), await start('b')];
+    for (let index = 0; index < 40; index++) await a.schedules.upsert({ id: `ahead-${index}`, handler: 'reports.tenant-report', every: EVERY_MS });
+    await b.schedules.refresh();
+    // A due instant whose whole claim window lies ahead.
+    const dueAt = nextDue(AHEAD_MS + 500);
+    await sleep(dueAt + 1_500 - Date.now());
+    await Promise.all([a.schedules.idle(), b.schedules.idle()]);
+    const ran = calls.filter((call) => Date.parse(call.scheduledAt) === dueAt);
+    expect(new Set(ran.map((call) => call.scheduleId)).size).toBe(40);
+    expect(ran).toHaveLength(40);
+    for (const call of ran) expect(call.execution.startedAt.getTime()).toBeGreaterThanOrEqual(dueAt);
+    const [{ ahead }] = await database.sql<{ ahead: number }>(
+      `SELECT count(*)::int AS ahead FROM "job-scheduler" WHERE right("runKey", 24) = $1 AND "createdAt" < $1::timestamptz AND status = 'SUCCESS'`,
+      [new Date(dueAt).toISOString()],
+    );
+    expect(ahead).toBe(40);
+  });
+
+  it('are given back when their schedule is removed or changed away from the instant, and on shutdown', async () => {
+    const a = await start('a');
+    await a.schedules.upsert({ id: 'removed', handler: 'reports.tenant-report', every: EVERY_MS });
+    await a.schedules.upsert({ id: 'moved', handler: 'reports.tenant-report', every: EVERY_MS });
+    await a.schedules.upsert({ id: 'kept', handler: 'reports.tenant-report', every: EVERY_MS, data: { v: 1 } });
+    await a.schedules.upsert({ id: 'stopped', handler: 'reports.tenant-report', every: EVERY_MS });
+    const dueAt = nextDue(AHEAD_MS + 500);
+    // Inside the window: the claims are in.
+    await sleep(dueAt - AHEAD_MS / 3 - Date.now());
+    expect(await rowsOf('removed', dueAt)).toEqual([expect.objectContaining({ status: 'RUNNING', ownerId: 'a', claimedBeforeDue: true })]);
+    await a.schedules.remove('removed');
+    await a.schedules.upsert({ id: 'moved', handler: 'reports.tenant-report', every: EVERY_MS * 3 + 1_000 });
+    await a.schedules.upsert({ id: 'kept', handler: 'reports.tenant-report', every: EVERY_MS, data: { v: 2 } });
+    await sleep(dueAt + 1_000 - Date.now());
+    await a.schedules.idle();
+    expect(await rowsOf('removed', dueAt)).toEqual([expect.objectContaining({ status: 'FAIL', data: { released: true, reason: 'schedule removed' } })]);
+    expect(await rowsOf('moved', dueAt)).toEqual([expect.objectContaining({ status: 'FAIL', data: { released: true, reason: 'schedule changed' } })]);
+    // Still due under its new definition: it runs, with the new data.
+    expect(await rowsOf('kept', dueAt)).toEqual([expect.objectContaining({ status: 'SUCCESS' })]);
+    expect(calls.find((call) => call.scheduleId === 'kept' && Date.parse(call.scheduledAt) === dueAt)?.execution.schedule.data).toEqual({ v: 2 });
+    expect(calls.some((call) => call.scheduleId === 'removed' || (call.scheduleId === 'moved' && Date.parse(call.scheduledAt) === dueAt))).toBe(false);
+
+    // Shutdown inside the next window: given back unrun, recorded failed JOB_SHUTDOWN, in one statement.
+    const nextAt = dueAt + EVERY_MS;
+    await sleep(nextAt - AHEAD_MS / 3 - Date.now());
+    const runs = a.schedules.runs;
+    a.statements.reset();
+    nodes.splice(0);
+    await a.close();
+    expect(a.statements.statements.filter((text) => text.includes('unnest($1::uuid[], $2::uuid[])'))).toHaveLength(1);
+    expect(runs.filter((run) => run.errorCode === 'JOB_SHUTDOWN').map((run) => run.scheduleId).sort()).toEqual(['kept', 'stopped']);
+    expect(await rowsOf('stopped', nextAt)).toEqual([expect.objectContaining({ status: 'FAIL', data: { released: true, reason: 'shutdown' } })]);
+    expect(calls.some((call) => Date.parse(call.scheduledAt) === nextAt)).toBe(false);
+  });
+});
