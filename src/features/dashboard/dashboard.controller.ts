@@ -14,18 +14,19 @@ import {
 } from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
 import { InvalidJobQueryOptionsError } from '../job-scheduler/job-scheduler.errors';
-import { SchedulingError } from '../scheduling/scheduling.errors';
+import { DeclarationError, SchedulingError } from '../scheduling/scheduling.errors';
 import { authorizeRequest, checkCsrf, csrfCookie, csrfCookieOf, newCsrfToken } from './dashboard-access';
 import { COMMON_HEADERS, type DashboardAssets, renderDashboardPage } from './dashboard-assets';
 import { fencingTokenOf, type QueryValues, runFilterOf, timelineSpanOf } from './dashboard-query';
 import { DASHBOARD_OPTIONS, type DashboardAction, type DashboardRequest, type ResolvedDashboardOptions } from './dashboard.options';
+import { JobSchedulerDashboardSchedules } from './dashboard-schedules';
 import { JobSchedulerDashboardService } from './dashboard.service';
 
 export const DASHBOARD_ASSETS = Symbol('JOB_SCHEDULER_DASHBOARD_ASSETS');
 
 /** Our typed errors as HTTP answers (their messages name no secret); anything else is Nest's 500. */
 const asHttp = (error: unknown): unknown => {
-  if (error instanceof InvalidJobQueryOptionsError) return new BadRequestException(error.message);
+  if (error instanceof InvalidJobQueryOptionsError || error instanceof DeclarationError) return new BadRequestException(error.message);
   if (error instanceof SchedulingError) return error.code === 'UNKNOWN_JOB' ? new NotFoundException(error.message) : new ConflictException(error.message);
   return error;
 };
@@ -39,6 +40,7 @@ const asHttp = (error: unknown): unknown => {
 export class JobSchedulerDashboardController {
   constructor(
     private readonly dashboard: JobSchedulerDashboardService,
+    private readonly schedules: JobSchedulerDashboardSchedules,
     @Inject(DASHBOARD_OPTIONS) private readonly options: ResolvedDashboardOptions,
     @Inject(DASHBOARD_ASSETS) private readonly assets: DashboardAssets,
     private readonly adapterHost: HttpAdapterHost,
@@ -79,6 +81,26 @@ export class JobSchedulerDashboardController {
   async timeline(@Req() request: DashboardRequest, @Res({ passthrough: true }) response: unknown, @Param('name') name: string, @Query() query: QueryValues) {
     await this.access(request, response, 'read');
     return this.answer(() => this.dashboard.timeline(name, timelineSpanOf(query).ms));
+  }
+
+  @Get('api/schedules')
+  async dynamicSchedules(@Req() request: DashboardRequest, @Res({ passthrough: true }) response: unknown, @Query() query: QueryValues) {
+    await this.access(request, response, 'read');
+    const after = typeof query.after === 'string' && query.after !== '' ? query.after : undefined;
+    return this.answer(() => this.schedules.page(after));
+  }
+
+  @Get('api/schedules/:id/timeline')
+  async scheduleTimeline(@Req() request: DashboardRequest, @Res({ passthrough: true }) response: unknown, @Param('id') id: string, @Query() query: QueryValues) {
+    await this.access(request, response, 'read');
+    return this.answer(() => this.schedules.timeline(id, timelineSpanOf(query).ms));
+  }
+
+  @Post('api/schedules/:id/run-now')
+  @HttpCode(200)
+  async runScheduleNow(@Req() request: DashboardRequest, @Res({ passthrough: true }) response: unknown, @Param('id') id: string) {
+    const actor = await this.access(request, response, 'run-now');
+    return this.answer(() => this.dashboard.runScheduleNow(id, actor));
   }
 
   @Get('api/runs')

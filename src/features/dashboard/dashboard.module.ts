@@ -2,6 +2,7 @@ import { Controller, type DynamicModule, Logger, Module } from '@nestjs/common';
 import { loadDashboardAssets } from './dashboard-assets';
 import { DASHBOARD_ASSETS, JobSchedulerDashboardController } from './dashboard.controller';
 import { DASHBOARD_OPTIONS, type JobSchedulerDashboardOptions, resolveDashboardOptions } from './dashboard.options';
+import { JobSchedulerDashboardSchedules } from './dashboard-schedules';
 import { JobSchedulerDashboardService } from './dashboard.service';
 
 /**
@@ -33,6 +34,7 @@ export class JobSchedulerDashboardModule {
         { provide: DASHBOARD_OPTIONS, useValue: resolved },
         { provide: DASHBOARD_ASSETS, useFactory: () => loadDashboardAssets() },
         JobSchedulerDashboardService,
+        JobSchedulerDashboardSchedules,
       ],
     };
   }

@@ -3,7 +3,7 @@ import { JobRunsInspector } from '../job-scheduler/job-runs.inspector';
 import type { JobRunFilter } from '../job-scheduler/job-run.types';
 import { ScheduledJobsService } from '../scheduling/scheduled-jobs.service';
 import { schedulingErrors } from '../scheduling/scheduling.errors';
-import type { JobRunRecord } from '../scheduling/scheduling.types';
+import { JobSchedulerDashboardSchedules } from './dashboard-schedules';
 import { buildTimeline, type Timeline } from './dashboard-timeline';
 import {
   type DashboardExpiredLease,
@@ -23,6 +23,22 @@ const MAX_TIMELINE_ROWS = 12_000;
 /** How long "run now" waits for the run to finish before answering (it goes on regardless). */
 const RUN_NOW_WAIT_MS = 2_000;
 
+/** The outcomes of a run if it settles within `ms` (null otherwise: it goes on); a failure to start is logged. */
+const settledWithin = async (running: Promise<readonly { outcome: string }[]>, ms: number, onError: (error: unknown) => void): Promise<string[] | null> => {
+  let timer: NodeJS.Timeout | undefined;
+  const waited = new Promise<null>((resolve) => {
+    timer = setTimeout(() => resolve(null), ms);
+  });
+  const settled = running.then(
+    (records) => records.map((record) => record.outcome),
+    (error: unknown) => {
+      onError(error);
+      return [];
+    },
+  );
+  return Promise.race([settled, waited]).finally(() => clearTimeout(timer));
+};
+
 /** A printable, bounded actor name for the log. */
 const printable = (actor: string): string => actor.replace(/[\u0000-\u001f\u007f]/g, '?').slice(0, 256);
 
@@ -34,6 +50,7 @@ export class JobSchedulerDashboardService {
   constructor(
     private readonly inspector: JobRunsInspector,
     @Inject(DASHBOARD_OPTIONS) private readonly options: ResolvedDashboardOptions,
+    private readonly schedules: JobSchedulerDashboardSchedules,
     @Optional() private readonly scheduled?: ScheduledJobsService,
   ) {}
 
@@ -95,22 +112,18 @@ export class JobSchedulerDashboardService {
 
   /** Starts a declared job now; answers with its outcomes if it finishes within 2 s (it goes on otherwise). */
   async runNow(name: string, actor: string): Promise<{ finished: boolean; outcomes: string[] }> {
-    const scheduled = this.declared(name);
-    const running = scheduled.runNow(name);
+    const running = this.declared(name).runNow(name);
     this.record({ action: 'run-now', actor, target: name, applied: true, at: new Date() });
-    let timer: NodeJS.Timeout | undefined;
-    const waited = new Promise<null>((resolve) => {
-      timer = setTimeout(() => resolve(null), RUN_NOW_WAIT_MS);
-    });
-    const settled = running.then(
-      (records: JobRunRecord[]) => records,
-      (error: unknown) => {
-        this.logger.warn(`run now of ${name} failed: ${String(error)}`);
-        return [] as JobRunRecord[];
-      },
-    );
-    const records = await Promise.race([settled, waited]).finally(() => clearTimeout(timer));
-    return records === null ? { finished: false, outcomes: [] } : { finished: true, outcomes: records.map((record) => record.outcome) };
+    const outcomes = await settledWithin(running, RUN_NOW_WAIT_MS, (error) => this.logger.warn(`run now of ${name} failed: ${String(error)}`));
+    return outcomes === null ? { finished: false, outcomes: [] } : { finished: true, outcomes };
+  }
+
+  /** As runNow, for a dynamic schedule (its handler runs once on this instance). */
+  async runScheduleNow(id: string, actor: string): Promise<{ finished: boolean; outcomes: string[] }> {
+    const { running } = await this.schedules.start(id);
+    this.record({ action: 'run-now', actor, target: `schedule ${id}`, applied: true, at: new Date() });
+    const outcomes = await settledWithin(running, RUN_NOW_WAIT_MS, (error) => this.logger.warn(`run now of schedule ${id} failed: ${String(error)}`));
+    return outcomes === null ? { finished: false, outcomes: [] } : { finished: true, outcomes };
   }
 
   async pause(name: string, actor: string): Promise<{ applied: boolean }> {

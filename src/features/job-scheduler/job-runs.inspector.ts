@@ -59,13 +59,21 @@ export class JobRunsInspector {
     return row ? toRunView(row) : null;
   }
 
-  /** A job's occurrences due in [from, to), and its runNow runs asked then, by runKey: at most `limit`. */
-  async findOccurrences(code: string, from: Date, to: Date, limit: number): Promise<OccurrenceRow[]> {
+  /**
+   * A job's occurrences due in [from, to), and its runNow runs asked then, newest first: at most
+   * `limit` of each. With `runKeyPrefix` (a dynamic schedule's `schedule=<id> `), that schedule's
+   * occurrences only, their keys as stored.
+   */
+  async findOccurrences(code: string, from: Date, to: Date, limit: number, runKeyPrefix?: string): Promise<OccurrenceRow[]> {
     const { code: checked, createdFrom, createdBefore } = resolveRunFilter({ code, from, to });
     if (checked === null || createdFrom === null || createdBefore === null || !Number.isSafeInteger(limit) || limit < 1 || limit > 100_000) {
       throw new InvalidJobQueryOptionsError('findOccurrences needs a code, from, to and a limit from 1 to 100,000');
     }
-    const statement = this.executor.statements.occurrencesBetween(checked, createdFrom.toISOString(), createdBefore.toISOString(), limit);
+    const [fromKey, toKey] = [createdFrom.toISOString(), createdBefore.toISOString()];
+    const statement =
+      runKeyPrefix === undefined
+        ? this.executor.statements.occurrencesBetween(checked, fromKey, toKey, limit)
+        : this.executor.statements.scheduleOccurrencesBetween(checked, runKeyPrefix, fromKey, toKey, limit);
     return this.executor.rows<OccurrenceRow>(statement);
   }
 

@@ -203,6 +203,8 @@ export interface JobSchedulerStatements {
   runById(id: string): SqlStatement;
   /** A job's occurrences due in [from, to) and its runNow runs asked then (ISO 8601 bounds), by runKey, at most `limit`. */
   occurrencesBetween(code: string, from: string, to: string, limit: number): SqlStatement;
+  /** A dynamic schedule's occurrences due in [from, to): runKeys `<prefix><instant>` of its handler's code, at most `limit`. */
+  scheduleOccurrencesBetween(code: string, prefix: string, from: string, to: string, limit: number): SqlStatement;
   /** The latest occurrence of each of `codes` that has one, with its status: rows `{ code, runKey, status }`. */
   latestOccurrences(codes: readonly string[]): SqlStatement;
   /** An operator frees a stuck lease: FAIL, if still RUNNING with that fencing token. */
@@ -552,6 +554,7 @@ WHERE "code" = $1 AND "type" = 'SCHEDULE'
   // The dashboard's timeline: two backward range scans of IDX_job_scheduler_code_run_key (the due
   // instants, and the runNow keys "run-now <instant> ..." asked in the span), newest first, no
   // sort and no other row read.
+  // `prefix` is SQL prepended to both bounds ($2 and $3); the limit is $4.
   const occurrenceRange = (prefix: string) => `(SELECT "id", "runKey", "status"::text AS "status", "attempts",
   CASE WHEN "status" = 'FAIL' THEN "data"->>'outcome' END AS "outcome"
 FROM ${table}
@@ -560,6 +563,8 @@ WHERE "code" = $1 AND "type" = 'SCHEDULE'
 ORDER BY "runKey" COLLATE "C" DESC
 LIMIT $4)`;
   const occurrencesBetweenText = `${occurrenceRange('')}\nUNION ALL\n${occurrenceRange("'run-now ' || ")}`;
+  // A dynamic schedule's keys, "schedule=<encoded id> <instant>", are one range too ($5: the prefix).
+  const scheduleOccurrencesBetweenText = occurrenceRange('$5::text || ');
 
   // As latestScheduledRunKeys, with the status of that latest occurrence: one backward probe per job.
   const latestOccurrencesText = `
@@ -610,6 +615,11 @@ RETURNING "id"`.trim();
     }),
     runById: (id) => ({ text: runByIdText, values: [id], operation: 'inspect' }),
     occurrencesBetween: (code, from, to, limit) => ({ text: occurrencesBetweenText, values: [code, from, to, limit], operation: 'inspect' }),
+    scheduleOccurrencesBetween: (code, prefix, from, to, limit) => ({
+      text: scheduleOccurrencesBetweenText,
+      values: [code, from, to, limit, prefix],
+      operation: 'inspect',
+    }),
     latestOccurrences: (codes) => ({ text: latestOccurrencesText, values: [codes], operation: 'inspect' }),
     releaseStuckLease: (id, fencingToken, data) => ({ text: releaseStuckLeaseText, values: [id, fencingToken, data], operation: 'release' }),
     scheduledRunKeysBetween: (code, from, to) => ({ text: scheduledRunKeysBetweenText, values: [code, from, to], operation: 'history' }),

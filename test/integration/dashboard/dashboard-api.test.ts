@@ -1,3 +1,4 @@
+import { DynamicSchedules } from '../../../src/features';
 import { JobSchedulerDashboardModule, InvalidDashboardOptionsError } from '../../../src/features/dashboard';
 import { createTestDatabase, type TestDatabase } from '../../support/test-database';
 import { call, csrfFrom, type DashboardApp, OPERATOR, READER, seedRuns, startDashboardApp } from './dashboard-app';
@@ -202,5 +203,41 @@ describe.each([
     ];
     expect(responses.length).toBeGreaterThan(20);
     for (const token of tokens) for (const text of responses) expect(text).not.toContain(token);
+  });
+});
+
+describe('dynamic schedules in the dashboard', () => {
+  let app: DashboardApp;
+  afterAll(async () => {
+    await app?.close();
+  });
+
+  it('lists them, draws their timeline, and runs one now', async () => {
+    await database.sql('DELETE FROM "job-scheduler"');
+    app = await startDashboardApp(database, { dynamic: true, start: false });
+    const schedules = app.app.get(DynamicSchedules);
+    await schedules.upsert({ id: 'tenant-42/weekly', handler: 'reports.tenant-export', cron: '0 3 * * 1', timeZone: 'America/New_York', tenantId: '42' });
+    const day = (days: number) => new Date(Math.floor(Date.now() / 86_400_000) * 86_400_000 - days * 86_400_000).toISOString();
+    await seedRuns(database, [
+      { code: 'reports.tenant-export', runKey: `schedule=tenant-42%2Fweekly ${day(2)}`, status: 'SUCCESS' },
+      { code: 'reports.tenant-export', runKey: `schedule=tenant-42%2Fweekly ${day(3)}`, status: 'FAIL' },
+      { code: 'reports.tenant-export', runKey: `schedule=other ${day(2)}`, status: 'FAIL' },
+    ]);
+    const listed = await call(app, '/jobs/api/schedules', { headers: { authorization: READER } });
+    expect(listed.json).toMatchObject({
+      schedules: [{ id: 'tenant-42/weekly', handler: 'reports.tenant-export', enabled: true, tenantId: '42', schedule: { words: 'Monday at 03:00 (America/New_York)' } }],
+      nextCursor: null,
+    });
+    const timeline = await call(app, `/jobs/api/schedules/${encodeURIComponent('tenant-42/weekly')}/timeline?span=7d`, { headers: { authorization: READER } });
+    expect((timeline.json as { marks: { at: string; outcome: string }[] }).marks.map((mark) => [mark.at, mark.outcome])).toEqual([
+      [day(3), 'failed'],
+      [day(2), 'succeeded'],
+    ]);
+    expect((await call(app, '/jobs/api/schedules/nobody/timeline', { headers: { authorization: READER } })).status).toBe(404);
+    const headers = await csrfFrom(app, '/jobs');
+    const ran = await call(app, `/jobs/api/schedules/${encodeURIComponent('tenant-42/weekly')}/run-now`, { method: 'POST', headers });
+    expect([ran.status, ran.json]).toEqual([200, { finished: true, outcomes: ['succeeded'] }]);
+    expect((await call(app, '/jobs/api/schedules/nobody/run-now', { method: 'POST', headers })).status).toBe(404);
+    expect(app.actions.map((entry) => [entry.action, entry.target])).toEqual([['run-now', 'schedule tenant-42/weekly']]);
   });
 });

@@ -5,7 +5,16 @@ import { NestFactory } from '@nestjs/core';
 import { ExpressAdapter } from '@nestjs/platform-express';
 import { FastifyAdapter } from '@nestjs/platform-fastify';
 import { TypeOrmModule, type TypeOrmModuleOptions } from '@nestjs/typeorm';
-import { type JobExecution, JobScheduler, JobSchedulerModule, Scheduled, ScheduledJobsService, SchedulingModule } from '../../../src/features';
+import {
+  DynamicSchedulesModule,
+  type JobExecution,
+  JobScheduler,
+  JobSchedulerModule,
+  Scheduled,
+  ScheduledJobsService,
+  ScheduleHandler,
+  SchedulingModule,
+} from '../../../src/features';
 import { type DashboardAction, type DashboardActionEntry, type DashboardRequest, JobSchedulerDashboardModule } from '../../../src/features/dashboard';
 import type { TestDatabase } from '../../support/test-database';
 
@@ -45,6 +54,11 @@ export class QuarterHourJob {
   async run(): Promise<void> {}
 }
 
+@ScheduleHandler('reports.tenant-export')
+export class TenantExportHandler {
+  async run(): Promise<void> {}
+}
+
 export interface DashboardApp {
   app: INestApplication;
   url: string;
@@ -61,6 +75,8 @@ export interface DashboardAppOptions {
   pausePollMs?: number;
   /** Start the jobs' timers (default true). */
   start?: boolean;
+  /** Also DynamicSchedulesModule, with a handler (its timers always start). */
+  dynamic?: boolean;
 }
 
 /** A Nest HTTP application on 127.0.0.1 (a free port) with the lease, the declared jobs above and the dashboard. */
@@ -76,6 +92,9 @@ export const startDashboardApp = async (database: TestDatabase, options: Dashboa
       JobSchedulerModule.forRoot({ nodeId: `dashboard-${options.name ?? 'a'}` }),
       SchedulingModule.forRoot({ metrics: false, retention: false, start: options.start, pauses: { pollMs: options.pausePollMs ?? 200 } }),
       JobsModule,
+      ...(options.dynamic
+        ? [DynamicSchedulesModule.forRoot({ metrics: false, retention: false, changePollMs: 200 }) as DynamicModule, { module: class DynamicHandlers {}, providers: [TenantExportHandler] }]
+        : []),
       JobSchedulerDashboardModule.forRoot({ path: options.path ?? '/jobs', authorize: testAuthorize, onAction: (entry) => actions.push(entry) }),
     ],
   };

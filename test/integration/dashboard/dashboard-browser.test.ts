@@ -1,6 +1,7 @@
 import { mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { Page } from 'playwright-core';
+import { DynamicSchedules } from '../../../src/features';
 import { createTestDatabase, type TestDatabase } from '../../support/test-database';
 import { sleep } from '../../support/lease-nodes';
 import { type Browser, chromiumAvailable, launchBrowser } from './browser';
@@ -64,7 +65,8 @@ describeInBrowser('the dashboard in a real browser (chromium)', () => {
     mkdirSync(SCREENSHOTS, { recursive: true });
     database = await createTestDatabase();
     await seedRuns(database, SEEDED.map((run) => ({ code: 'reports.hourly-digest', ...run, heartbeatAgoMs: 0 })));
-    first = await startDashboardApp(database, { name: 'a' });
+    first = await startDashboardApp(database, { name: 'a', dynamic: true });
+    await first.app.get(DynamicSchedules).upsert({ id: 'tenant-42/weekly', handler: 'reports.tenant-export', cron: '0 3 * * 1', timeZone: 'America/New_York', tenantId: '42' });
     second = await startDashboardApp(database, { name: 'b' });
     browser = await launchBrowser();
     page = await browser.page({ headers: { authorization: OPERATOR } });
@@ -93,6 +95,7 @@ describeInBrowser('the dashboard in a real browser (chromium)', () => {
     const names = await page.$$eval('tr[data-job] th', (cells) => cells.map((cell) => cell.textContent));
     expect(names).toEqual(['reports.hourly-digest', 'billing.every-second', 'billing.quarter-hour']);
     expect(await page.textContent('tr[data-job="reports.hourly-digest"]')).toContain('every hour at minute 0 (Europe/Paris)');
+    expect(await page.textContent('tr[data-schedule="tenant-42/weekly"]')).toContain('Monday at 03:00 (America/New_York)');
     expect(problems).toEqual([]);
   });
 
@@ -114,6 +117,13 @@ describeInBrowser('the dashboard in a real browser (chromium)', () => {
     // Data is text, never markup: the seeded error's <img> is not an element.
     expect(await page.$$('img')).toHaveLength(0);
     await page.screenshot({ path: join(SCREENSHOTS, 'dashboard.png'), fullPage: true });
+  });
+
+  it("shows a dynamic schedule's timeline, and back", async () => {
+    await page.click('tr[data-schedule="tenant-42/weekly"] button:text("Timeline")');
+    await page.waitForSelector('#timeline svg[aria-label="0 occurrences of tenant-42/weekly"]');
+    await page.click('tr[data-job="reports.hourly-digest"] button:text("Timeline")');
+    await page.waitForSelector('#timeline svg[aria-label$="occurrences of reports.hourly-digest"]');
   });
 
   it('is keyboard-usable: Tab reaches the buttons, Enter opens a run from the timeline', async () => {

@@ -120,10 +120,7 @@
         type: 'button',
         text: 'Timeline',
         onclick: function () {
-          state.timelineJob = job.name;
-          $('timeline-job').value = job.name;
-          loadTimeline();
-          $('timeline-title').scrollIntoView();
+          showTimeline('job:' + job.name);
         },
       });
       return el('tr', { 'data-job': job.name }, [
@@ -142,22 +139,93 @@
     fillJobSelects(jobs);
   }
 
-  function fillJobSelects(jobs) {
-    var select = $('timeline-job');
-    var codes = $('runs-code');
-    var known = Array.prototype.map.call(select.options, function (option) {
+  function showTimeline(key) {
+    state.timelineJob = key;
+    $('timeline-job').value = key;
+    loadTimeline();
+    $('timeline-title').scrollIntoView();
+  }
+
+  function optionValues(select) {
+    return Array.prototype.map.call(select.options, function (option) {
       return option.value;
     });
-    jobs.forEach(function (job) {
-      if (known.indexOf(job.name) >= 0) return;
-      select.appendChild(el('option', { value: job.name, text: job.name }));
-      codes.appendChild(el('option', { value: job.name, text: job.name }));
+  }
+
+  /** Timeline choices ("job:<name>", "schedule:<id>") and the runs filter's codes. */
+  function fillSelects(timelineKeys, codes, pickFirst) {
+    var select = $('timeline-job');
+    var codeSelect = $('runs-code');
+    var knownKeys = optionValues(select);
+    var knownCodes = optionValues(codeSelect);
+    timelineKeys.forEach(function (entry) {
+      if (knownKeys.indexOf(entry.key) < 0) select.appendChild(el('option', { value: entry.key, text: entry.label }));
     });
-    if (!state.timelineJob && jobs.length) {
-      state.timelineJob = jobs[0].name;
+    codes.forEach(function (code) {
+      if (knownCodes.indexOf(code) < 0) {
+        codeSelect.appendChild(el('option', { value: code, text: code }));
+        knownCodes.push(code);
+      }
+    });
+    if (pickFirst && !state.timelineJob && timelineKeys.length) {
+      state.timelineJob = timelineKeys[0].key;
       select.value = state.timelineJob;
       loadTimeline();
     }
+  }
+
+  function fillJobSelects(jobs) {
+    fillSelects(
+      jobs.map(function (job) {
+        return { key: 'job:' + job.name, label: job.name };
+      }),
+      jobs.map(function (job) {
+        return job.name;
+      }),
+      true,
+    );
+  }
+
+  // Dynamic schedules -------------------------------------------------------------------------
+
+  function loadSchedules() {
+    return api('schedules').then(function (page) {
+      var section = $('schedules-section');
+      section.hidden = page.schedules.length === 0;
+      var rows = page.schedules.map(function (schedule) {
+        var path = 'schedules/' + encodeURIComponent(schedule.id) + '/';
+        return el('tr', { 'data-schedule': schedule.id }, [
+          el('th', { scope: 'row', text: schedule.id }),
+          cell(schedule.handler),
+          cell(el('span', { title: schedule.schedule.expression, text: schedule.schedule.words })),
+          cell(schedule.schedule.timeZone),
+          cell(schedule.nextDue.length ? el('span', { title: schedule.nextDue.map(when).join('\n'), text: when(schedule.nextDue[0]) }) : null),
+          el('td', {}, [el('span', { class: 'badge health-' + (schedule.enabled ? 'ok' : 'disabled'), text: schedule.enabled ? 'enabled' : 'disabled' })]),
+          cell(schedule.tenantId),
+          el('td', { class: 'actions' }, [
+            action('Run now', path + 'run-now'),
+            el('button', { type: 'button', text: 'Timeline', onclick: function () {
+              showTimeline('schedule:' + schedule.id);
+            } }),
+          ]),
+        ]);
+      });
+      var target = $('schedules');
+      target.textContent = '';
+      target.appendChild(table(['Id', 'Handler', 'Schedule', 'Time zone', 'Next due', 'State', 'Tenant', 'Actions'], rows));
+      if (page.nextCursor) target.appendChild(el('p', { class: 'muted', text: 'The first 100 schedules (by id) are shown.' }));
+      fillSelects(
+        page.schedules.map(function (schedule) {
+          return { key: 'schedule:' + schedule.id, label: schedule.id + ' (' + schedule.handler + ')' };
+        }),
+        page.schedules.map(function (schedule) {
+          return schedule.handler;
+        }),
+        state.jobs.length === 0,
+      );
+    }, function (error) {
+      say('Schedules: ' + error.message, true);
+    });
   }
 
   // Timeline --------------------------------------------------------------------------------
@@ -167,7 +235,10 @@
 
   function loadTimeline() {
     if (!state.timelineJob) return Promise.resolve();
-    var path = 'jobs/' + encodeURIComponent(state.timelineJob) + '/timeline?span=' + state.span;
+    var separator = state.timelineJob.indexOf(':');
+    var kind = state.timelineJob.slice(0, separator);
+    var name = state.timelineJob.slice(separator + 1);
+    var path = (kind === 'schedule' ? 'schedules/' : 'jobs/') + encodeURIComponent(name) + '/timeline?span=' + state.span;
     return api(path).then(renderTimeline, function (error) {
       say('Timeline: ' + error.message, true);
     });
@@ -179,7 +250,7 @@
     var x = function (iso) {
       return ((Date.parse(iso) - from) / (to - from)) * WIDTH;
     };
-    var chart = svg('svg', { viewBox: '0 0 ' + WIDTH + ' ' + HEIGHT, class: 'chart', role: 'img', 'aria-label': timeline.marks.length + ' occurrences of ' + state.timelineJob });
+    var chart = svg('svg', { viewBox: '0 0 ' + WIDTH + ' ' + HEIGHT, class: 'chart', role: 'img', 'aria-label': timeline.marks.length + ' occurrences of ' + state.timelineJob.slice(state.timelineJob.indexOf(':') + 1) });
     chart.appendChild(svg('rect', { x: 0, y: 0, width: WIDTH, height: HEIGHT - 16, class: 'track' }));
     timeline.gaps.forEach(function (gap) {
       var rect = svg('rect', { x: x(gap.from), y: 0, width: Math.max(1, x(gap.to) - x(gap.from)), height: 30, class: 'gap' });
@@ -305,11 +376,12 @@
 
   function refresh() {
     return Promise.all([
+      // The schedules after the jobs: the first job (else the first schedule) is the timeline shown at first.
       api('jobs').then(function (body) {
         renderJobs(body.jobs);
       }, function (error) {
         say('Jobs: ' + error.message, true);
-      }),
+      }).then(loadSchedules),
       loadTimeline(),
       loadRuns(state.cursors[state.cursors.length - 1]),
       loadLeases(),
