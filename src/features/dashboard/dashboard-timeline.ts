@@ -56,7 +56,9 @@ const askedAtOf = (runKey: string): number | null => {
  * to the next due instant). At most `maxDue` due instants are enumerated.
  */
 export const buildTimeline = (rows: readonly OccurrenceRow[], schedule: DueSchedule, from: number, to: number, rowsCut: boolean, maxDue = 20_000): Timeline => {
-  // Built with epoch ms, sorted as numbers (the rows come newest first), turned into text once.
+  // Sorted by epoch ms (the rows come newest first). `at` is the key's own ISO 8601 text: an
+  // occurrence key starts with its due instant as toISOString wrote it, a runNow key with the
+  // instant asked (after "run-now ").
   const byInstant = new Map<number, TimelineMark & { instant: number }>();
   const built: Array<TimelineMark & { instant: number }> = [];
   for (const row of rows) {
@@ -64,12 +66,12 @@ export const buildTimeline = (rows: readonly OccurrenceRow[], schedule: DueSched
     const due = dueInstantOf(row.runKey);
     if (due === null) {
       const asked = askedAtOf(row.runKey);
-      if (asked !== null) built.push({ instant: asked, at: '', outcome, trigger: 'run-now', runId: row.id, runs: 1 });
+      if (asked !== null) built.push({ instant: asked, at: new Date(asked).toISOString(), outcome, trigger: 'run-now', runId: row.id, runs: 1 });
       continue;
     }
     const mark = byInstant.get(due);
     if (!mark) {
-      const created = { instant: due, at: '', outcome, trigger: 'schedule' as const, runId: row.id, runs: 1 };
+      const created = { instant: due, at: row.runKey.slice(0, 24), outcome, trigger: 'schedule' as const, runId: row.id, runs: 1 };
       byInstant.set(due, created);
       built.push(created);
       continue;
@@ -81,7 +83,7 @@ export const buildTimeline = (rows: readonly OccurrenceRow[], schedule: DueSched
     }
   }
   built.sort((a, b) => a.instant - b.instant);
-  const marks: TimelineMark[] = built.map(({ instant, outcome, trigger, runId, runs }) => ({ at: new Date(instant).toISOString(), outcome, trigger, runId, runs }));
+  const marks: TimelineMark[] = built.map(({ at, outcome, trigger, runId, runs }) => ({ at, outcome, trigger, runId, runs }));
 
   const gaps: TimelineGap[] = [];
   let enumerated = 0;
