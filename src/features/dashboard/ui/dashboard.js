@@ -239,7 +239,7 @@
     var kind = state.timelineJob.slice(0, separator);
     var name = state.timelineJob.slice(separator + 1);
     var path = (kind === 'schedule' ? 'schedules/' : 'jobs/') + encodeURIComponent(name) + '/timeline?span=' + state.span;
-    return api(path).then(renderTimeline, function (error) {
+    return api(path).then(newest('timeline', renderTimeline), function (error) {
       say('Timeline: ' + error.message, true);
     });
   }
@@ -300,8 +300,17 @@
     return 'runs?' + parts.join('&');
   }
 
+  /** Answers that arrive after a newer request's are dropped (a refresh must not undo a filter). */
+  var latest = { runs: 0, timeline: 0 };
+  function newest(kind, handle) {
+    var ticket = ++latest[kind];
+    return function (value) {
+      if (ticket === latest[kind]) handle(value);
+    };
+  }
+
   function loadRuns(cursor) {
-    return api(runsQuery(cursor)).then(function (page) {
+    return api(runsQuery(cursor)).then(newest('runs', function (page) {
       state.nextCursor = page.nextCursor;
       $('runs-next').disabled = !page.nextCursor;
       var rows = page.runs.map(function (run) {
@@ -322,7 +331,7 @@
       var target = $('runs');
       target.textContent = '';
       target.appendChild(rows.length ? table(['Run', 'Job', 'Status', 'Run key', 'Attempts', 'Fencing token', 'Owner', 'Created', 'Finished'], rows) : el('p', { class: 'muted', text: 'No runs match.' }));
-    }, function (error) {
+    }), function (error) {
       say('Runs: ' + error.message, true);
     });
   }
