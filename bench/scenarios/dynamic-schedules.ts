@@ -17,8 +17,8 @@ const SIZES = {
 };
 /** Boot (ts-node, loading every schedule, reading their history) before the measured due instant. */
 const bootAllowanceMs = (schedules: number): number => 20_000 + schedules / 5;
-/** After the due instant: time for every run to start and finish everywhere, ending before the next one. */
-const settleMs = (schedules: number, everyMs: number): number => Math.min(everyMs - 2_000, 8_000 + schedules / 10);
+/** After the due instant: time for every run to start and finish everywhere, ending before the next instant's claims. */
+const settleMs = (schedules: number, everyMs: number): number => Math.min(everyMs - 5_000, 8_000 + schedules / 2);
 
 /**
  * N dynamic schedules due at the same instant (every minute, 5 ms of work each) on 3 instances

@@ -9,9 +9,10 @@ import type { Scenario } from './scenario';
 
 const WORKER = join(__dirname, '..', 'support', 'fleet-jobs-worker.ts');
 const EVERY_MS = 10_000;
+/** Instances per case, and claimAheadMs (0: claimed at the due instant, the default). */
 const SIZES = {
-  full: { jobs: 1_000, instances: [1, 3], measuredInstants: 3 },
-  quick: { jobs: 100, instances: [3], measuredInstants: 1 },
+  full: { jobs: 1_000, cases: [{ instances: 1, claimAheadMs: 0 }, { instances: 3, claimAheadMs: 0 }, { instances: 3, claimAheadMs: 2_000 }], measuredInstants: 3 },
+  quick: { jobs: 100, cases: [{ instances: 3, claimAheadMs: 0 }, { instances: 3, claimAheadMs: 2_000 }], measuredInstants: 1 },
 };
 /** TypeORM's (and pg's) default pool size. */
 const POOL_SIZE = 10;
@@ -34,9 +35,10 @@ export const fleetJobs: Scenario = {
   name: 'fleet-jobs',
   title: '8. Fleet: 1,000 declared jobs due at the same instants on 1 and 3 instances',
   run: async ({ quick, cleanup, sheet, log }) => {
-    const { jobs, instances, measuredInstants } = quick ? SIZES.quick : SIZES.full;
-    for (const count of instances) {
-      const caseName = `${formatNumber(jobs)} jobs, ${count} instance${count === 1 ? '' : 's'}`;
+    const { jobs, cases, measuredInstants } = quick ? SIZES.quick : SIZES.full;
+    for (const { instances: count, claimAheadMs } of cases) {
+      const ahead = claimAheadMs > 0 ? `, claimAheadMs ${formatNumber(claimAheadMs)}` : '';
+      const caseName = `${formatNumber(jobs)} jobs, ${count} instance${count === 1 ? '' : 's'}${ahead}`;
       log(`fleet-jobs: ${caseName}`);
       const database = await createBenchDatabase(cleanup);
       const measureFrom = Math.ceil((Date.now() + BOOT_ALLOWANCE_MS) / EVERY_MS) * EVERY_MS;
@@ -45,7 +47,7 @@ export const fleetJobs: Scenario = {
       const results = await Promise.all(
         Array.from({ length: count }, (_, index) =>
           runInstance(
-            { url: database.url, nodeId: `fleet-${index}`, jobs, every: `${EVERY_MS / 1000}s`, measureFrom, measureUntil, poolSize: POOL_SIZE },
+            { url: database.url, nodeId: `fleet-${index}`, jobs, every: `${EVERY_MS / 1000}s`, measureFrom, measureUntil, poolSize: POOL_SIZE, claimAheadMs },
             cleanup,
           ),
         ),
@@ -78,7 +80,7 @@ export const fleetJobs: Scenario = {
     }
     return {
       sizes: `${formatNumber(jobs)} jobs every ${EVERY_MS / 1000} s, ${measuredInstants} measured due instant(s) after a warm-up, pool ${POOL_SIZE} per instance, instances as separate processes`,
-      variants: { library: 'SchedulingModule + JobSchedulerModule on TypeORM, default options' },
+      variants: { library: 'SchedulingModule + JobSchedulerModule on TypeORM, default options (and claimAheadMs where the case says so)' },
     };
   },
 };

@@ -22,6 +22,8 @@ export interface FleetWorkerArguments {
   measureFrom: number;
   measureUntil: number;
   poolSize: number;
+  /** SchedulingModule's claimAheadMs (default 0). */
+  claimAheadMs?: number;
 }
 
 export type FleetWorkerLine =
@@ -75,7 +77,7 @@ const main = async (): Promise<void> => {
     imports: [
       TypeOrmModule.forRoot({ type: 'postgres', url: options.url, entities: [JobScheduler], poolSize: options.poolSize }),
       JobSchedulerModule.forRoot({ nodeId: options.nodeId }),
-      SchedulingModule.forRoot({ metrics: false, retention: false }) as DynamicModule,
+      SchedulingModule.forRoot({ metrics: false, retention: false, claimAheadMs: options.claimAheadMs }) as DynamicModule,
       JobsModule,
     ],
   };
@@ -83,7 +85,9 @@ const main = async (): Promise<void> => {
   const app = await NestFactory.createApplicationContext(root, { logger: ['error', 'warn'] });
   print({ kind: 'booted', nodeId: options.nodeId, bootStatements: logger.count, historyStatements: logger.history, bootMs: performance.now() - bootStarted });
 
-  await new Promise((resolve) => setTimeout(resolve, Math.max(0, options.measureFrom - Date.now())));
+  // From before the first measured instant's claims (claimAheadMs ahead of it).
+  const windowFrom = options.measureFrom - (options.claimAheadMs ? options.claimAheadMs + 500 : 0);
+  await new Promise((resolve) => setTimeout(resolve, Math.max(0, windowFrom - Date.now())));
   const statementsBefore = logger.count;
   const cpuBefore = process.cpuUsage();
   // Past the window's last due instant, plus time for its runs to finish everywhere.

@@ -55,6 +55,16 @@ describe('migrations', () => {
       'CreateJobScheduleTable1764547200007',
       'AddJobPauseTable1764547200008',
     ]);
+    // The dynamic schedules' table, its version sequence and its indexes.
+    const scheduleIndexes = await database.sql<{ indexname: string }>(`SELECT indexname FROM pg_indexes WHERE tablename = 'job-schedule' ORDER BY 1`);
+    expect(scheduleIndexes.map((row) => row.indexname)).toEqual([
+      'IDX_job_schedule_handler',
+      'IDX_job_schedule_removed_at',
+      'IDX_job_schedule_tenant',
+      'IDX_job_schedule_version',
+      'PK_job_schedule',
+    ]);
+    expect(await database.sql(`SELECT 1 FROM pg_class WHERE relname = 'job-schedule_version_seq' AND relkind = 'S'`)).toHaveLength(1);
     const columns = await columnsOf(database);
     expect(columns.id).toMatchObject({ data_type: 'uuid', column_default: 'gen_random_uuid()' });
     expect(columns.lockKey).toMatchObject({ data_type: 'character varying', character_maximum_length: 320, is_nullable: 'NO' });

@@ -267,16 +267,13 @@ export class JobSchedulerService implements OnModuleInit, OnApplicationBootstrap
    * fail for many leases in one statement per 1,000 (each fenced on its own id and owner token, as
    * fail is): whether each applied, in order. For a scheduler giving back many runs at once.
    */
-  async failMany(leases: readonly JobLease[], data?: unknown): Promise<boolean[]> {
-    const checked = leases.map((lease) => checkJobLease(lease));
-    const json = serializeJobData(data);
-    const applied = new Set<string>();
-    for (let start = 0; start < checked.length; start += 1_000) {
-      const chunk = checked.slice(start, start + 1_000);
-      const statement = this.statements.failMany(chunk.map((lease) => lease.id), chunk.map((lease) => lease.ownerToken), json);
-      for (const row of await this.execute<{ id: string }>(statement)) applied.add(row.id);
-    }
-    return checked.map((lease) => applied.has(lease.id));
+  failMany(leases: readonly JobLease[], data?: unknown): Promise<boolean[]> {
+    return this.finalizeMany('FAIL', leases, data);
+  }
+
+  /** complete for many leases, as failMany: for a scheduler completing the runs that ended together. */
+  completeMany(leases: readonly JobLease[], data?: unknown): Promise<boolean[]> {
+    return this.finalizeMany('SUCCESS', leases, data);
   }
 
   /** fail with `{ released: true }` by default: gives the run back so the next acquire can take it. */
@@ -541,6 +538,18 @@ export class JobSchedulerService implements OnModuleInit, OnApplicationBootstrap
     const status =
       reading && monotonicNow() - reading.readAt < REPLICATION_RECHECK_MS ? reading.status : await this.replicationStatus();
     if (status.risk !== null) throw replicationErrors.unsafe(status.risk);
+  }
+
+  private async finalizeMany(status: 'SUCCESS' | 'FAIL', leases: readonly JobLease[], data: unknown): Promise<boolean[]> {
+    const checked = leases.map((lease) => checkJobLease(lease));
+    const json = serializeJobData(data);
+    const applied = new Set<string>();
+    for (let start = 0; start < checked.length; start += 1_000) {
+      const chunk = checked.slice(start, start + 1_000);
+      const statement = this.statements.finalizeMany(status, chunk.map((lease) => lease.id), chunk.map((lease) => lease.ownerToken), json);
+      for (const row of await this.execute<{ id: string }>(statement)) applied.add(row.id);
+    }
+    return checked.map((lease) => applied.has(lease.id));
   }
 
   /** Runs a fenced mutation: true if it applied (this owner still held the run RUNNING). */

@@ -175,8 +175,8 @@ export interface JobSchedulerStatements {
   heartbeat(id: string, ownerToken: string): SqlStatement;
   complete(id: string, ownerToken: string, data: string | null): SqlStatement;
   fail(id: string, ownerToken: string, data: string | null): SqlStatement;
-  /** fail for many leases of this node at once (each fenced on its own id and token): rows `{ id }` of those that applied. */
-  failMany(ids: readonly string[], ownerTokens: readonly string[], data: string | null): SqlStatement;
+  /** complete or fail for many leases of this node at once (each fenced on its own id and token): rows `{ id }` of those that applied. */
+  finalizeMany(status: 'SUCCESS' | 'FAIL', ids: readonly string[], ownerTokens: readonly string[], data: string | null): SqlStatement;
   /** complete, also "applied" when this owner already completed the run (a retry whose first reply was lost). */
   completeAgain(id: string, ownerToken: string, data: string | null): SqlStatement;
   /** fail, also "applied" when this owner already failed the run. */
@@ -375,13 +375,17 @@ WHERE "id" = $1 AND "ownerToken" = $2 AND "status" = 'RUNNING'
 RETURNING "id"`.trim();
   const completeText = finalizeText('SUCCESS');
   const failText = finalizeText('FAIL');
-  // The same for many leases (a scheduler giving back the occurrences it claimed ahead, on shutdown).
-  const failManyText = `
-UPDATE ${table} AS t SET "status" = 'FAIL', "data" = $3::jsonb,
+  // The same for many leases at once (a scheduler completing the runs that ended in one turn, or
+  // giving back the occurrences it claimed ahead on shutdown), each fenced on its own id and token.
+  const finalizeManyText = (status: 'SUCCESS' | 'FAIL'): string =>
+    `
+UPDATE ${table} AS t SET "status" = '${status}', "data" = $3::jsonb,
   "finishedAt" = CURRENT_TIMESTAMP, "modifiedAt" = CURRENT_TIMESTAMP
 FROM unnest($1::uuid[], $2::uuid[]) AS given("id", "ownerToken")
 WHERE t."id" = given."id" AND t."ownerToken" = given."ownerToken" AND t."status" = 'RUNNING'
 RETURNING t."id"`.trim();
+  const completeManyText = finalizeManyText('SUCCESS');
+  const failManyText = finalizeManyText('FAIL');
 
   // A retry of complete / fail whose first attempt may have committed with its reply lost: also
   // applied when the row already holds that status under this owner token (nobody else can have
@@ -638,7 +642,12 @@ RETURNING "id"`.trim();
     heartbeat: (id, ownerToken) => ({ text: heartbeatText, values: [id, ownerToken], operation: 'heartbeat', secret: ownerToken }),
     complete: (id, ownerToken, data) => ({ text: completeText, values: [id, ownerToken, data], operation: 'complete', secret: ownerToken }),
     fail: (id, ownerToken, data) => ({ text: failText, values: [id, ownerToken, data], operation: 'fail', secret: ownerToken }),
-    failMany: (ids, ownerTokens, data) => ({ text: failManyText, values: [ids, ownerTokens, data], operation: 'fail', secret: ownerTokens }),
+    finalizeMany: (status, ids, ownerTokens, data) => ({
+      text: status === 'SUCCESS' ? completeManyText : failManyText,
+      values: [ids, ownerTokens, data],
+      operation: status === 'SUCCESS' ? 'complete' : 'fail',
+      secret: ownerTokens,
+    }),
     completeAgain: (id, ownerToken, data) => ({ text: completeAgainText, values: [id, ownerToken, data], operation: 'complete', secret: ownerToken }),
     failAgain: (id, ownerToken, data) => ({ text: failAgainText, values: [id, ownerToken, data], operation: 'fail', secret: ownerToken }),
     replication: () => ({ text: replicationText, values: [], operation: 'replication-check' }),

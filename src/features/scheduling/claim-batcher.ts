@@ -19,6 +19,8 @@ export interface ClaimShape {
   parallel: number;
   maxBatch: number;
   spreadMs: number;
+  /** Spread claims: about this many statements per turn (each of CLAIM_BATCH_MIN to maxBatch runs). */
+  statements?: number;
 }
 
 /** Claims at the due instant: all at once, from a random offset, so that runs start as soon as possible. */
@@ -26,16 +28,18 @@ export const CLAIMS_AT_THE_INSTANT: ClaimShape = { parallel: 8, maxBatch: 1_000,
 
 /**
  * Claims ahead of the instant (claimAheadMs): there is time. Each instance takes the occurrences
- * in a random order of its own, in statements of at most 250, spread evenly over the first half
+ * in a random order of its own, in about 40 statements (25 to 1,000 runs each), spread evenly over the first half
  * of the time ahead. Every instance then claims a random part at the same pace, so each gets about
  * its share (sent at once, the first instance to send claimed nearly all of them), statements stay
  * short (no long waits on each other's uncommitted rows), and the second half is the margin.
  */
-export const claimsAhead = (claimAheadMs: number): ClaimShape => ({ parallel: 2, maxBatch: 250, spreadMs: Math.floor(claimAheadMs / 2) });
+export const claimsAhead = (claimAheadMs: number): ClaimShape => ({ parallel: 2, maxBatch: 1_000, spreadMs: Math.floor(claimAheadMs / 2), statements: 40 });
 
 /** How many runs each claim statement of a turn with `runs` runs takes. */
 export const claimBatchSize = (runs: number, shape: ClaimShape = CLAIMS_AT_THE_INSTANT): number =>
-  Math.min(shape.maxBatch, Math.max(CLAIM_BATCH_MIN, Math.ceil(runs / shape.parallel)));
+  shape.statements === undefined
+    ? Math.min(shape.maxBatch, Math.max(CLAIM_BATCH_MIN, Math.ceil(runs / shape.parallel)))
+    : Math.min(shape.maxBatch, Math.max(CLAIM_BATCH_MIN, Math.ceil(runs / shape.statements)));
 
 interface PendingClaim {
   options: JobAcquireOptions;
@@ -118,22 +122,30 @@ export class ClaimBatcher {
 export const withClaimBatching = (
   lease: SchedulerLease,
   random: () => number,
-  shape: ClaimShape = CLAIMS_AT_THE_INSTANT,
-  wait?: (ms: number) => Promise<void>,
+  ahead?: { shape: ClaimShape; wait: (ms: number) => Promise<void> },
 ): SchedulerLease => {
   const port = bound(lease);
   const { acquireMany } = port;
   if (!acquireMany) return lease;
-  const batcher = new ClaimBatcher({ ...port, acquireMany }, random, shape, wait);
-  return { ...port, acquire: (options) => batcher.acquire(options) };
+  const batched = { ...port, acquireMany };
+  const atTheInstant = new ClaimBatcher(batched, random);
+  // Claims ahead of the instant go through a batcher of their own, spread (see claimsAhead).
+  const spread = ahead && new ClaimBatcher(batched, random, ahead.shape, ahead.wait);
+  return {
+    ...port,
+    acquire: (options) => atTheInstant.acquire(options),
+    ...(spread ? { acquireAhead: (options: JobAcquireOptions) => spread.acquire(options) } : {}),
+  };
 };
 
 /** The port's methods bound to their lease (a class instance's methods live on its prototype). */
-const bound = (lease: SchedulerLease): SchedulerLease => ({
+export const bound = (lease: SchedulerLease): SchedulerLease => ({
   acquire: lease.acquire.bind(lease),
   acquireBatch: lease.acquireBatch.bind(lease),
   acquireMany: lease.acquireMany?.bind(lease),
+  acquireAhead: lease.acquireAhead?.bind(lease),
   failMany: lease.failMany?.bind(lease),
+  completeMany: lease.completeMany?.bind(lease),
   heartbeat: lease.heartbeat.bind(lease),
   complete: lease.complete.bind(lease),
   fail: lease.fail.bind(lease),

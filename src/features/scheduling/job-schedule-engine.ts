@@ -2,7 +2,9 @@ import { JobShutdownError } from '../job-scheduler/job-scheduler.errors';
 import type { JobLease } from '../job-scheduler/job-scheduler.types';
 import { describeFailure } from '../job-scheduler/lease-arguments';
 import { AbandonedOccurrenceScan, type AbandonedOccurrenceStore, DEFAULT_TAKE_OVER_SCAN_MS } from './abandoned-occurrences';
-import { CLAIMS_AT_THE_INSTANT, claimsAhead, withClaimBatching } from './claim-batcher';
+import { claimsAhead, withClaimBatching } from './claim-batcher';
+import { coalescedTimers } from './coalesced-timers';
+import { withCompleteBatching } from './complete-batcher';
 import { DEFAULT_FAILURE_LOG_INTERVAL_MS, FailureLog, type LogLine } from './failure-log';
 import { occurrenceOfRunKey, runKeyOf } from './occurrence-keys';
 import { JitterWaits } from './jitter-waits';
@@ -104,13 +106,17 @@ export class JobScheduleEngine {
   private readonly takeOvers?: AbandonedOccurrenceScan<JobDeclaration>;
   /** Jitter waits in progress: stop() cancels them, so that no run starts after it. */
   private readonly jitter: JitterWaits;
+  /** The jobs' timers: one per instant, however many jobs are due at it. */
+  private readonly at: SchedulerTimers['at'];
 
   constructor(private readonly options: EngineOptions) {
     // The occurrences due at one instant are claimed together (a few statements, not one each).
     const aheadMs = options.claimAheadMs ?? 0;
-    const shape = aheadMs > 0 ? claimsAhead(aheadMs) : CLAIMS_AT_THE_INSTANT;
+    this.at = coalescedTimers(options.timers);
     const wait = (ms: number) => new Promise<void>((resolve) => void options.timers.at(options.timers.now() + ms, resolve));
-    this.lease = observedLease(withClaimBatching(options.lease, () => (options.random ?? Math.random)(), shape, wait), options.timers);
+    const ahead = aheadMs > 0 ? { shape: claimsAhead(aheadMs), wait } : undefined;
+    // Runs that end together are completed together too.
+    this.lease = observedLease(withCompleteBatching(withClaimBatching(options.lease, () => (options.random ?? Math.random)(), ahead)), options.timers);
     const interval = options.failureLogIntervalMs ?? DEFAULT_FAILURE_LOG_INTERVAL_MS;
     if (!Number.isSafeInteger(interval) || interval < 0) throw schedulingErrors.invalidOption('failureLogIntervalMs', 'a whole number of ms, 0 or more', interval);
     this.failureLog = new FailureLog(interval, () => options.timers.now());
@@ -272,6 +278,7 @@ export class JobScheduleEngine {
       state.cancel?.();
       state.cancel = undefined;
       state.queued = undefined;
+      void this.releaseAhead([state], 'paused');
     } else if (this.started) {
       state.lastDue = this.options.timers.now();
       this.arm(state);
@@ -321,20 +328,29 @@ export class JobScheduleEngine {
     const next = state.job.declaration.schedule.next(Math.max(state.lastDue, timers.now()));
     if (next === null) return;
     const due = (): void => {
-      state.cancel = timers.at(next, () => {
+      state.cancel = this.at(next, () => {
         state.cancel = undefined;
         this.fire(state);
       });
     };
-    // Claimed ahead only with the whole time ahead still to come (not for an instant closer than
-    // that, as the first after a start, or every one of a job more frequent than claimAheadMs).
-    const claimAt = next - (this.options.claimAheadMs ?? 0);
-    if (claimAt >= next || claimAt <= timers.now() || !this.claimsAhead(state)) return due();
-    state.cancel = timers.at(claimAt, () => {
-      if (state.ahead?.scheduledAt !== next) {
-        void this.releaseAhead([state], 'not run');
-        state.ahead = this.runner.claimAhead(state.job.declaration, next);
-      }
+    // Claimed ahead when the claims, spread over half the time ahead, can end before the instant
+    // (with half a second to spare): at claimAheadMs before it, or now if that has passed (the
+    // first instant after a start); a job more frequent than that is claimed at its instants.
+    const aheadMs = this.options.claimAheadMs ?? 0;
+    const now = timers.now();
+    const claimAt = Math.max(next - aheadMs, now);
+    if (aheadMs === 0 || next - claimAt < aheadMs / 2 + 500 || !this.claimsAhead(state)) return due();
+    const claim = (): void => {
+      if (state.ahead?.scheduledAt === next) return;
+      void this.releaseAhead([state], 'not run');
+      state.ahead = this.runner.claimAhead(state.job.declaration, next);
+    };
+    if (claimAt <= now) {
+      claim();
+      return due();
+    }
+    state.cancel = this.at(claimAt, () => {
+      claim();
       due();
     });
   }
@@ -515,6 +531,10 @@ export class JobScheduleEngine {
   private async runOccurrence(state: JobState, scheduledAt: number, trigger: JobExecution['trigger'], tenantId?: string): Promise<JobRunRecord[]> {
     const { declaration, handler } = state.job;
     const ahead = trigger === 'schedule' || trigger === 'catch-up' ? this.takeAhead(state, scheduledAt) : undefined;
+    // Claimed ahead by another instance (known before the instant): recorded at once, nothing to wait for.
+    if (ahead?.settled?.kind === 'lost') {
+      return [this.emit({ ...this.recordOf(state), outcome: 'skipped-locked', scheduledAt: new Date(scheduledAt), trigger, correlationId: ahead.correlationId })];
+    }
     if (trigger === 'schedule' || trigger === 'catch-up') {
       await this.jitter.wait(declaration.jitterMs);
       if (!this.started) return [];

@@ -42,6 +42,8 @@ export interface AheadClaim {
   /** When the claim was sent, on the runner's clock: the lease runs from then. */
   sentAt: number;
   outcome: Promise<ClaimOutcome>;
+  /** The outcome once it is known. */
+  settled?: ClaimOutcome;
 }
 
 type ClaimOutcome = { kind: 'acquired'; lock: JobAcquiredLease } | { kind: 'lost' } | { kind: 'unavailable'; error: unknown };
@@ -201,7 +203,9 @@ export class OccurrenceRunner {
    */
   claimAhead(job: JobDeclaration, scheduledAt: number): AheadClaim {
     const runKey = runKeyOf({ scheduleId: job.dynamicSchedule?.id }, scheduledAt);
-    return { scheduledAt, correlationId: randomUUID(), sentAt: this.clock.now(), outcome: this.acquireOutcome(job, runKey) };
+    const claim: AheadClaim = { scheduledAt, correlationId: randomUUID(), sentAt: this.clock.now(), outcome: this.acquireOutcome(job, runKey, true) };
+    void claim.outcome.then((outcome) => (claim.settled = outcome));
+    return claim;
   }
 
   /**
@@ -225,8 +229,10 @@ export class OccurrenceRunner {
   }
 
   /** The occurrence's acquire (one of a batch), as a value: shutdown waits for those in flight. */
-  private acquireOutcome(job: JobDeclaration, runKey: string): Promise<ClaimOutcome> {
-    const outcome = this.lease.acquire({ code: job.name, runKey, name: job.name, leaseMs: job.leaseMs, reclaimFailed: false }).then(
+  private acquireOutcome(job: JobDeclaration, runKey: string, ahead = false): Promise<ClaimOutcome> {
+    const options = { code: job.name, runKey, name: job.name, leaseMs: job.leaseMs, reclaimFailed: false };
+    const acquiring = ahead && this.lease.acquireAhead ? this.lease.acquireAhead(options) : this.lease.acquire(options);
+    const outcome = acquiring.then(
       (lock): ClaimOutcome => (lock.acquired ? { kind: 'acquired', lock } : { kind: 'lost' }),
       // The lock store cannot be reached: failed, rather than run on every instance.
       (error: unknown): ClaimOutcome => ({ kind: 'unavailable', error }),

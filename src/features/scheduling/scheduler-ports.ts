@@ -26,10 +26,12 @@ export const observedLease = (lease: SchedulerLease, timers: SchedulerTimers): S
     acquire: (options) => seen(lease.acquire(options)),
     acquireBatch: (options) => seen(lease.acquireBatch(options)),
     acquireMany: lease.acquireMany && ((runs) => seen(lease.acquireMany!(runs))),
+    acquireAhead: lease.acquireAhead && ((options) => seen(lease.acquireAhead!(options))),
     heartbeat: (value, options) => seen(lease.heartbeat(value, options)),
     complete: (value, data) => seen(lease.complete(value, data)),
     fail: (value, data) => seen(lease.fail(value, data)),
     failMany: lease.failMany && ((leases, data) => seen(lease.failMany!(leases, data))),
+    completeMany: lease.completeMany && ((leases, data) => seen(lease.completeMany!(leases, data))),
   };
 };
 
@@ -43,12 +45,16 @@ export interface SchedulerLease {
    * Optional: without it, every occurrence is acquired by a statement of its own.
    */
   acquireMany?(runs: readonly JobAcquireOptions[]): Promise<JobAcquireResult[]>;
+  /** acquire, for an occurrence claimed ahead of its instant (batched and spread by the scheduler). Optional: acquire otherwise. */
+  acquireAhead?(options: JobAcquireOptions): Promise<JobAcquireResult>;
   /** `timeoutMs`: a tighter bound on this one statement (a heartbeat is bounded by its interval). */
   heartbeat(lease: JobLease, options?: { timeoutMs?: number }): Promise<boolean>;
   complete(lease: JobLease, data?: unknown): Promise<boolean>;
   fail(lease: JobLease, data?: unknown): Promise<boolean>;
   /** fail for many leases in few statements, whether each applied. Optional: without it, one fail each. */
   failMany?(leases: readonly JobLease[], data?: unknown): Promise<boolean[]>;
+  /** complete for many leases in few statements. Optional: without it, one complete each. */
+  completeMany?(leases: readonly JobLease[], data?: unknown): Promise<boolean[]>;
 }
 
 /** Durable history: the latest occurrence any instance recorded for a job. */

@@ -92,14 +92,17 @@ describe('per-tenant fan-out on PostgreSQL, three instances', () => {
     // The bound, and that it is reached: each instance (its first claim uncontested) ran 3 at once, never more.
     expect(instances.map((instance) => instance.peak)).toEqual([3, 3, 3]);
 
-    // Statements: claims (never one acquire per tenant) and one complete per run.
+    // Statements: claims (never one acquire per tenant) and at most one complete per run (the runs
+    // that end in one turn share one).
     const counts = instances.map((instance) => {
       const byKind: Record<string, number> = {};
       for (const statement of instance.counter.statements) byKind[kind(statement)] = (byKind[kind(statement)] ?? 0) + 1;
       return byKind;
     });
     expect(counts.map((byKind) => byKind.acquire ?? 0)).toEqual([0, 0, 0]);
-    expect(counts.reduce((sum, byKind) => sum + (byKind.complete ?? 0), 0)).toBe(tenants.length);
+    const completes = counts.reduce((sum, byKind) => sum + (byKind.complete ?? 0), 0);
+    expect(completes).toBeGreaterThan(0);
+    expect(completes).toBeLessThanOrEqual(tenants.length);
     const claims = counts.reduce((sum, byKind) => sum + (byKind.claim ?? 0), 0);
     // Claims take several tenants each: the first fills the slots, the next ones run ahead.
     expect(claims).toBeLessThanOrEqual(tenants.length / 2);

@@ -68,7 +68,7 @@ describe('occurrences claimed ahead (claimAheadMs)', () => {
     await sleep(dueAt - AHEAD_MS / 3 - Date.now());
     expect(await rowsOf('removed', dueAt)).toEqual([expect.objectContaining({ status: 'RUNNING', ownerId: 'a', claimedBeforeDue: true })]);
     await a.schedules.remove('removed');
-    await a.schedules.upsert({ id: 'moved', handler: 'reports.tenant-report', every: EVERY_MS * 3 + 1_000 });
+    await a.schedules.upsert({ id: 'moved', handler: 'reports.tenant-report', every: '7d' });
     await a.schedules.upsert({ id: 'kept', handler: 'reports.tenant-report', every: EVERY_MS, data: { v: 2 } });
     await sleep(dueAt + 1_000 - Date.now());
     await a.schedules.idle();

@@ -87,6 +87,17 @@ describe('dynamic schedules', () => {
     const inWindow = calls.filter((call) => measured.includes(call.scheduledAt));
     const keys = inWindow.map((call) => `${call.scheduleId} ${call.scheduledAt}`);
     expect(new Set(keys).size).toBe(keys.length);
+    // Every occurrence ran; for one that did not, what each instance recorded of it.
+    const ran = new Set(keys);
+    const missing = measured.flatMap((instant) =>
+      Array.from({ length: SCHEDULES }, (_, index) => `bulk-${String(index + 1).padStart(4, '0')} ${instant}`).filter((key) => !ran.has(key)),
+    );
+    const recorded = nodes.flatMap((node) =>
+      node.schedules.runs
+        .filter((run) => missing.includes(`${run.scheduleId} ${run.scheduledAt.toISOString()}`))
+        .map((run) => ({ node: node.name, key: `${run.scheduleId} ${run.scheduledAt.toISOString()}`, outcome: run.outcome, errorCode: run.errorCode, error: String(run.error) })),
+    );
+    expect({ missing, recorded }).toEqual({ missing: [], recorded: [] });
     expect(keys).toHaveLength(2 * SCHEDULES);
     // Work spread: every instance ran some.
     for (const name of ['a', 'b', 'c']) expect(inWindow.some((call) => call.node === name)).toBe(true);

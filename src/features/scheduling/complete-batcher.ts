@@ -1,0 +1,52 @@
+import type { JobLease } from '../job-scheduler/job-scheduler.types';
+import { bound } from './claim-batcher';
+import type { SchedulerLease } from './scheduler-ports';
+
+interface PendingComplete {
+  lease: JobLease;
+  resolve(applied: boolean): void;
+  reject(error: unknown): void;
+}
+
+/** Runs per complete statement, at most. */
+const COMPLETES_PER_STATEMENT = 1_000;
+
+/**
+ * The completes asked in one turn of the event loop (the runs of occurrences due together end
+ * together) go to the database as one statement (`completeMany`, each row fenced on its own id and
+ * owner token), instead of one each: fewer round trips, pool checkouts and statements per run.
+ * Each caller still learns whether its own complete applied; a failed statement fails the
+ * completes it carried, as their own statements would have. Completes with data go alone.
+ */
+export const withCompleteBatching = (lease: SchedulerLease): SchedulerLease => {
+  const port = bound(lease);
+  const { completeMany } = port;
+  if (!completeMany) return lease;
+  let pending: PendingComplete[] = [];
+  const send = async (batch: PendingComplete[]): Promise<void> => {
+    if (batch.length === 1) {
+      const [only] = batch;
+      return port.complete(only.lease).then(only.resolve, only.reject);
+    }
+    try {
+      const applied = await completeMany(batch.map((entry) => entry.lease));
+      batch.forEach((entry, index) => entry.resolve(applied[index]));
+    } catch (error) {
+      for (const entry of batch) entry.reject(error);
+    }
+  };
+  const flush = (): void => {
+    const batch = pending;
+    pending = [];
+    for (let start = 0; start < batch.length; start += COMPLETES_PER_STATEMENT) void send(batch.slice(start, start + COMPLETES_PER_STATEMENT));
+  };
+  return {
+    ...port,
+    complete: (value, data) => {
+      if (data !== undefined) return port.complete(value, data);
+      return new Promise<boolean>((resolve, reject) => {
+        if (pending.push({ lease: { id: value.id, ownerToken: value.ownerToken }, resolve, reject }) === 1) setImmediate(flush);
+      });
+    },
+  };
+};
