@@ -1,4 +1,5 @@
 import { contended } from './contended';
+import { dashboard } from './dashboard';
 import { dynamicSchedules } from './dynamic-schedules';
 import { fleetJobs } from './fleet-jobs';
 import { heartbeat } from './heartbeat';
@@ -12,4 +13,4 @@ import { uncontended } from './uncontended';
 import type { Scenario } from './scenario';
 
 /** Every scenario, in the order a full run measures them. */
-export const SCENARIOS: readonly Scenario[] = [roundTrips, uncontended, contended, tableGrowth, retentionChurn, heartbeat, peer, pooler, tenants, fleetJobs, dynamicSchedules];
+export const SCENARIOS: readonly Scenario[] = [roundTrips, uncontended, contended, tableGrowth, retentionChurn, heartbeat, peer, pooler, tenants, fleetJobs, dynamicSchedules, dashboard];

@@ -44,6 +44,7 @@ export { JobSchedulerModule } from './job-scheduler/job-scheduler.module';
 export type { JobSchedulerModuleOptions } from './job-scheduler/job-scheduler.module-definition';
 export type { LeaseTimingDefaults } from './job-scheduler/lease-timing';
 export {
+  AddJobPauseTable1764547200008,
   AddJobSchedulerAcquireFunction1764547200005,
   AddJobSchedulerCodeRunKeyIndex1764547200002,
   AddJobSchedulerFencingTokenSequence1764547200003,

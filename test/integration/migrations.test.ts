@@ -53,6 +53,7 @@ describe('migrations', () => {
       'AddJobSchedulerAcquireFunction1764547200005',
       'AddJobSchedulerRunningIndex1764547200006',
       'CreateJobScheduleTable1764547200007',
+      'AddJobPauseTable1764547200008',
     ]);
     // The dynamic schedules' table, its version sequence and its indexes.
     const scheduleIndexes = await database.sql<{ indexname: string }>(`SELECT indexname FROM pg_indexes WHERE tablename = 'job-schedule' ORDER BY 1`);
@@ -90,6 +91,11 @@ describe('migrations', () => {
       `SELECT indexdef AS definition FROM pg_indexes WHERE indexname = 'IDX_job_scheduler_running_modified_at'`,
     );
     expect(running.definition).toContain('("modifiedAt") WHERE (status = \'RUNNING\'');
+    const [byCode] = await database.sql<{ definition: string }>(
+      `SELECT indexdef AS definition FROM pg_indexes WHERE indexname = 'IDX_job_scheduler_code_created_at'`,
+    );
+    expect(byCode.definition).toContain('(code, "createdAt")');
+    expect(await database.sql(`SELECT to_regclass('"job-scheduler-pause"')::text AS t`)).toEqual([{ t: '"job-scheduler-pause"' }]);
   });
 
   it('revert and re-apply cleanly', async () => {
@@ -164,6 +170,7 @@ describe('migrations', () => {
     ]);
     await dataSource.destroy();
     expect(await database.sql(`SELECT indexname FROM pg_indexes WHERE indexname LIKE 'IDX_job_scheduler_%' ORDER BY 1`)).toEqual([
+      { indexname: 'IDX_job_scheduler_code_created_at' },
       { indexname: 'IDX_job_scheduler_code_run_key' },
       { indexname: 'IDX_job_scheduler_created_at' },
       { indexname: 'IDX_job_scheduler_running_modified_at' },

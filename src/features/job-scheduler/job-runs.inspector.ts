@@ -4,15 +4,23 @@ import type { ExpiredJobLease, JobRunFilter, JobRunPage, JobRunView } from './jo
 import { JOB_SCHEDULER_DATA_SOURCE } from './job-scheduler.constants';
 import { JobSchedulerExecutor } from './job-scheduler.executor';
 import { JOB_SCHEDULER_MODULE_OPTIONS, type JobSchedulerRuntimeOptions } from './job-scheduler.module-definition';
-import type { RunRow } from './job-scheduler.sql';
+import { InvalidJobQueryOptionsError } from './job-scheduler.errors';
+import type { LatestOccurrenceRow, OccurrenceRow, RunRow } from './job-scheduler.sql';
 import type { JobAcquireOptions } from './job-scheduler.types';
 import { resolveJobIdentity } from './job-identity';
 import type { JobSchedulerDatabase } from './lease-database';
 import { resolveTimingDefaults } from './lease-timing';
+import { UUID } from './lease-arguments';
+
+const checkRunId = (id: unknown): string => {
+  if (typeof id !== 'string' || !UUID.test(id)) throw new InvalidJobQueryOptionsError(`a run id must be a UUID, got ${JSON.stringify(String(id).slice(0, 80))}`);
+  return id;
+};
 
 /**
- * Read-only views of the lease table for operators: runs by code / status / time with keyset
- * pagination, one logical run by its identity, and the RUNNING leases past their lease.
+ * Views of the lease table for operators: runs by code / status / time with keyset pagination,
+ * one logical run by its identity or id, a job's occurrences in a span, and the RUNNING leases
+ * past their lease; and one write, the release of a stuck lease (fenced on its fencing token).
  * Typed results; owner tokens are never read.
  */
 @Injectable()
@@ -43,6 +51,49 @@ export class JobRunsInspector {
     const { lockKey } = resolveJobIdentity(identity);
     const [row] = await this.executor.rows<RunRow>(this.executor.statements.runByKey(lockKey));
     return row ? toRunView(row) : null;
+  }
+
+  /** One run by its id (a UUID, else InvalidJobQueryOptionsError before any SQL), or null. */
+  async getRunById(id: string): Promise<JobRunView | null> {
+    const [row] = await this.executor.rows<RunRow>(this.executor.statements.runById(checkRunId(id)));
+    return row ? toRunView(row) : null;
+  }
+
+  /**
+   * A job's occurrences due in [from, to), and its runNow runs asked then, newest first: at most
+   * `limit` of each. With `runKeyPrefix` (a dynamic schedule's `schedule=<id> `), that schedule's
+   * occurrences only, their keys as stored.
+   */
+  async findOccurrences(code: string, from: Date, to: Date, limit: number, runKeyPrefix?: string): Promise<OccurrenceRow[]> {
+    const { code: checked, createdFrom, createdBefore } = resolveRunFilter({ code, from, to });
+    if (checked === null || createdFrom === null || createdBefore === null || !Number.isSafeInteger(limit) || limit < 1 || limit > 100_000) {
+      throw new InvalidJobQueryOptionsError('findOccurrences needs a code, from, to and a limit from 1 to 100,000');
+    }
+    const [fromKey, toKey] = [createdFrom.toISOString(), createdBefore.toISOString()];
+    const statement =
+      runKeyPrefix === undefined
+        ? this.executor.statements.occurrencesBetween(checked, fromKey, toKey, limit)
+        : this.executor.statements.scheduleOccurrencesBetween(checked, runKeyPrefix, fromKey, toKey, limit);
+    return this.executor.rows<OccurrenceRow>(statement);
+  }
+
+  /** The latest occurrence of each job that has one, with its status (one statement for all). */
+  async latestOccurrences(codes: readonly string[]): Promise<Map<string, LatestOccurrenceRow>> {
+    const rows = await this.executor.rows<LatestOccurrenceRow>(this.executor.statements.latestOccurrences(codes));
+    return new Map(rows.map((row) => [row.code, row]));
+  }
+
+  /**
+   * Frees a stuck lease: the run becomes FAIL with `data`, and its holder (should it be alive)
+   * loses the lease. Applies only while the run is RUNNING with the fencing token the operator
+   * saw: false when it finished or was reclaimed meanwhile.
+   */
+  async releaseStuckLease(id: string, fencingToken: number, data: Record<string, unknown>): Promise<boolean> {
+    if (!Number.isSafeInteger(fencingToken) || fencingToken < 1) {
+      throw new InvalidJobQueryOptionsError(`a fencing token must be a whole number from 1, got ${String(fencingToken)}`);
+    }
+    const statement = this.executor.statements.releaseStuckLease(checkRunId(id), String(fencingToken), JSON.stringify(data));
+    return (await this.executor.rows(statement)).length === 1;
   }
 
   /**

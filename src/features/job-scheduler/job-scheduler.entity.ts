@@ -29,6 +29,8 @@ export const JOB_SCHEDULER_TABLE = 'job-scheduler';
 @Index('IDX_job_scheduler_created_at', ['createdAt'])
 // ("modifiedAt") WHERE "status" = 'RUNNING', created by a migration: the take-over scan's index.
 @Index('IDX_job_scheduler_running_modified_at', { synchronize: false })
+// The runs of one code, newest first (the dashboard's runs list by job): also created by synchronize.
+@Index('IDX_job_scheduler_code_created_at', ['code', 'createdAt'])
 export class JobScheduler {
   @PrimaryColumn({ type: 'uuid', default: () => 'gen_random_uuid()', primaryKeyConstraintName: 'PK_job_scheduler_id' })
   id!: string;

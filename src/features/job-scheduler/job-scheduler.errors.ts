@@ -101,6 +101,8 @@ export type JobLeaseDatabaseOperation =
   | 'inspect'
   | 'history'
   | 'take-over'
+  | 'pause'
+  | 'release'
   | 'replication-check'
   | 'schedules';
 

@@ -6,6 +6,7 @@ import { TuneJobSchedulerTableForChurn1764547200004 } from '../../../migrations/
 import { AddJobSchedulerAcquireFunction1764547200005 } from '../../../migrations/1764547200005-AddJobSchedulerAcquireFunction';
 import { AddJobSchedulerRunningIndex1764547200006 } from '../../../migrations/1764547200006-AddJobSchedulerRunningIndex';
 import { CreateJobScheduleTable1764547200007 } from '../../../migrations/1764547200007-CreateJobScheduleTable';
+import { AddJobPauseTable1764547200008 } from '../../../migrations/1764547200008-AddJobPauseTable';
 
 /** The lease's migrations in order, for `migrations: [...JobSchedulerMigrations]` in a DataSource. */
 export const JobSchedulerMigrations = [
@@ -17,9 +18,11 @@ export const JobSchedulerMigrations = [
   AddJobSchedulerAcquireFunction1764547200005,
   AddJobSchedulerRunningIndex1764547200006,
   CreateJobScheduleTable1764547200007,
+  AddJobPauseTable1764547200008,
 ] as const;
 
 export {
+  AddJobPauseTable1764547200008,
   AddJobSchedulerAcquireFunction1764547200005,
   AddJobSchedulerCodeRunKeyIndex1764547200002,
   AddJobSchedulerFencingTokenSequence1764547200003,

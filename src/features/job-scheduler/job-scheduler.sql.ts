@@ -146,6 +146,23 @@ export interface RunRow {
   heartbeatAgeMs: string;
 }
 
+/** One recorded occurrence of a job (scheduled, or asked with runNow) for the dashboard's timeline. */
+export interface OccurrenceRow {
+  id: string;
+  runKey: string;
+  status: string;
+  attempts: number;
+  /** data.outcome ('missed' for an occurrence recorded as missed), or null. */
+  outcome: string | null;
+}
+
+/** The latest occurrence of a job, with its status (for the dashboard's health). */
+export interface LatestOccurrenceRow {
+  code: string;
+  runKey: string;
+  status: string;
+}
+
 export const quoteIdentifier = (identifier: string): string => `"${identifier.replace(/"/g, '""')}"`;
 
 /** `"schema"."table"` or `"table"` (resolved through search_path). */
@@ -182,6 +199,16 @@ export interface JobSchedulerStatements {
   abandonOccurrence(id: string, attempts: number, fallbackLeaseMs: number, data: string): SqlStatement;
   /** The occurrence runKeys of a code recorded in [from, to] (ISO 8601 keys; tenant suffixes included). */
   scheduledRunKeysBetween(code: string, from: string, to: string): SqlStatement;
+  /** One run by its id, every column but the owner token. */
+  runById(id: string): SqlStatement;
+  /** A job's occurrences due in [from, to) and its runNow runs asked then (ISO 8601 bounds), by runKey, at most `limit`. */
+  occurrencesBetween(code: string, from: string, to: string, limit: number): SqlStatement;
+  /** A dynamic schedule's occurrences due in [from, to): runKeys `<prefix><instant>` of its handler's code, at most `limit`. */
+  scheduleOccurrencesBetween(code: string, prefix: string, from: string, to: string, limit: number): SqlStatement;
+  /** The latest occurrence of each of `codes` that has one, with its status: rows `{ code, runKey, status }`. */
+  latestOccurrences(codes: readonly string[]): SqlStatement;
+  /** An operator frees a stuck lease: FAIL, if still RUNNING with that fencing token. */
+  releaseStuckLease(id: string, fencingToken: string, data: string): SqlStatement;
 }
 
 /**
@@ -447,16 +474,46 @@ RETURNING t."id"`.trim();
   "modifiedAt", "startedAt", "finishedAt", "data", "lastError",
   (EXTRACT(EPOCH FROM (CURRENT_TIMESTAMP - "modifiedAt")) * 1000)::bigint::text AS "heartbeatAgeMs"`;
 
-  const findRunsText = `
-SELECT ${runColumns} FROM ${table}
-WHERE ($1::text IS NULL OR "code" = $1::text)
-  AND ($2::text IS NULL OR "status"::text = $2::text)
-  AND ($3::text IS NULL OR "type"::text = $3::text)
-  AND ($4::timestamptz IS NULL OR "createdAt" >= $4::timestamptz)
-  AND ($5::timestamptz IS NULL OR "createdAt" < $5::timestamptz)
-  AND ($6::timestamptz IS NULL OR ("createdAt", "id") < ($6::timestamptz, $7::uuid))
+  // One text per shape of filter (only the filters given, so that each shape gets plans that use
+  // the indexes: IDX_job_scheduler_created_at, IDX_job_scheduler_code_run_key for a rare code, the
+  // partial index of RUNNING rows for status RUNNING, written as a literal so that it matches the
+  // index's predicate). Each text is built once.
+  const findRunsTexts = new Map<string, string>();
+  const findRunsText = (p: FindRunsParameters): string => {
+    const given = [p.code, p.status, p.type, p.createdFrom, p.createdBefore, p.after].map((value) => (value === null ? '-' : 'x')).join('');
+    const shape = `${given}${p.status === 'RUNNING' ? 'R' : ''}`;
+    let text = findRunsTexts.get(shape);
+    if (text === undefined) {
+      const conditions: string[] = [];
+      let next = 0;
+      const parameter = () => `$${++next}`;
+      if (p.code !== null) conditions.push(`"code" = ${parameter()}::text`);
+      if (p.status === 'RUNNING') conditions.push(`"status" = 'RUNNING'`);
+      else if (p.status !== null) conditions.push(`"status"::text = ${parameter()}::text`);
+      if (p.type !== null) conditions.push(`"type"::text = ${parameter()}::text`);
+      if (p.createdFrom !== null) conditions.push(`"createdAt" >= ${parameter()}::timestamptz`);
+      if (p.createdBefore !== null) conditions.push(`"createdAt" < ${parameter()}::timestamptz`);
+      if (p.after !== null) conditions.push(`("createdAt", "id") < (${parameter()}::timestamptz, ${parameter()}::uuid)`);
+      text = `SELECT ${runColumns} FROM ${table}
+WHERE ${conditions.length === 0 ? 'true' : conditions.join('\n  AND ')}
 ORDER BY "createdAt" DESC, "id" DESC
-LIMIT $8`.trim();
+LIMIT ${parameter()}`;
+      findRunsTexts.set(shape, text);
+    }
+    return text;
+  };
+  const findRunsValues = (p: FindRunsParameters): unknown[] =>
+    ([
+      p.code,
+      p.status === 'RUNNING' ? null : p.status,
+      p.type,
+      p.createdFrom,
+      p.createdBefore,
+      p.after?.createdAt ?? null,
+      p.after?.id ?? null,
+    ] as unknown[])
+      .filter((value) => value !== null)
+      .concat([p.limit]);
 
   const runByKeyText = `SELECT ${runColumns} FROM ${table} WHERE "lockKey" = $1`;
 
@@ -496,6 +553,44 @@ SELECT "runKey" FROM ${table}
 WHERE "code" = $1 AND "type" = 'SCHEDULE'
   AND "runKey" COLLATE "C" >= $2::text COLLATE "C" AND "runKey" COLLATE "C" < $3::text COLLATE "C"`.trim();
 
+  const runByIdText = `SELECT ${runColumns} FROM ${table} WHERE "id" = $1::uuid`;
+
+  // The dashboard's timeline: two backward range scans of IDX_job_scheduler_code_run_key (the due
+  // instants, and the runNow keys "run-now <instant> ..." asked in the span), newest first, no
+  // sort and no other row read.
+  // `prefix` is SQL prepended to both bounds ($2 and $3); the limit is $4.
+  const occurrenceRange = (prefix: string) => `(SELECT "id", "runKey", "status"::text AS "status", "attempts",
+  CASE WHEN "status" = 'FAIL' THEN "data"->>'outcome' END AS "outcome"
+FROM ${table}
+WHERE "code" = $1 AND "type" = 'SCHEDULE'
+  AND "runKey" COLLATE "C" >= (${prefix}$2::text) COLLATE "C" AND "runKey" COLLATE "C" < (${prefix}$3::text) COLLATE "C"
+ORDER BY "runKey" COLLATE "C" DESC
+LIMIT $4)`;
+  const occurrencesBetweenText = `${occurrenceRange('')}\nUNION ALL\n${occurrenceRange("'run-now ' || ")}`;
+  // A dynamic schedule's keys, "schedule=<encoded id> <instant>", are one range too ($5: the prefix).
+  const scheduleOccurrencesBetweenText = occurrenceRange('$5::text || ');
+
+  // As latestScheduledRunKeys, with the status of that latest occurrence: one backward probe per job.
+  const latestOccurrencesText = `
+SELECT wanted."code", latest."runKey", latest."status"
+FROM unnest($1::text[]) AS wanted("code")
+CROSS JOIN LATERAL (
+  SELECT "runKey", "status"::text AS "status" FROM ${table}
+  WHERE "code" = wanted."code" AND "type" = 'SCHEDULE' AND "runKey" ~ '^[0-9]{4}-[0-9]{2}-[0-9]{2}T'
+  ORDER BY "runKey" COLLATE "C" DESC
+  LIMIT 1
+) AS latest`.trim();
+
+  // Fenced on the id AND the fencing token the operator saw: a lease reclaimed meanwhile (a new
+  // token) or finished is left alone. The owner token is cleared, so the holder, should it still
+  // be alive, loses the lease at its next heartbeat and cannot finalize the run.
+  const releaseStuckLeaseText = `
+UPDATE ${table} SET "status" = 'FAIL', "ownerToken" = NULL, "data" = $3::jsonb,
+  "lastError" = jsonb_build_object('released', true, 'ownerId', "ownerId", 'lastHeartbeatAt', "modifiedAt"),
+  "finishedAt" = CURRENT_TIMESTAMP, "modifiedAt" = CURRENT_TIMESTAMP
+WHERE "id" = $1::uuid AND "fencingToken" = $2::bigint AND "status" = 'RUNNING'
+RETURNING "id"`.trim();
+
   const estimatedRowsText = `SELECT reltuples::bigint::text AS "rows" FROM pg_class WHERE oid = to_regclass('${table.replace(/'/g, "''")}')`;
 
   return {
@@ -505,11 +600,8 @@ WHERE "code" = $1 AND "type" = 'SCHEDULE'
       operation: 'prune',
       planEachTime: true,
     }),
-    findRuns: (p) => ({
-      text: findRunsText,
-      values: [p.code, p.status, p.type, p.createdFrom, p.createdBefore, p.after?.createdAt ?? null, p.after?.id ?? null, p.limit],
-      operation: 'inspect',
-    }),
+    // Planned for its values each time: how selective a code or a status is decides the plan.
+    findRuns: (p) => ({ text: findRunsText(p), values: findRunsValues(p), operation: 'inspect', planEachTime: true }),
     runByKey: (lockKey) => ({ text: runByKeyText, values: [lockKey], operation: 'inspect' }),
     expiredLeases: (fallbackLeaseMs, limit) => ({ text: expiredLeasesText, values: [fallbackLeaseMs, limit], operation: 'inspect' }),
     countExpiredLeases: (fallbackLeaseMs) => ({ text: countExpiredLeasesText, values: [fallbackLeaseMs], operation: 'inspect' }),
@@ -525,6 +617,15 @@ WHERE "code" = $1 AND "type" = 'SCHEDULE'
       values: [id, attempts, fallbackLeaseMs, data],
       operation: 'take-over',
     }),
+    runById: (id) => ({ text: runByIdText, values: [id], operation: 'inspect' }),
+    occurrencesBetween: (code, from, to, limit) => ({ text: occurrencesBetweenText, values: [code, from, to, limit], operation: 'inspect' }),
+    scheduleOccurrencesBetween: (code, prefix, from, to, limit) => ({
+      text: scheduleOccurrencesBetweenText,
+      values: [code, from, to, limit, prefix],
+      operation: 'inspect',
+    }),
+    latestOccurrences: (codes) => ({ text: latestOccurrencesText, values: [codes], operation: 'inspect' }),
+    releaseStuckLease: (id, fencingToken, data) => ({ text: releaseStuckLeaseText, values: [id, fencingToken, data], operation: 'release' }),
     scheduledRunKeysBetween: (code, from, to) => ({ text: scheduledRunKeysBetweenText, values: [code, from, to], operation: 'history' }),
     acquire: (p) => ({
       text: acquireText,

@@ -265,6 +265,33 @@ export class JobScheduleEngine {
   }
 
   /**
+   * Arms or disarms a registered job at runtime (a pause seen by every instance): disabled, its
+   * timer is cancelled and a queued occurrence dropped (a run in progress finishes); enabled again,
+   * it fires from the next due instant on (what fell due meanwhile is not run). false: unknown job.
+   */
+  setEnabled(name: string, enabled: boolean): boolean {
+    const state = this.states.get(name);
+    if (!state) return false;
+    if (state.job.enabled === enabled) return true;
+    state.job = { ...state.job, enabled };
+    if (!enabled) {
+      state.cancel?.();
+      state.cancel = undefined;
+      state.queued = undefined;
+      void this.releaseAhead([state], 'paused');
+    } else if (this.started) {
+      state.lastDue = this.options.timers.now();
+      this.arm(state);
+    }
+    return true;
+  }
+
+  /** Whether a registered job's timers run (false for an unknown job). */
+  isEnabled(name: string): boolean {
+    return this.states.get(name)?.job.enabled ?? false;
+  }
+
+  /**
    * For each enabled job: how many occurrences have been due since its last success (from
    * `lastSuccesses`, asked once for all jobs; or since this instance started, when there is
    * none), counted up to `cap`.

@@ -10,6 +10,11 @@ import {
 import { ModuleRef } from '@nestjs/core';
 import { JobSchedulerStatus } from '../job-scheduler/job-scheduler.entity';
 import { JobSchedulerService } from '../job-scheduler/job-scheduler.service';
+import { JOB_SCHEDULER_DATA_SOURCE } from '../job-scheduler/job-scheduler.constants';
+import { JOB_SCHEDULER_MODULE_OPTIONS, type JobSchedulerRuntimeOptions } from '../job-scheduler/job-scheduler.module-definition';
+import type { JobSchedulerDatabase } from '../job-scheduler/lease-database';
+import { DEFAULT_PAUSE_POLL_MS, type JobPause, JobPausePoller, JobPauseStore } from './job-pauses';
+import type { JobDeclaration } from './schedule/job-declaration';
 import { JobScheduleEngine } from './job-schedule-engine';
 import { dueInstantOf } from './occurrence-keys';
 import { canFindAbandoned } from './abandoned-occurrences';
@@ -65,6 +70,9 @@ export class ScheduledJobsService implements OnModuleInit, OnApplicationBootstra
   private readonly engine: JobScheduleEngine;
   /** On the PostgreSQL lease only (a test lease has nothing to prune). */
   private readonly retention?: ScheduledRetentionTimer;
+  /** Runtime pauses (PostgreSQL lease only): the table, its poller, and each job's configured `enabled`. */
+  private pauses?: { store: JobPauseStore; poller: JobPausePoller };
+  private readonly configuredEnabled = new Map<string, boolean>();
 
   constructor(
     @Inject(SCHEDULING_MODULE_OPTIONS) private readonly options: SchedulingModuleOptions,
@@ -104,11 +112,17 @@ export class ScheduledJobsService implements OnModuleInit, OnApplicationBootstra
     const jobs = this.explorer.explore(this.options.settings);
     const perTenant = jobs.find((job) => job.declaration.tenancy === 'per-tenant');
     if (perTenant && !this.findTenantDirectory()) throw schedulingErrors.noTenants(perTenant.declaration.name);
-    for (const job of jobs) this.engine.register(job);
+    for (const job of jobs) {
+      this.engine.register(job);
+      this.configuredEnabled.set(job.declaration.name, job.enabled);
+    }
+    this.pauses = this.pauseTable();
   }
 
   async onApplicationBootstrap(): Promise<void> {
     if (this.options.start === false) return;
+    // Paused jobs are disarmed before any timer is armed.
+    await this.pauses?.poller.start();
     await this.engine.start();
     this.retention?.start();
     this.logger.log(`Started ${this.engine.jobNames.length} scheduled job(s)`);
@@ -116,6 +130,7 @@ export class ScheduledJobsService implements OnModuleInit, OnApplicationBootstra
 
   async beforeApplicationShutdown(): Promise<void> {
     this.retention?.stop();
+    await this.pauses?.poller.stop();
     await this.engine.stop();
   }
 
@@ -131,6 +146,69 @@ export class ScheduledJobsService implements OnModuleInit, OnApplicationBootstra
   /** Runs a declared job once, now; scheduledAt is the instant it was asked. UNKNOWN_JOB otherwise. */
   runNow(name: string): Promise<JobRunRecord[]> {
     return this.engine.runNow(name);
+  }
+
+  /**
+   * Pauses a declared job on every instance (persisted; each instance sees it within its poll
+   * period, this one at once) until resumeJob; a run in progress finishes. false: already paused.
+   */
+  async pauseJob(name: string, pausedBy: string): Promise<boolean> {
+    const store = this.pauseStoreFor(name);
+    const paused = await store.pause(name, pausedBy);
+    await this.pauses?.poller.pollNow();
+    return paused;
+  }
+
+  /** Resumes a paused job: its timers fire again from the next due instant. false: it was not paused. */
+  async resumeJob(name: string): Promise<boolean> {
+    const store = this.pauseStoreFor(name);
+    const resumed = await store.resume(name);
+    await this.pauses?.poller.pollNow();
+    return resumed;
+  }
+
+  /** The paused jobs, as the pause table holds them now (empty without it). */
+  async pausedJobs(): Promise<JobPause[]> {
+    return this.pauses ? this.pauses.store.list() : [];
+  }
+
+  /** Every declared job's checked declaration (enabled or not). */
+  get declarations(): JobDeclaration[] {
+    return this.engine.declarations;
+  }
+
+  /** Whether a declared job's timers run on this instance (false when disabled by its settings or paused). */
+  isEnabled(name: string): boolean {
+    return this.engine.isEnabled(name);
+  }
+
+  private pauseStoreFor(name: string): JobPauseStore {
+    if (!this.engine.jobNames.includes(name)) throw schedulingErrors.unknownJob(name);
+    if (!this.pauses) throw schedulingErrors.pausesUnavailable(name);
+    return this.pauses.store;
+  }
+
+  /** On the PostgreSQL lease, unless `pauses: false`: the pause table next to the lease table, and its poller. */
+  private pauseTable(): { store: JobPauseStore; poller: JobPausePoller } | undefined {
+    if (!this.jobs || this.options.lease || this.options.pauses === false) return undefined;
+    const pollMs = this.options.pauses?.pollMs ?? DEFAULT_PAUSE_POLL_MS;
+    if (!Number.isSafeInteger(pollMs) || pollMs < 10) throw schedulingErrors.invalidOption('pauses.pollMs', 'a whole number of ms, 10 or more', pollMs);
+    const source = this.findProvider<JobSchedulerDatabase>(JOB_SCHEDULER_DATA_SOURCE);
+    if (!source) return undefined;
+    const leaseOptions = this.findProvider<JobSchedulerRuntimeOptions>(JOB_SCHEDULER_MODULE_OPTIONS);
+    const store = new JobPauseStore(source, { preparedStatements: leaseOptions?.preparedStatements, statementTimeoutMs: leaseOptions?.statementTimeoutMs });
+    const apply = (paused: ReadonlyMap<string, JobPause>) => {
+      for (const [name, enabled] of this.configuredEnabled) this.engine.setEnabled(name, enabled && !paused.has(name));
+    };
+    return { store, poller: new JobPausePoller(store, apply, this.logger, pollMs) };
+  }
+
+  private findProvider<T>(token: string | symbol): T | undefined {
+    try {
+      return this.moduleRef.get<T>(token, { strict: false });
+    } catch {
+      return undefined;
+    }
   }
 
   /** The names of the declared jobs. */

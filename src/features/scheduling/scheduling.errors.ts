@@ -18,7 +18,8 @@ export type SchedulingErrorCode =
   | 'NOT_A_JOB'
   | 'NO_LEASE'
   | 'INVALID_OPTIONS'
-  | 'DUPLICATE_MODULE';
+  | 'DUPLICATE_MODULE'
+  | 'PAUSES_UNAVAILABLE';
 
 /** A scheduling configuration or call that refers to jobs wrongly. */
 export class SchedulingError extends Error {
@@ -129,6 +130,12 @@ export const schedulingErrors = {
     ),
   invalidOption: (field: string, rule: string, value: unknown) =>
     new SchedulingError('INVALID_OPTIONS', `SchedulingModule option ${field} must be ${rule}, got ${typeof value === 'string' ? `"${value}"` : String(value)}`),
+  pausesUnavailable: (name: string) =>
+    new SchedulingError(
+      'PAUSES_UNAVAILABLE',
+      `Cannot pause or resume "${name}": pauses are kept in PostgreSQL, next to the lease (not with a test lease, nor with SchedulingModule's pauses: false)`,
+      name,
+    ),
   notAJob: (name: string, className: string) =>
     new SchedulingError('NOT_A_JOB', `${className} is declared as the scheduled job "${name}" but has no run() method`, name),
 };

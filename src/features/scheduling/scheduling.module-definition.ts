@@ -47,6 +47,12 @@ export interface SchedulingModuleOptions {
    * runs are never touched (see JobSchedulerModule's `retention` for those).
    */
   retention?: ScheduledRetentionOptions | false;
+  /**
+   * Jobs paused at runtime (the dashboard's pause / resume) are read from the pause table
+   * (migration AddJobPauseTable1764547200008) at boot and every `pollMs` (default 5 s, one
+   * statement per poll): a paused job's timers stop on every instance. `false`: not read.
+   */
+  pauses?: { pollMs?: number } | false;
   /** prom-client metrics (when installed): true for the default registry, or a registry. Default true. */
   metrics?: boolean | { registry: unknown };
   /** For tests: timers (ManualTimers) and a lease (InMemoryJobLease) instead of the system clock and PostgreSQL. */

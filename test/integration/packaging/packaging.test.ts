@@ -16,7 +16,7 @@ const pinned = (name: string): string => {
 };
 const PEERS = ['@nestjs/common', '@nestjs/core', '@nestjs/typeorm', 'typeorm', 'pg', 'reflect-metadata', 'rxjs'];
 
-const ALLOWED = /^(dist\/.+\.(js|d\.ts)|dist\/schematics\/(collection|[a-z-]+\/schema)\.json|README\.md|CHANGELOG\.md|LICENSE|package\.json)$/;
+const ALLOWED = /^(dist\/.+\.(js|d\.ts)|dist\/src\/features\/dashboard\/ui\/dashboard\.(html|css)|dist\/schematics\/(collection|[a-z-]+\/schema)\.json|README\.md|CHANGELOG\.md|LICENSE|package\.json)$/;
 
 describe('the packed package', () => {
   let work: string;
@@ -53,6 +53,10 @@ describe('the packed package', () => {
         'dist/src/features/index.d.ts',
         'dist/src/features/testing.d.ts',
         'dist/src/features/health.d.ts',
+        'dist/src/features/dashboard.d.ts',
+        'dist/src/features/dashboard/ui/dashboard.html',
+        'dist/src/features/dashboard/ui/dashboard.js',
+        'dist/src/features/dashboard/ui/dashboard.css',
         'dist/migrations/1764547200000-CreateJobSchedulerTable.js',
         'dist/schematics/collection.json',
         'dist/schematics/job/schema.json',
@@ -69,6 +73,7 @@ describe('the packed package', () => {
     copyFileSync(join(consumers, 'nest11-commonjs.cjs'), join(dir, 'main.cjs'));
     const output = JSON.parse(execFileSync(process.execPath, ['main.cjs'], { cwd: dir, encoding: 'utf8', env: { ...process.env, DATABASE_URL: database.url } }));
     expect(output).toMatchObject({ completed: true, exclusive: { acquired: true }, scheduled: 'succeeded', ran: 'consumer.report' });
+    expect(output).toMatchObject({ dashboard: 1, assets: ['dashboard.css', 'dashboard.html', 'dashboard.js'] });
     expect(output.nest).toMatch(/^11\./);
     expect(output.exclusive.result).toMatch(/^v2:/);
   }, 180_000);
@@ -102,6 +107,7 @@ module.exports = new DataSource({
         'AddJobSchedulerAcquireFunction1764547200005',
         'AddJobSchedulerRunningIndex1764547200006',
         'CreateJobScheduleTable1764547200007',
+        'AddJobPauseTable1764547200008',
       ]);
       const show = execFileSync(process.execPath, [typeorm, 'migration:show', '-d', 'data-source.cjs'], { cwd: dir, env, encoding: 'utf8' });
       expect(show).toContain('[X]');

@@ -100,7 +100,7 @@ export const buildPackage = (): Consumer => {
     if (emitted.emitSkipped || emitted.diagnostics.length) {
       throw new Error(`building the declarations failed:\n${emitted.diagnostics.map(formatDiagnostic).join('\n')}`);
     }
-    for (const entry of ['index', 'testing', 'health']) {
+    for (const entry of ['index', 'testing', 'health', 'dashboard']) {
       if (!existsSync(join(pkg, `dist/src/features/${entry}.d.ts`))) throw new Error(`the build wrote no dist/src/features/${entry}.d.ts`);
     }
     return { dir, buildMs: Date.now() - started, remove };

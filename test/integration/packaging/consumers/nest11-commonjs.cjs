@@ -39,7 +39,12 @@ Module({
   const [scheduled] = await app.get(ScheduledJobsService).runNow('consumer.report');
   const nest = require('@nestjs/core/package.json').version;
   await app.close();
-  process.stdout.write(JSON.stringify({ nest, exclusive, completed, scheduled: scheduled.outcome, ran: ReportJob.ran }));
+  // The dashboard's subpath loads, and its page, script and stylesheet ship next to it.
+  const { JobSchedulerDashboardModule } = require('@sdcorejs/nestjs/features/dashboard');
+  const dashboard = JobSchedulerDashboardModule.forRoot({ authorize: () => 'consumer' }).controllers.length;
+  const ui = require('node:path').join(require('node:path').dirname(require.resolve('@sdcorejs/nestjs/features/dashboard')), 'dashboard', 'ui');
+  const assets = require('node:fs').readdirSync(ui).sort();
+  process.stdout.write(JSON.stringify({ nest, exclusive, completed, scheduled: scheduled.outcome, ran: ReportJob.ran, dashboard, assets }));
 })().catch((error) => {
   process.stderr.write(String(error && error.stack));
   process.exit(1);

@@ -22,6 +22,7 @@ import {
   SchedulingModule,
 } from '@sdcorejs/nestjs/features';
 import { FixedClock, InMemoryJobLease, ManualJobScheduler, ManualTimers } from '@sdcorejs/nestjs/features/testing';
+import { type DashboardAction, JobSchedulerDashboardModule } from '@sdcorejs/nestjs/features/dashboard';
 
 const options: JobAcquireOptions = { code: 'c', runKey: 'r', type: JobSchedulerType.SCHEDULE, leaseMs: DEFAULT_LEASE_MS, heartbeatMs: DEFAULT_HEARTBEAT_MS };
 const moduleOptions: JobSchedulerModuleOptions = { global: true, nodeId: 'n' };
@@ -49,5 +50,6 @@ export const values = [
   Scheduled,
   new ManualJobScheduler({ clock: new FixedClock(0), lease: new InMemoryJobLease() }),
   ManualTimers,
+  JobSchedulerDashboardModule.forRoot({ path: '/jobs', authorize: (_request, action: DashboardAction) => (action === 'read' ? 'reader' : false) }),
 ];
 export type Job = ScheduledJob & { last?: JobExecution };

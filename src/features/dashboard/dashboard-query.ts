@@ -1,0 +1,61 @@
+import { JobSchedulerStatus } from '../job-scheduler/job-scheduler.entity';
+import { InvalidJobQueryOptionsError } from '../job-scheduler/job-scheduler.errors';
+import type { JobRunFilter } from '../job-scheduler/job-run.types';
+
+/** A query string as both adapters give it: each value a string (or several). */
+export type QueryValues = Record<string, unknown>;
+
+const one = (query: QueryValues, name: string): string | undefined => {
+  const value = Object.hasOwn(query, name) ? query[name] : undefined;
+  if (value === undefined || value === '') return undefined;
+  if (typeof value !== 'string') throw new InvalidJobQueryOptionsError(`${name} must be given once, as text`);
+  return value;
+};
+
+const instant = (query: QueryValues, name: string): Date | undefined => {
+  const text = one(query, name);
+  if (text === undefined) return undefined;
+  const date = new Date(text);
+  if (Number.isNaN(date.getTime())) throw new InvalidJobQueryOptionsError(`${name} must be an ISO 8601 instant, got ${JSON.stringify(text.slice(0, 80))}`);
+  return date;
+};
+
+const STATUSES = new Set<string>(Object.values(JobSchedulerStatus));
+
+/** The runs list's query (code, status, from, to, cursor, limit ≤ 200) as a findRuns filter. Throws InvalidJobQueryOptionsError. */
+export const runFilterOf = (query: QueryValues): JobRunFilter => {
+  const status = one(query, 'status');
+  if (status !== undefined && !STATUSES.has(status)) throw new InvalidJobQueryOptionsError(`status must be RUNNING, SUCCESS or FAIL, got ${JSON.stringify(status.slice(0, 80))}`);
+  const limitText = one(query, 'limit');
+  const limit = limitText === undefined ? 50 : Number(limitText);
+  if (!Number.isSafeInteger(limit) || limit < 1 || limit > 200) throw new InvalidJobQueryOptionsError('limit must be a whole number from 1 to 200');
+  const filter: JobRunFilter = { limit };
+  const code = one(query, 'code');
+  if (code !== undefined) filter.code = code;
+  if (status !== undefined) filter.status = status as JobSchedulerStatus;
+  const from = instant(query, 'from');
+  if (from) filter.from = from;
+  const to = instant(query, 'to');
+  if (to) filter.to = to;
+  const cursor = one(query, 'cursor');
+  if (cursor !== undefined) filter.cursor = cursor;
+  return filter;
+};
+
+/** The timeline spans offered: the last 24 hours or the last 7 days. */
+export const TIMELINE_SPANS: Readonly<Record<string, number>> = { '24h': 86_400_000, '7d': 7 * 86_400_000 };
+
+export const timelineSpanOf = (query: QueryValues): { span: string; ms: number } => {
+  const span = one(query, 'span') ?? '24h';
+  const ms = Object.hasOwn(TIMELINE_SPANS, span) ? TIMELINE_SPANS[span] : undefined;
+  if (ms === undefined) throw new InvalidJobQueryOptionsError(`span must be 24h or 7d, got ${JSON.stringify(span.slice(0, 20))}`);
+  return { span, ms };
+};
+
+/** A fencing token as the release action takes it: the decimal the operator saw. */
+export const fencingTokenOf = (query: QueryValues): number => {
+  const text = one(query, 'fencingToken');
+  const token = text !== undefined && /^\d{1,15}$/.test(text) ? Number(text) : Number.NaN;
+  if (!Number.isSafeInteger(token) || token < 1) throw new InvalidJobQueryOptionsError('fencingToken must be the fencing token shown for the lease (a whole number)');
+  return token;
+};

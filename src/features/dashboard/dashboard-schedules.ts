@@ -1,0 +1,74 @@
+import { Injectable, Optional } from '@nestjs/common';
+import { JobRunsInspector } from '../job-scheduler/job-runs.inspector';
+import { DynamicSchedules } from '../scheduling/dynamic/dynamic-schedules.service';
+import type { DynamicScheduleView } from '../scheduling/dynamic/dynamic-schedule.types';
+import { scheduleRunKeyPrefix } from '../scheduling/occurrence-keys';
+import { compileSchedule } from '../scheduling/schedule/job-declaration';
+import type { DueSchedule } from '../scheduling/schedule/due-schedule';
+import { SchedulingError } from '../scheduling/scheduling.errors';
+import { buildTimeline, type Timeline } from './dashboard-timeline';
+import { describeSchedule, nextDueInstants, type ScheduleDescription } from './schedule-words';
+
+/** A dynamic schedule as the dashboard lists it. */
+export interface DashboardSchedule {
+  id: string;
+  handler: string;
+  schedule: ScheduleDescription;
+  /** The next three due instants (none while disabled). */
+  nextDue: string[];
+  enabled: boolean;
+  tenantId: string | null;
+  modifiedAt: string;
+}
+
+/** Rows a dynamic schedule's timeline reads at most, the newest. */
+const MAX_SCHEDULE_TIMELINE_ROWS = 12_000;
+
+const dueScheduleOf = (view: DynamicScheduleView): DueSchedule =>
+  compileSchedule(view.handler, view.every === undefined ? { cron: view.cron, timeZone: view.timeZone } : { every: view.every });
+
+/** The dynamic schedules (DynamicSchedulesModule), when the application has them: a page of them, and one's timeline. */
+@Injectable()
+export class JobSchedulerDashboardSchedules {
+  constructor(
+    private readonly inspector: JobRunsInspector,
+    @Optional() private readonly dynamic?: DynamicSchedules,
+  ) {}
+
+  /** Schedules in id order, 100 at a time after `after` (empty without DynamicSchedulesModule). */
+  async page(after: string | undefined, now = Date.now()): Promise<{ schedules: DashboardSchedule[]; nextCursor: string | null }> {
+    if (!this.dynamic) return { schedules: [], nextCursor: null };
+    const page = await this.dynamic.list({ after, limit: 100 });
+    const schedules = page.schedules.map((view) => {
+      const schedule = dueScheduleOf(view);
+      return {
+        id: view.id,
+        handler: view.handler,
+        schedule: describeSchedule(schedule),
+        nextDue: view.enabled ? nextDueInstants(schedule, now).map((date) => date.toISOString()) : [],
+        enabled: view.enabled,
+        tenantId: view.tenantId ?? null,
+        modifiedAt: view.modifiedAt.toISOString(),
+      };
+    });
+    return { schedules, nextCursor: page.nextCursor ?? null };
+  }
+
+  /** A dynamic schedule's occurrences over the last `spanMs` (runNow runs are not in it). UNKNOWN_JOB when there is no such schedule. */
+  async timeline(id: string, spanMs: number, now = Date.now()): Promise<Timeline> {
+    const view = this.dynamic ? await this.dynamic.get(id) : null;
+    if (!view) throw new SchedulingError('UNKNOWN_JOB', `No dynamic schedule has the id ${JSON.stringify(id.slice(0, 80))}`);
+    const prefix = scheduleRunKeyPrefix(view.id);
+    const from = now - spanMs;
+    const rows = await this.inspector.findOccurrences(view.handler, new Date(from), new Date(now), MAX_SCHEDULE_TIMELINE_ROWS + 1, prefix);
+    const keyed = rows.slice(0, MAX_SCHEDULE_TIMELINE_ROWS).map((row) => ({ ...row, runKey: row.runKey.slice(prefix.length) }));
+    return buildTimeline(keyed, dueScheduleOf(view), from, now, rows.length > MAX_SCHEDULE_TIMELINE_ROWS);
+  }
+
+  /** Runs a dynamic schedule's handler once, now, on this instance; resolves to its run once started. UNKNOWN_JOB when there is no such schedule. */
+  async start(id: string): Promise<{ running: Promise<readonly { outcome: string }[]> }> {
+    const view = this.dynamic ? await this.dynamic.get(id) : null;
+    if (!this.dynamic || !view) throw new SchedulingError('UNKNOWN_JOB', `No dynamic schedule has the id ${JSON.stringify(id.slice(0, 80))}`);
+    return { running: this.dynamic.runNow(view.id) };
+  }
+}

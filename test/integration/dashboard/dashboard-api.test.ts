@@ -1,0 +1,243 @@
+import { DynamicSchedules } from '../../../src/features';
+import { JobSchedulerDashboardModule, InvalidDashboardOptionsError } from '../../../src/features/dashboard';
+import { createTestDatabase, type TestDatabase } from '../../support/test-database';
+import { call, csrfFrom, type DashboardApp, OPERATOR, READER, seedRuns, startDashboardApp } from './dashboard-app';
+
+let database: TestDatabase;
+beforeAll(async () => {
+  database = await createTestDatabase();
+});
+afterAll(async () => {
+  await database.drop();
+});
+
+const HOUR = 3_600_000;
+const hourAgo = (hours: number): string => new Date(Math.floor(Date.now() / HOUR) * HOUR - hours * HOUR).toISOString();
+
+describe('JobSchedulerDashboardModule.forRoot', () => {
+  it('has no open default: it refuses to start without authorize', () => {
+    expect(() => JobSchedulerDashboardModule.forRoot({ path: '/jobs' })).toThrow(InvalidDashboardOptionsError);
+    expect(() => JobSchedulerDashboardModule.forRoot({ path: '/jobs' })).toThrow(/no open default/);
+    expect(() => JobSchedulerDashboardModule.forRoot({ authorize: 'yes' as never })).toThrow(/authorize must be a function/);
+    expect(() => JobSchedulerDashboardModule.forRoot({ dangerouslyAllowEveryone: true as never })).toThrow(/no open default/);
+    expect(() => JobSchedulerDashboardModule.forRoot({ path: 'jobs', authorize: () => 'x' })).toThrow(/path must start with/);
+    expect(JobSchedulerDashboardModule.forRoot({ dangerouslyAllowEveryone: 'local-development' }).controllers).toHaveLength(1);
+  });
+
+  it('refuses the opt-out when NODE_ENV is production', () => {
+    const previous = process.env.NODE_ENV;
+    process.env.NODE_ENV = 'production';
+    try {
+      expect(() => JobSchedulerDashboardModule.forRoot({ dangerouslyAllowEveryone: 'local-development' })).toThrow(/refused when NODE_ENV is 'production'/);
+    } finally {
+      process.env.NODE_ENV = previous;
+    }
+  });
+});
+
+describe.each([
+  { adapter: 'express' as const, globalPrefix: undefined },
+  { adapter: 'express' as const, globalPrefix: 'api/v1' },
+  { adapter: 'fastify' as const, globalPrefix: 'admin' },
+])('the dashboard API under $adapter (global prefix: $globalPrefix)', ({ adapter, globalPrefix }) => {
+  let app: DashboardApp;
+  let seeded: { id: string; ownerToken: string; fencingToken: string }[];
+  const root = `${globalPrefix ? `/${globalPrefix}` : ''}/ops/jobs`;
+  const responses: string[] = [];
+  const get = async (path: string, authorization = READER) => {
+    const response = await call(app, `${root}${path}`, { headers: { authorization } });
+    responses.push(response.text);
+    return response;
+  };
+
+  beforeAll(async () => {
+    await database.sql('DELETE FROM "job-scheduler"');
+    await database.sql('DELETE FROM "job-scheduler-pause"');
+    seeded = await seedRuns(database, [
+      { code: 'reports.hourly-digest', runKey: hourAgo(1), status: 'SUCCESS' },
+      { code: 'reports.hourly-digest', runKey: hourAgo(2), status: 'FAIL', data: { error: { name: 'Error', message: 'ledger <locked> & "busy"' } } },
+      { code: 'reports.hourly-digest', runKey: hourAgo(3), status: 'FAIL', data: { outcome: 'missed', missed: 1 } },
+      { code: 'reports.hourly-digest', runKey: hourAgo(4), status: 'SUCCESS', attempts: 2 },
+      // hours 5 and 6: nothing recorded (a gap)
+      { code: 'reports.hourly-digest', runKey: hourAgo(7), status: 'SUCCESS' },
+      { code: 'billing.quarter-hour', runKey: hourAgo(0), status: 'RUNNING', heartbeatAgoMs: 10 * 60_000, leaseMs: 60_000 },
+    ]);
+    app = await startDashboardApp(database, { adapter, globalPrefix, path: '/ops/jobs', start: false });
+  });
+  afterAll(async () => {
+    await app?.close();
+  });
+
+  it('refuses requests without credentials (401) and actions by a reader (403), with no data', async () => {
+    for (const path of ['', '/assets/dashboard.js', '/api/jobs', '/api/runs', `/api/runs/${seeded[0].id}`, '/api/leases/expired', '/api/jobs/reports.hourly-digest/timeline']) {
+      const response = await call(app, `${root}${path}`);
+      expect([path, response.status]).toEqual([path, 401]);
+      expect(response.text).not.toContain('hourly-digest');
+      expect(response.text).not.toContain(seeded[0].id);
+    }
+    const headers = await csrfFrom(app, root, READER);
+    const response = await call(app, `${root}/api/jobs/reports.hourly-digest/run-now`, { method: 'POST', headers });
+    expect(response.status).toBe(403);
+    expect(app.actions).toEqual([]);
+  });
+
+  it('serves the page with a strict CSP, no inline script, and its assets', async () => {
+    const page = await get('');
+    expect(page.status).toBe(200);
+    expect(page.headers.get('content-type')).toMatch(/^text\/html/);
+    expect(page.headers.get('content-security-policy')).toContain("script-src 'self'");
+    expect(page.headers.get('content-security-policy')).not.toContain('unsafe-inline');
+    expect(page.headers.get('x-content-type-options')).toBe('nosniff');
+    expect(page.headers.get('set-cookie')).toMatch(new RegExp(`^sdcorejs-dashboard-csrf=[A-Za-z0-9_-]{43}; Path=${root}; HttpOnly; SameSite=Strict`));
+    expect(page.text).not.toMatch(/<script(?![^>]*\ssrc=)[^>]*>/);
+    expect(page.text).toContain(`src="${root}/assets/dashboard.js"`);
+    const script = await get('/assets/dashboard.js');
+    expect([script.status, script.headers.get('content-type')]).toEqual([200, 'text/javascript; charset=utf-8']);
+    const style = await get('/assets/dashboard.css');
+    expect([style.status, style.headers.get('content-type')]).toEqual([200, 'text/css; charset=utf-8']);
+  });
+
+  it('lists the declared jobs with schedule, words, time zone, next due instants and health', async () => {
+    const { status, json } = await get('/api/jobs');
+    expect(status).toBe(200);
+    const jobs = (json as { jobs: { name: string; schedule: { words: string; timeZone: string | null }; nextDue: string[]; health: string }[] }).jobs;
+    expect(jobs.map((job) => job.name).sort()).toEqual(['billing.every-second', 'billing.quarter-hour', 'reports.hourly-digest']);
+    const hourly = jobs.find((job) => job.name === 'reports.hourly-digest');
+    expect(hourly).toMatchObject({ schedule: { words: 'every hour at minute 0 (Europe/Paris)', timeZone: 'Europe/Paris' }, health: 'ok' });
+    expect(hourly?.nextDue).toHaveLength(3);
+    expect(jobs.find((job) => job.name === 'billing.every-second')?.schedule).toMatchObject({ words: 'every second', timeZone: null });
+  });
+
+  it('draws one mark per recorded occurrence, coloured by outcome, and the gap', async () => {
+    const { status, json } = await get('/api/jobs/reports.hourly-digest/timeline?span=24h');
+    expect(status).toBe(200);
+    const timeline = json as { marks: { at: string; outcome: string }[]; gaps: { from: string; to: string; occurrences: number }[] };
+    expect(timeline.marks.map((mark) => [mark.at, mark.outcome])).toEqual([
+      [hourAgo(7), 'succeeded'],
+      [hourAgo(4), 'taken-over'],
+      [hourAgo(3), 'missed'],
+      [hourAgo(2), 'failed'],
+      [hourAgo(1), 'succeeded'],
+    ]);
+    expect(timeline.gaps).toContainEqual({ from: hourAgo(6), to: hourAgo(4), occurrences: 2 });
+    expect((await get('/api/jobs/reports.hourly-digest/timeline?span=1y')).status).toBe(400);
+    expect((await get('/api/jobs/nobody.here/timeline')).status).toBe(404);
+  });
+
+  it('pages through the runs with filters and a keyset cursor, and shows a run in detail', async () => {
+    const seen: string[] = [];
+    let cursor: string | null = null;
+    do {
+      const page: { status: number; json: unknown } = await get(`/api/runs?code=reports.hourly-digest&limit=2${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`);
+      expect(page.status).toBe(200);
+      const body = page.json as { runs: { id: string }[]; nextCursor: string | null };
+      seen.push(...body.runs.map((run) => run.id));
+      cursor = body.nextCursor;
+    } while (cursor);
+    expect(seen.sort()).toEqual(seeded.slice(0, 5).map((run) => run.id).sort());
+    const failed = await get('/api/runs?status=FAIL');
+    expect((failed.json as { runs: unknown[] }).runs).toHaveLength(2);
+    expect((await get('/api/runs?status=LOST')).status).toBe(400);
+    expect((await get('/api/runs?from=yesterday')).status).toBe(400);
+    const detail = await get(`/api/runs/${seeded[1].id}`);
+    expect(detail.json).toMatchObject({ id: seeded[1].id, status: 'FAIL', fencingToken: Number(seeded[1].fencingToken), ownerId: 'seed-node:1', attempts: 1, data: { error: { message: 'ledger <locked> & "busy"' } } });
+    expect((await get('/api/runs/not-a-uuid')).status).toBe(400);
+    expect((await get('/api/runs/00000000-0000-4000-8000-000000000000')).status).toBe(404);
+  });
+
+  it('lists the leases running past their lease, and releases one only with the fencing token the operator saw', async () => {
+    const { json } = await get('/api/leases/expired');
+    const [lease] = (json as { leases: { id: string; ownerId: string; heartbeatAgeMs: number; fencingToken: number }[] }).leases;
+    expect(lease).toMatchObject({ id: seeded[5].id, ownerId: 'seed-node:1', fencingToken: Number(seeded[5].fencingToken) });
+    expect(lease.heartbeatAgeMs).toBeGreaterThanOrEqual(9 * 60_000);
+    const headers = await csrfFrom(app, root);
+    // The lease changes meanwhile: another holder reclaims it with a new fencing token.
+    await database.sql(`UPDATE "job-scheduler" SET "fencingToken" = nextval('"job-scheduler_fencingToken_seq"') WHERE id = $1`, [lease.id]);
+    const refused = await call(app, `${root}/api/runs/${lease.id}/release?fencingToken=${lease.fencingToken}`, { method: 'POST', headers });
+    expect(refused.status).toBe(409);
+    const [current] = await database.sql<{ fencingToken: string; status: string }>(`SELECT "fencingToken"::text AS "fencingToken", status FROM "job-scheduler" WHERE id = $1`, [lease.id]);
+    expect(current.status).toBe('RUNNING');
+    const released = await call(app, `${root}/api/runs/${lease.id}/release?fencingToken=${current.fencingToken}`, { method: 'POST', headers });
+    expect([released.status, released.json]).toEqual([200, { applied: true }]);
+    const [after] = await database.sql<{ status: string; ownerToken: string | null }>(`SELECT status, "ownerToken" FROM "job-scheduler" WHERE id = $1`, [lease.id]);
+    expect(after).toEqual({ status: 'FAIL', ownerToken: null });
+    expect(app.actions.map((entry) => [entry.action, entry.actor, entry.target, entry.applied])).toEqual([
+      ['release', 'olga the operator', lease.id, false],
+      ['release', 'olga the operator', lease.id, true],
+    ]);
+  });
+
+  it('needs the CSRF token for actions; run now, pause and resume are logged with who did them', async () => {
+    const headers = await csrfFrom(app, root);
+    const withoutToken = await call(app, `${root}/api/jobs/billing.quarter-hour/run-now`, { method: 'POST', headers: { authorization: OPERATOR, cookie: headers.cookie } });
+    expect(withoutToken.status).toBe(403);
+    const wrongToken = await call(app, `${root}/api/jobs/billing.quarter-hour/run-now`, { method: 'POST', headers: { ...headers, 'x-dashboard-csrf': 'x'.repeat(43) } });
+    expect(wrongToken.status).toBe(403);
+    const ran = await call(app, `${root}/api/jobs/billing.quarter-hour/run-now`, { method: 'POST', headers });
+    expect([ran.status, ran.json]).toEqual([200, { finished: true, outcomes: ['succeeded'] }]);
+    const runs = await get('/api/runs?code=billing.quarter-hour&status=SUCCESS');
+    expect((runs.json as { runs: { runKey: string }[] }).runs[0].runKey).toMatch(/^run-now /);
+
+    expect((await call(app, `${root}/api/jobs/billing.quarter-hour/pause`, { method: 'POST', headers })).json).toEqual({ applied: true });
+    expect((await call(app, `${root}/api/jobs/billing.quarter-hour/pause`, { method: 'POST', headers })).json).toEqual({ applied: false });
+    const paused = ((await get('/api/jobs')).json as { jobs: { name: string; health: string; paused: { by: string } | null }[] }).jobs.find((job) => job.name === 'billing.quarter-hour');
+    expect(paused).toMatchObject({ health: 'disabled', paused: { by: 'olga the operator' } });
+    expect(app.scheduled.isEnabled('billing.quarter-hour')).toBe(false);
+    expect((await call(app, `${root}/api/jobs/billing.quarter-hour/resume`, { method: 'POST', headers })).json).toEqual({ applied: true });
+    expect(app.scheduled.isEnabled('billing.quarter-hour')).toBe(true);
+    expect((await call(app, `${root}/api/jobs/nobody.here/pause`, { method: 'POST', headers })).status).toBe(404);
+    expect(app.actions.slice(-4).map((entry) => [entry.action, entry.actor, entry.target, entry.applied])).toEqual([
+      ['run-now', 'olga the operator', 'billing.quarter-hour', true],
+      ['pause', 'olga the operator', 'billing.quarter-hour', true],
+      ['pause', 'olga the operator', 'billing.quarter-hour', false],
+      ['resume', 'olga the operator', 'billing.quarter-hour', true],
+    ]);
+  });
+
+  it('never shows an owner token in any page or API response', async () => {
+    await get('/api/runs?limit=200');
+    for (const run of seeded) await get(`/api/runs/${run.id}`);
+    const tokens = [
+      ...seeded.map((run) => run.ownerToken),
+      ...(await database.sql<{ ownerToken: string }>('SELECT "ownerToken"::text AS "ownerToken" FROM "job-scheduler" WHERE "ownerToken" IS NOT NULL')).map((row) => row.ownerToken),
+    ];
+    expect(responses.length).toBeGreaterThan(20);
+    for (const token of tokens) for (const text of responses) expect(text).not.toContain(token);
+  });
+});
+
+describe('dynamic schedules in the dashboard', () => {
+  let app: DashboardApp;
+  afterAll(async () => {
+    await app?.close();
+  });
+
+  it('lists them, draws their timeline, and runs one now', async () => {
+    await database.sql('DELETE FROM "job-scheduler"');
+    app = await startDashboardApp(database, { dynamic: true, start: false });
+    const schedules = app.app.get(DynamicSchedules);
+    await schedules.upsert({ id: 'tenant-42/weekly', handler: 'reports.tenant-export', cron: '0 3 * * 1', timeZone: 'America/New_York', tenantId: '42' });
+    const day = (days: number) => new Date(Math.floor(Date.now() / 86_400_000) * 86_400_000 - days * 86_400_000).toISOString();
+    await seedRuns(database, [
+      { code: 'reports.tenant-export', runKey: `schedule=tenant-42%2Fweekly ${day(2)}`, status: 'SUCCESS' },
+      { code: 'reports.tenant-export', runKey: `schedule=tenant-42%2Fweekly ${day(3)}`, status: 'FAIL' },
+      { code: 'reports.tenant-export', runKey: `schedule=other ${day(2)}`, status: 'FAIL' },
+    ]);
+    const listed = await call(app, '/jobs/api/schedules', { headers: { authorization: READER } });
+    expect(listed.json).toMatchObject({
+      schedules: [{ id: 'tenant-42/weekly', handler: 'reports.tenant-export', enabled: true, tenantId: '42', schedule: { words: 'Monday at 03:00 (America/New_York)' } }],
+      nextCursor: null,
+    });
+    const timeline = await call(app, `/jobs/api/schedules/${encodeURIComponent('tenant-42/weekly')}/timeline?span=7d`, { headers: { authorization: READER } });
+    expect((timeline.json as { marks: { at: string; outcome: string }[] }).marks.map((mark) => [mark.at, mark.outcome])).toEqual([
+      [day(3), 'failed'],
+      [day(2), 'succeeded'],
+    ]);
+    expect((await call(app, '/jobs/api/schedules/nobody/timeline', { headers: { authorization: READER } })).status).toBe(404);
+    const headers = await csrfFrom(app, '/jobs');
+    const ran = await call(app, `/jobs/api/schedules/${encodeURIComponent('tenant-42/weekly')}/run-now`, { method: 'POST', headers });
+    expect([ran.status, ran.json]).toEqual([200, { finished: true, outcomes: ['succeeded'] }]);
+    expect((await call(app, '/jobs/api/schedules/nobody/run-now', { method: 'POST', headers })).status).toBe(404);
+    expect(app.actions.map((entry) => [entry.action, entry.target])).toEqual([['run-now', 'schedule tenant-42/weekly']]);
+  });
+});

@@ -1,0 +1,227 @@
+import { mkdirSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import type { Page } from 'playwright-core';
+import { DynamicSchedules } from '../../../src/features';
+import { createTestDatabase, type TestDatabase } from '../../support/test-database';
+import { sleep } from '../../support/lease-nodes';
+import { type Browser, chromiumAvailable, launchBrowser } from './browser';
+import { type DashboardApp, OPERATOR, READER, seedRuns, startDashboardApp, ticks } from './dashboard-app';
+
+const HOUR = 3_600_000;
+const hourAgo = (hours: number): string => new Date(Math.floor(Date.now() / HOUR) * HOUR - hours * HOUR).toISOString();
+const SCREENSHOTS = resolve(__dirname, '../../../.tmp/dashboard-screenshots');
+
+/** The light scheme's colours of each outcome (dashboard.css). */
+const COLOURS: Record<string, string> = {
+  succeeded: 'rgb(26, 127, 55)',
+  failed: 'rgb(207, 34, 46)',
+  missed: 'rgb(188, 76, 0)',
+  running: 'rgb(9, 105, 218)',
+  'taken-over': 'rgb(130, 80, 223)',
+};
+
+const SEEDED: { runKey: string; status: 'SUCCESS' | 'FAIL' | 'RUNNING'; attempts?: number; data?: unknown; outcome: string }[] = [
+  { runKey: hourAgo(0), status: 'SUCCESS', outcome: 'succeeded' },
+  { runKey: hourAgo(1), status: 'RUNNING', outcome: 'running' },
+  { runKey: hourAgo(2), status: 'FAIL', data: { error: { message: '<img src=x onerror=alert(1)>' } }, outcome: 'failed' },
+  { runKey: hourAgo(3), status: 'FAIL', data: { outcome: 'missed' }, outcome: 'missed' },
+  { runKey: hourAgo(4), status: 'SUCCESS', attempts: 2, outcome: 'taken-over' },
+  // hours 5 to 7: not recorded (a gap)
+  { runKey: hourAgo(8), status: 'SUCCESS', outcome: 'succeeded' },
+  { runKey: hourAgo(9), status: 'SUCCESS', outcome: 'succeeded' },
+  { runKey: hourAgo(10), status: 'FAIL', outcome: 'failed' },
+];
+
+/** What the page functions below use of the browser's window (this project compiles without the DOM library). */
+interface StyleWindow {
+  getComputedStyle(element: unknown): { fill: string };
+}
+/**
+ * Waits until the page's status line matches. Polled from here: Playwright's waitForFunction
+ * evaluates its predicate with eval, which the page's CSP (rightly) refuses.
+ */
+const waitForStatus = async (target: Page, pattern: RegExp): Promise<void> => {
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    const text = await target.textContent('#status');
+    if (text !== null && pattern.test(text)) return;
+    if (Date.now() > deadline) throw new Error(`the status line says ${JSON.stringify(text)}, not ${String(pattern)}`);
+    await sleep(50);
+  }
+};
+
+const describeInBrowser = chromiumAvailable() ? describe : describe.skip;
+
+describeInBrowser('the dashboard in a real browser (chromium)', () => {
+  jest.setTimeout(120_000);
+  let database: TestDatabase;
+  let first: DashboardApp;
+  let second: DashboardApp;
+  let browser: Browser;
+  let page: Page;
+  const problems: string[] = [];
+
+  beforeAll(async () => {
+    mkdirSync(SCREENSHOTS, { recursive: true });
+    database = await createTestDatabase();
+    await seedRuns(database, SEEDED.map((run) => ({ code: 'reports.hourly-digest', ...run, heartbeatAgoMs: 0 })));
+    first = await startDashboardApp(database, { name: 'a', dynamic: true });
+    await first.app.get(DynamicSchedules).upsert({ id: 'tenant-42/weekly', handler: 'reports.tenant-export', cron: '0 3 * * 1', timeZone: 'America/New_York', tenantId: '42' });
+    second = await startDashboardApp(database, { name: 'b' });
+    browser = await launchBrowser();
+    page = await browser.page({ headers: { authorization: OPERATOR } });
+    page.on('console', (message) => {
+      if (message.type() === 'error') problems.push(message.text());
+    });
+    page.on('pageerror', (error) => problems.push(error.message));
+    page.on('dialog', (dialog) => void dialog.accept());
+  }, 120_000);
+
+  afterAll(async () => {
+    await browser?.close();
+    await Promise.all([first?.close(), second?.close()]);
+    await database?.drop();
+  });
+
+  const open = async (target: Page = page) => {
+    const response = await target.goto(`${first.url}/jobs`);
+    await target.waitForSelector('body[data-loaded]');
+    return response;
+  };
+
+  it('lists the declared jobs, with no CSP violation or script error', async () => {
+    const response = await open();
+    expect(response?.status()).toBe(200);
+    const names = await page.$$eval('tr[data-job] th', (cells) => cells.map((cell) => cell.textContent));
+    expect(names).toEqual(['reports.hourly-digest', 'billing.every-second', 'billing.quarter-hour']);
+    expect(await page.textContent('tr[data-job="reports.hourly-digest"]')).toContain('every hour at minute 0 (Europe/Paris)');
+    expect(await page.textContent('tr[data-schedule="tenant-42/weekly"]')).toContain('Monday at 03:00 (America/New_York)');
+    expect(problems).toEqual([]);
+  });
+
+  it('draws one mark per occurrence, each in its outcome colour, and the gap', async () => {
+    await page.waitForSelector('#timeline svg');
+    const marks = await page.$$eval('#timeline .mark', (elements) =>
+      elements.map((element) => ({ at: element.getAttribute('data-at'), outcome: element.getAttribute('data-outcome'), fill: (globalThis as unknown as StyleWindow).getComputedStyle(element).fill })),
+    );
+    const recorded = await database.sql<{ runKey: string }>(
+      `SELECT DISTINCT "runKey" FROM "job-scheduler" WHERE code = 'reports.hourly-digest' AND "runKey" >= $1`,
+      [new Date(Date.now() - 24 * HOUR).toISOString()],
+    );
+    expect(marks).toHaveLength(recorded.length);
+    for (const seeded of SEEDED) {
+      const mark = marks.filter((candidate) => candidate.at === seeded.runKey);
+      expect(mark).toEqual([{ at: seeded.runKey, outcome: seeded.outcome, fill: COLOURS[seeded.outcome] }]);
+    }
+    expect(await page.$$eval('#timeline .gap', (elements) => elements.length)).toBeGreaterThanOrEqual(1);
+    // Data is text, never markup: the seeded error's <img> is not an element.
+    expect(await page.$$('img')).toHaveLength(0);
+    await page.screenshot({ path: join(SCREENSHOTS, 'dashboard.png'), fullPage: true });
+  });
+
+  it("shows a dynamic schedule's timeline, and back", async () => {
+    await page.click('tr[data-schedule="tenant-42/weekly"] button:text("Timeline")');
+    await page.waitForSelector('#timeline svg[aria-label="0 occurrences of tenant-42/weekly"]');
+    await page.click('tr[data-job="reports.hourly-digest"] button:text("Timeline")');
+    await page.waitForSelector('#timeline svg[aria-label$="occurrences of reports.hourly-digest"]');
+  });
+
+  it('is keyboard-usable: Tab reaches the buttons, Enter opens a run from the timeline', async () => {
+    await page.focus('#timeline .mark');
+    await page.keyboard.press('Enter');
+    await page.waitForSelector('#run-detail[open]');
+    expect(await page.textContent('#run-detail-fields')).toContain('reports.hourly-digest');
+    await page.keyboard.press('Escape');
+    await page.waitForSelector('#run-detail:not([open])', { state: 'attached' });
+    await page.focus('#refresh');
+    await page.keyboard.press('Tab');
+    expect(await page.evaluate('document.activeElement && document.activeElement.tagName')).toMatch(/BUTTON|SELECT/);
+  });
+
+  it('run now makes a new run appear in the runs list', async () => {
+    await page.click('tr[data-job="billing.quarter-hour"] button:text("Run now")');
+    await waitForStatus(page, /^Run now: done$/);
+    await page.selectOption('#runs-code', 'billing.quarter-hour');
+    await page.click('#run-filters button[type="submit"]');
+    // Until the filtered page replaces the one shown before.
+    const deadline = Date.now() + 30_000;
+    let rows: (string | null)[][] = [];
+    do {
+      await sleep(50);
+      rows = await page.$$eval('#runs tr[data-run]', (elements) => elements.map((element) => [element.children[1].textContent, element.children[3].textContent]));
+    } while ((rows.length === 0 || rows.some(([code]) => code !== 'billing.quarter-hour')) && Date.now() < deadline);
+    expect(rows).toHaveLength(1);
+    expect(rows[0][1]).toMatch(/^run-now /);
+  });
+
+  it('pause stops the job on a second instance, shown as disabled; resume restarts it', async () => {
+    await sleep(1_500);
+    expect(ticks.some((tick) => tick.node === 'b') || ticks.some((tick) => tick.node === 'a')).toBe(true);
+    await page.click('tr[data-job="billing.every-second"] button:text("Pause")');
+    await waitForStatus(page, /^Pause: done$/);
+    await page.waitForSelector('tr[data-job="billing.every-second"] .health-disabled');
+    // The second instance reads the pause within its poll (200 ms here).
+    const deadline = Date.now() + 5_000;
+    while (second.scheduled.isEnabled('billing.every-second') && Date.now() < deadline) await sleep(50);
+    expect(second.scheduled.isEnabled('billing.every-second')).toBe(false);
+    await Promise.all([first.scheduled.idle(), second.scheduled.idle()]);
+    const pausedAt = Date.now();
+    await sleep(2_500);
+    expect(ticks.filter((tick) => tick.scheduledAt.getTime() > pausedAt)).toEqual([]);
+    await page.click('tr[data-job="billing.every-second"] button:text("Resume")');
+    await waitForStatus(page, /^Resume: done$/);
+    const resumed = Date.now() + 5_000;
+    while (!second.scheduled.isEnabled('billing.every-second') && Date.now() < resumed) await sleep(50);
+    expect(second.scheduled.isEnabled('billing.every-second')).toBe(true);
+    await sleep(2_500);
+    expect(ticks.filter((tick) => tick.scheduledAt.getTime() > pausedAt).length).toBeGreaterThanOrEqual(1);
+  });
+
+  it('release refuses when the fencing token changed meanwhile', async () => {
+    const [stuck] = await seedRuns(database, [{ code: 'billing.quarter-hour', runKey: hourAgo(1), status: 'RUNNING', heartbeatAgoMs: 30 * 60_000, leaseMs: 60_000 }]);
+    await open();
+    await page.waitForSelector(`#leases tr[data-lease="${stuck.id}"]`);
+    expect(await page.textContent(`#leases tr[data-lease="${stuck.id}"]`)).toContain(stuck.fencingToken);
+    await database.sql(`UPDATE "job-scheduler" SET "fencingToken" = nextval('"job-scheduler_fencingToken_seq"') WHERE id = $1`, [stuck.id]);
+    await page.click(`#leases tr[data-lease="${stuck.id}"] button:text("Release")`);
+    await waitForStatus(page, /^Release failed: 409/);
+    const [row] = await database.sql<{ status: string; fencingToken: string }>('SELECT status, "fencingToken"::text AS "fencingToken" FROM "job-scheduler" WHERE id = $1', [stuck.id]);
+    expect(row.status).toBe('RUNNING');
+    // With the token it now shows, it is released.
+    await page.click('#refresh');
+    await page.waitForSelector(`#leases tr[data-lease="${stuck.id}"] td:text-is("${row.fencingToken}")`);
+    await page.click(`#leases tr[data-lease="${stuck.id}"] button:text("Release")`);
+    await waitForStatus(page, /^Release: done$/);
+    const [after] = await database.sql<{ status: string }>('SELECT status FROM "job-scheduler" WHERE id = $1', [stuck.id]);
+    expect(after.status).toBe('FAIL');
+    expect(first.actions.filter((entry) => entry.action === 'release').map((entry) => [entry.actor, entry.applied])).toEqual([
+      ['olga the operator', false],
+      ['olga the operator', true],
+    ]);
+  });
+
+  it('refuses visitors without credentials (401) and a reader\'s actions (403), showing no data', async () => {
+    const anonymous = await browser.page();
+    const response = await anonymous.goto(`${first.url}/jobs`);
+    expect(response?.status()).toBe(401);
+    expect(await anonymous.content()).not.toContain('hourly-digest');
+    const reader = await browser.page({ headers: { authorization: READER } });
+    reader.on('dialog', (dialog) => void dialog.accept());
+    await open(reader);
+    await reader.click('tr[data-job="billing.quarter-hour"] button:text("Run now")');
+    await waitForStatus(reader, /^Run now failed: 403/);
+  });
+
+  it('works in the dark scheme and on a narrow screen (screenshots)', async () => {
+    const dark = await browser.page({ headers: { authorization: OPERATOR }, colorScheme: 'dark' });
+    await open(dark);
+    await dark.waitForSelector('#timeline svg');
+    expect(await dark.evaluate('getComputedStyle(document.body).backgroundColor')).toBe('rgb(13, 17, 23)');
+    await dark.screenshot({ path: join(SCREENSHOTS, 'dashboard-dark.png'), fullPage: true });
+    const narrow = await browser.page({ headers: { authorization: OPERATOR }, width: 390, height: 844 });
+    await open(narrow);
+    // The page itself does not scroll sideways: wide tables scroll inside their frame.
+    expect(await narrow.evaluate('document.documentElement.scrollWidth <= window.innerWidth + 1')).toBe(true);
+    await narrow.screenshot({ path: join(SCREENSHOTS, 'dashboard-narrow.png'), fullPage: true });
+  });
+});

@@ -1,0 +1,138 @@
+import { buildTimeline, outcomeOf } from '../../../src/features/dashboard/dashboard-timeline';
+import { fencingTokenOf, runFilterOf, timelineSpanOf } from '../../../src/features/dashboard/dashboard-query';
+import { escapeHtml, renderDashboardPage } from '../../../src/features/dashboard/dashboard-assets';
+import { checkCsrf, csrfCookie, csrfCookieOf, newCsrfToken } from '../../../src/features/dashboard/dashboard-access';
+import { EVERYONE, InvalidDashboardOptionsError, resolveDashboardOptions } from '../../../src/features/dashboard/dashboard.options';
+import { cronInWords, describeSchedule, intervalInWords, nextDueInstants } from '../../../src/features/dashboard/schedule-words';
+import { InvalidJobQueryOptionsError } from '../../../src/features/job-scheduler/job-scheduler.errors';
+import { CronSchedule, IntervalSchedule } from '../../../src/features/scheduling/schedule/due-schedule';
+
+describe('schedules in words', () => {
+  it.each([
+    ['* * * * *', 'every minute'],
+    ['*/5 * * * *', 'every 5 minutes'],
+    ['7 * * * *', 'every hour at minute 7'],
+    ['30 */6 * * *', 'every 6 hours at minute 30'],
+    ['0 3 * * *', 'every day at 03:00'],
+    ['15 9 * * 1-5', 'Monday to Friday at 09:15'],
+    ['0 8 * * MON,WED', 'Monday, Wednesday at 08:00'],
+    ['0 4 1 * *', 'on day 1 of every month at 04:00'],
+    ['0 4 1 1 *', null],
+    ['0-10 * * * *', null],
+  ])('%s: %s', (expression, words) => {
+    expect(cronInWords(expression)).toBe(words);
+  });
+
+  it('intervals in the largest whole unit', () => {
+    expect([1_000, 60_000, 900_000, 3_600_000, 86_400_000, 1_500].map(intervalInWords)).toEqual([
+      'every second',
+      'every minute',
+      'every 15 minutes',
+      'every hour',
+      'every day',
+      'every 1500 milliseconds',
+    ]);
+  });
+
+  it('describes a schedule and its next due instants', () => {
+    expect(describeSchedule(new CronSchedule('0 3 * * *', 'Europe/Paris'))).toEqual({ kind: 'cron', expression: '0 3 * * *', words: 'every day at 03:00 (Europe/Paris)', timeZone: 'Europe/Paris' });
+    expect(describeSchedule(new IntervalSchedule(60_000))).toEqual({ kind: 'every', expression: '60000 ms', words: 'every minute', timeZone: null });
+    expect(nextDueInstants(new IntervalSchedule(60_000), Date.parse('2026-01-01T00:00:30Z')).map((date) => date.toISOString())).toEqual([
+      '2026-01-01T00:01:00.000Z',
+      '2026-01-01T00:02:00.000Z',
+      '2026-01-01T00:03:00.000Z',
+    ]);
+  });
+});
+
+describe('the timeline', () => {
+  const row = (runKey: string, status: string, extra: { attempts?: number; outcome?: string | null; id?: string } = {}) => ({
+    id: extra.id ?? runKey,
+    runKey,
+    status,
+    attempts: extra.attempts ?? 1,
+    outcome: extra.outcome ?? null,
+  });
+
+  it('maps rows to outcomes', () => {
+    expect([
+      outcomeOf(row('k', 'RUNNING')),
+      outcomeOf(row('k', 'SUCCESS')),
+      outcomeOf(row('k', 'SUCCESS', { attempts: 2 })),
+      outcomeOf(row('k', 'FAIL')),
+      outcomeOf(row('k', 'FAIL', { outcome: 'missed' })),
+    ]).toEqual(['running', 'succeeded', 'taken-over', 'failed', 'missed']);
+  });
+
+  it('one mark per due instant (tenants together, the worst outcome shown), runNow runs apart, gaps merged', () => {
+    const from = Date.parse('2026-01-01T00:00:00Z');
+    const to = Date.parse('2026-01-01T00:10:00Z');
+    const timeline = buildTimeline(
+      [
+        row('2026-01-01T00:09:00.000Z', 'SUCCESS'),
+        row('2026-01-01T00:05:00.000Z tenant=a', 'SUCCESS', { id: 'a' }),
+        row('2026-01-01T00:05:00.000Z tenant=b', 'FAIL', { id: 'b' }),
+        row('2026-01-01T00:01:00.000Z', 'SUCCESS'),
+        row('run-now 2026-01-01T00:03:30.000Z 7f0c6a2e-0000-4000-8000-000000000000', 'SUCCESS', { id: 'now' }),
+      ],
+      new IntervalSchedule(60_000),
+      from,
+      to,
+      false,
+    );
+    expect(timeline.marks).toEqual([
+      { at: '2026-01-01T00:01:00.000Z', outcome: 'succeeded', trigger: 'schedule', runId: '2026-01-01T00:01:00.000Z', runs: 1 },
+      { at: '2026-01-01T00:03:30.000Z', outcome: 'succeeded', trigger: 'run-now', runId: 'now', runs: 1 },
+      { at: '2026-01-01T00:05:00.000Z', outcome: 'failed', trigger: 'schedule', runId: 'b', runs: 2 },
+      { at: '2026-01-01T00:09:00.000Z', outcome: 'succeeded', trigger: 'schedule', runId: '2026-01-01T00:09:00.000Z', runs: 1 },
+    ]);
+    expect(timeline.gaps).toEqual([
+      { from: '2026-01-01T00:00:00.000Z', to: '2026-01-01T00:01:00.000Z', occurrences: 1 },
+      { from: '2026-01-01T00:02:00.000Z', to: '2026-01-01T00:05:00.000Z', occurrences: 3 },
+      { from: '2026-01-01T00:06:00.000Z', to: '2026-01-01T00:09:00.000Z', occurrences: 3 },
+    ]);
+    expect(timeline.truncated).toBe(false);
+    expect(buildTimeline([], new IntervalSchedule(1_000), from, to, false, 100).truncated).toBe(true);
+  });
+});
+
+describe('the dashboard options, queries and page', () => {
+  it('refuses to start open, accepts the loud opt-out outside production', () => {
+    expect(() => resolveDashboardOptions({})).toThrow(InvalidDashboardOptionsError);
+    expect(() => resolveDashboardOptions({ authorize: () => 'a', dangerouslyAllowEveryone: 'local-development' })).toThrow(/not both/);
+    expect(() => resolveDashboardOptions({ dangerouslyAllowEveryone: 'local-development' }, 'production')).toThrow(/production/);
+    const open = resolveDashboardOptions({ dangerouslyAllowEveryone: 'local-development', path: '/ops/jobs/' }, 'development');
+    expect(open.path).toBe('/ops/jobs');
+    expect(open.authorize({ headers: {} }, 'release')).toBe(EVERYONE);
+    for (const path of ['jobs', '/a//b', '/a b', '/<x>']) expect(() => resolveDashboardOptions({ path, authorize: () => 'a' })).toThrow(/path must start/);
+  });
+
+  it('reads the runs query before any SQL', () => {
+    expect(runFilterOf({ code: 'a.b', status: 'FAIL', from: '2026-01-01T00:00:00Z', limit: '20' })).toEqual({ code: 'a.b', status: 'FAIL', from: new Date('2026-01-01T00:00:00Z'), limit: 20 });
+    expect(runFilterOf({})).toEqual({ limit: 50 });
+    for (const query of [{ status: 'LOST' }, { limit: '0' }, { limit: '201' }, { from: 'soon' }, { code: ['a', 'b'] }, { code: { a: 1 } }]) {
+      expect(() => runFilterOf(query)).toThrow(InvalidJobQueryOptionsError);
+    }
+    expect(timelineSpanOf({ span: '7d' })).toEqual({ span: '7d', ms: 7 * 86_400_000 });
+    expect(() => timelineSpanOf({ span: 'toString' })).toThrow(InvalidJobQueryOptionsError);
+    expect(fencingTokenOf({ fencingToken: '42' })).toBe(42);
+    for (const fencingToken of ['0', '-1', '1e3', 'x', '99999999999999999']) expect(() => fencingTokenOf({ fencingToken })).toThrow(InvalidJobQueryOptionsError);
+  });
+
+  it('escapes what it writes into the page', () => {
+    expect(escapeHtml(`<script>"&'`)).toBe('&lt;script&gt;&quot;&amp;&#39;');
+    expect(renderDashboardPage('<a href="{{base}}/x" data-t="{{csrf}}">', '/"><script>', 't')).toBe('<a href="/&quot;&gt;&lt;script&gt;/x" data-t="t">');
+  });
+
+  it('CSRF: the header must equal the cookie', () => {
+    const token = newCsrfToken();
+    expect(csrfCookie(token, '/jobs', { headers: {} })).toBe(`sdcorejs-dashboard-csrf=${token}; Path=/jobs; HttpOnly; SameSite=Strict`);
+    expect(csrfCookie(token, '/jobs', { headers: { 'x-forwarded-proto': 'https' } })).toMatch(/; Secure$/);
+    const cookie = `other=1; sdcorejs-dashboard-csrf=${token}`;
+    expect(csrfCookieOf({ headers: { cookie } })).toBe(token);
+    expect(() => checkCsrf({ headers: { cookie, 'x-dashboard-csrf': token } })).not.toThrow();
+    expect(() => checkCsrf({ headers: { cookie, 'x-dashboard-csrf': newCsrfToken() } })).toThrow(/CSRF/);
+    expect(() => checkCsrf({ headers: { cookie } })).toThrow(/CSRF/);
+    expect(() => checkCsrf({ headers: { 'x-dashboard-csrf': token } })).toThrow(/CSRF/);
+  });
+});
