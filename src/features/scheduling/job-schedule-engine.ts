@@ -1,15 +1,15 @@
 import { JobShutdownError } from '../job-scheduler/job-scheduler.errors';
 import type { JobLease } from '../job-scheduler/job-scheduler.types';
-import { describeFailure } from '../job-scheduler/lease-arguments';
 import { AbandonedOccurrenceScan, type AbandonedOccurrenceStore, DEFAULT_TAKE_OVER_SCAN_MS } from './abandoned-occurrences';
 import { claimsAhead, withClaimBatching } from './claim-batcher';
 import { coalescedTimers } from './coalesced-timers';
 import { withCompleteBatching } from './complete-batcher';
-import { DEFAULT_FAILURE_LOG_INTERVAL_MS, FailureLog, type LogLine } from './failure-log';
 import { occurrenceOfRunKey, runKeyOf } from './occurrence-keys';
 import { JitterWaits } from './jitter-waits';
 import { type AheadClaim, type JobHandler, OccurrenceRunner } from './occurrence-runner';
 import { unrecordedInstants } from './recorded-occurrences';
+import { RunRecords } from './run-records';
+import { type DueSince, dueInstantsSince } from './schedule/due-instants';
 import { checkJitterBelowTolerance, type JobDeclaration, jobKeyOf } from './schedule/job-declaration';
 import {
   latestOccurrencesOf,
@@ -65,16 +65,7 @@ export interface EngineOptions {
 /** The longest claimAheadMs: a claim ahead holds its lease unheartbeated until the run starts. */
 const MAX_CLAIM_AHEAD_MS = 60_000;
 
-/** Missed occurrences reported one by one, at most; the rest are counted in a summary line. */
-const MAX_MISSED_RECORDS = 100;
-/** How many past occurrences are enumerated when looking for missed ones. */
-const MAX_MISSED_SCAN = 10_000;
-
-interface DueInstants {
-  latest: number;
-  earlier: number[];
-  count: number;
-}
+type DueInstants = DueSince & { latest: number };
 
 interface JobState {
   job: EngineJob;
@@ -93,8 +84,7 @@ interface JobState {
  */
 export class JobScheduleEngine {
   private readonly states = new Map<string, JobState>();
-  private readonly listeners = new Set<JobRunListener>();
-  private readonly recent: JobRunRecord[] = [];
+  private readonly records: RunRecords;
   private readonly runner: OccurrenceRunner;
   private readonly tenantFanOut: TenantFanOut;
   private readonly inFlight = new Set<Promise<unknown>>();
@@ -102,7 +92,6 @@ export class JobScheduleEngine {
   private startedAt: number | undefined;
 
   private readonly lease: SchedulerLease;
-  private readonly failureLog: FailureLog;
   private readonly takeOvers?: AbandonedOccurrenceScan<JobDeclaration>;
   /** Jitter waits in progress: stop() cancels them, so that no run starts after it. */
   private readonly jitter: JitterWaits;
@@ -117,9 +106,7 @@ export class JobScheduleEngine {
     const ahead = aheadMs > 0 ? { shape: claimsAhead(aheadMs), wait } : undefined;
     // Runs that end together are completed together too.
     this.lease = observedLease(withCompleteBatching(withClaimBatching(options.lease, () => (options.random ?? Math.random)(), ahead)), options.timers);
-    const interval = options.failureLogIntervalMs ?? DEFAULT_FAILURE_LOG_INTERVAL_MS;
-    if (!Number.isSafeInteger(interval) || interval < 0) throw schedulingErrors.invalidOption('failureLogIntervalMs', 'a whole number of ms, 0 or more', interval);
-    this.failureLog = new FailureLog(interval, () => options.timers.now());
+    this.records = new RunRecords(options);
     this.runner = new OccurrenceRunner(this.lease, options.timers, options.logger);
     this.jitter = new JitterWaits(options.timers, options.random);
     if (!Number.isSafeInteger(aheadMs) || aheadMs < 0 || aheadMs > MAX_CLAIM_AHEAD_MS) {
@@ -132,12 +119,12 @@ export class JobScheduleEngine {
         enabledJobs: () => [...this.states.values()].filter((state) => state.job.enabled).map((state) => state.job.declaration),
         resolve: (code: string, runKey: string) => this.resolveOccurrence(code, runKey),
         takeOver: (job: JobDeclaration, scheduledAt: number, tenantId: string | undefined) => this.takeOver(jobKeyOf(job), scheduledAt, tenantId),
-        record: (record: JobRunRecord) => void this.emit(record),
+        record: (record: JobRunRecord) => void this.records.emit(record),
       };
       this.takeOvers = new AbandonedOccurrenceScan(options.abandoned, host, options.timers, options.logger, periodMs, options.lateToleranceMs ?? 60_000);
     }
     const random = () => (options.random ?? Math.random)();
-    this.tenantFanOut = new TenantFanOut({ lease: this.lease, runner: this.runner, logger: options.logger, random, emit: (record) => this.emit(record) });
+    this.tenantFanOut = new TenantFanOut({ lease: this.lease, runner: this.runner, logger: options.logger, random, emit: (record) => this.records.emit(record) });
   }
 
   /** Adds a job before start (a declared job, a stored schedule at boot). Keyed by jobKeyOf. */
@@ -207,12 +194,11 @@ export class JobScheduleEngine {
 
   /** Recent outcomes on this instance, oldest first. */
   get runs(): readonly JobRunRecord[] {
-    return this.recent;
+    return this.records.recent;
   }
 
   onRun(listener: JobRunListener): () => void {
-    this.listeners.add(listener);
-    return () => this.listeners.delete(listener);
+    return this.records.onRun(listener);
   }
 
   /** Arms every enabled job's timer, after recording (or catching up) what was missed meanwhile. */
@@ -388,7 +374,7 @@ export class JobScheduleEngine {
           count++;
           const scheduledAt = new Date(ahead.scheduledAt);
           const error = new JobShutdownError(ahead.correlationId);
-          this.emit({ ...job, outcome: 'failed', scheduledAt, trigger: 'schedule', correlationId: ahead.correlationId, errorCode: 'JOB_SHUTDOWN', error }, false);
+          this.records.emit({ ...job, outcome: 'failed', scheduledAt, trigger: 'schedule', correlationId: ahead.correlationId, errorCode: 'JOB_SHUTDOWN', error }, false);
         });
         if (count > 0) this.options.logger.warn(`${count} occurrence(s) claimed ahead were given back unrun on shutdown (recorded failed JOB_SHUTDOWN)`);
       }),
@@ -398,7 +384,7 @@ export class JobScheduleEngine {
   /** A timer fired: handle every due instant that has passed since the last one, once. */
   private fire(state: JobState): void {
     const now = this.options.timers.now();
-    const due = this.dueSince(state, state.lastDue, now);
+    const due = dueInstantsSince(state.job.declaration.schedule, state.lastDue, now);
     state.lastDue = Math.max(state.lastDue, now);
     this.arm(state);
     if (due.latest !== null) void this.track(this.handleDue(state, due as DueInstants, now));
@@ -424,7 +410,7 @@ export class JobScheduleEngine {
       states.map(async (state) => {
         const latest = recorded.get(jobKeyOf(state.job.declaration));
         if (latest === undefined) return;
-        const due = this.dueSince(state, latest, now);
+        const due = dueInstantsSince(state.job.declaration.schedule, latest, now);
         if (due.latest !== null) await this.track(this.handleDue(state, due as DueInstants, now, reportMissed));
       }),
     );
@@ -443,7 +429,7 @@ export class JobScheduleEngine {
         this.admit(state, due.latest, onTime ? 'schedule' : 'catch-up').then(async ([record]) => {
           if (!reportMissed || due.count <= 1 || record?.outcome === 'skipped-locked') return;
           const missed = await this.unrecorded(state, due.earlier);
-          this.reportMissed(state, missed, due.count - 1 - (due.earlier.length - missed.length));
+          this.records.missed(this.recordOf(state), missed, due.count - 1 - (due.earlier.length - missed.length));
         }),
       );
       return;
@@ -466,36 +452,12 @@ export class JobScheduleEngine {
       this.options.logger.warn(`Could not record missed occurrences of ${name}: ${String(error)}`);
     }
     const missed = await this.unrecorded(state, due.earlier);
-    this.reportMissed(state, [...missed, due.latest], due.count - (due.earlier.length - missed.length));
+    this.records.missed(this.recordOf(state), [...missed, due.latest], due.count - (due.earlier.length - missed.length));
   }
 
   /** Of these passed instants, those no instance recorded: a stalled instance must not report others' runs as missed. */
   private unrecorded(state: JobState, instants: number[]): Promise<number[]> {
     return unrecordedInstants(this.options.history, jobKeyOf(state.job.declaration), instants, this.options.timers, this.options.logger);
-  }
-
-  /**
-   * Due instants in (after, until]: the latest, up to MAX_MISSED_RECORDS before it, and their
-   * count. Past MAX_MISSED_SCAN it skips ahead to the last week, so the count is then a floor.
-   */
-  private dueSince(state: JobState, after: number, until: number): { latest: number | null; earlier: number[]; count: number } {
-    const earlier: number[] = [];
-    let latest: number | null = null;
-    let count = 0;
-    let cursor = after;
-    for (;;) {
-      if (count === MAX_MISSED_SCAN) cursor = Math.max(cursor, until - 7 * 86_400_000);
-      const next = state.job.declaration.schedule.next(cursor);
-      if (next === null || next > until) break;
-      if (latest !== null) {
-        earlier.push(latest);
-        if (earlier.length > MAX_MISSED_RECORDS) earlier.shift();
-      }
-      latest = next;
-      count++;
-      cursor = next;
-    }
-    return { latest, earlier, count };
   }
 
   /**
@@ -515,7 +477,7 @@ export class JobScheduleEngine {
         state.queued = { scheduledAt, trigger };
         return [];
       }
-      return [this.emit({ ...this.recordOf(state), outcome: 'skipped-overlap', scheduledAt: new Date(scheduledAt), trigger })];
+      return [this.records.emit({ ...this.recordOf(state), outcome: 'skipped-overlap', scheduledAt: new Date(scheduledAt), trigger })];
     }
     state.busy = true;
     try {
@@ -533,7 +495,7 @@ export class JobScheduleEngine {
     const ahead = trigger === 'schedule' || trigger === 'catch-up' ? this.takeAhead(state, scheduledAt) : undefined;
     // Claimed ahead by another instance (known before the instant): recorded at once, nothing to wait for.
     if (ahead?.settled?.kind === 'lost') {
-      return [this.emit({ ...this.recordOf(state), outcome: 'skipped-locked', scheduledAt: new Date(scheduledAt), trigger, correlationId: ahead.correlationId })];
+      return [this.records.emit({ ...this.recordOf(state), outcome: 'skipped-locked', scheduledAt: new Date(scheduledAt), trigger, correlationId: ahead.correlationId })];
     }
     if (trigger === 'schedule' || trigger === 'catch-up') {
       await this.jitter.wait(declaration.jitterMs);
@@ -541,7 +503,7 @@ export class JobScheduleEngine {
     }
     // A take-over runs the one (tenant's) occurrence that was abandoned.
     if (declaration.tenancy === 'global' || trigger === 'take-over') {
-      return [this.emit(await this.runner.run({ job: declaration, handler, scheduledAt, trigger, tenantId, ahead }))];
+      return [this.records.emit(await this.runner.run({ job: declaration, handler, scheduledAt, trigger, tenantId, ahead }))];
     }
     let tenants: readonly unknown[];
     try {
@@ -549,7 +511,7 @@ export class JobScheduleEngine {
       this.options.timers.observe?.(listing);
       tenants = [...(await listing)];
     } catch (error) {
-      return [this.emit({ name: declaration.name, outcome: 'failed', scheduledAt: new Date(scheduledAt), trigger, errorCode: 'JOB_TENANTS_UNAVAILABLE', error })];
+      return [this.records.emit({ name: declaration.name, outcome: 'failed', scheduledAt: new Date(scheduledAt), trigger, errorCode: 'JOB_TENANTS_UNAVAILABLE', error })];
     }
     // Each tenant in a run of its own: one failing does not stop the others.
     return this.tenantFanOut.run({ job: declaration, handler, scheduledAt, trigger, tenants });
@@ -559,62 +521,6 @@ export class JobScheduleEngine {
   private recordOf(state: JobState): Pick<JobRunRecord, 'name' | 'scheduleId'> {
     const { name, dynamicSchedule } = state.job.declaration;
     return dynamicSchedule ? { name, scheduleId: dynamicSchedule.id } : { name };
-  }
-
-  private reportMissed(state: JobState, instants: number[], total: number): void {
-    const job = this.recordOf(state);
-    const listed = instants.slice(-MAX_MISSED_RECORDS);
-    for (const instant of listed) this.emit({ ...job, outcome: 'missed', scheduledAt: new Date(instant), trigger: 'schedule' }, false);
-    const unlisted = total - listed.length;
-    if (unlisted > 0 && listed[0] !== undefined) {
-      this.options.metrics?.record({ ...job, outcome: 'missed', scheduledAt: new Date(listed[0]), trigger: 'schedule' }, unlisted);
-    }
-    const span = listed.length === 0 ? '' : ` (listed: ${new Date(listed[0]).toISOString()} to ${new Date(listed[listed.length - 1]).toISOString()})`;
-    const subject = job.scheduleId === undefined ? job.name : `${job.name} (schedule ${job.scheduleId})`;
-    this.options.logger.warn(`${subject}: ${total} occurrence(s) missed${span}`);
-  }
-
-  private emit(record: JobRunRecord, log = true): JobRunRecord {
-    this.recent.push(record);
-    if (this.recent.length > (this.options.historySize ?? 1_000)) this.recent.shift();
-    this.options.metrics?.record(record);
-    if (log) this.log(record);
-    for (const listener of this.listeners) {
-      try {
-        listener(record);
-      } catch (error) {
-        this.options.logger.error(`A job run listener threw: ${String(error)}`);
-      }
-    }
-    return record;
-  }
-
-  private log(record: JobRunRecord): void {
-    const what = `${record.name}${record.scheduleId === undefined ? '' : ` (schedule ${record.scheduleId})`} @ ${record.scheduledAt.toISOString()}${record.tenantId === undefined ? '' : ` tenant ${record.tenantId}`}${record.trigger === 'take-over' ? ' (take-over)' : ''}`;
-    if (record.outcome === 'abandoned') {
-      this.options.logger.warn(`${what} abandoned (${record.errorCode}): ${record.error instanceof Error ? record.error.message : ''}`);
-    } else if (record.outcome === 'failed') {
-      const { error } = describeFailure(record.error);
-      const line = `${what} failed (${record.errorCode}): ${error.name}: ${error.message}`;
-      if (record.errorCode === 'JOB_SHUTDOWN') this.options.logger.warn(line);
-      else {
-        const signature = `${record.errorCode} ${error.name}: ${error.message}`;
-        const stack = record.error instanceof Error ? record.error.stack : undefined;
-        this.write(this.failureLog.failed(record.name, signature, line, stack));
-      }
-    } else if (record.outcome === 'succeeded') {
-      this.options.logger.log(`${what} succeeded in ${record.durationMs} ms`);
-      this.write(this.failureLog.succeeded(record.name));
-    } else {
-      this.options.logger.debug?.(`${what} ${record.outcome}`);
-    }
-  }
-
-  private write(lines: LogLine[]): void {
-    for (const line of lines) {
-      if (line.level === 'error') this.options.logger.error(line.message, line.stack);
-      else this.options.logger.log(line.message);
-    }
   }
 
   private track<T>(promise: Promise<T>): Promise<T> {
