@@ -65,6 +65,13 @@ export class JobSchedulerDashboardSchedules {
     return buildTimeline(keyed, dueScheduleOf(view), from, now, rows.length > MAX_SCHEDULE_TIMELINE_ROWS);
   }
 
+  /** Pauses (false) or resumes (true) a dynamic schedule on every instance. UNKNOWN_JOB when there is no such schedule. */
+  async setEnabled(id: string, enabled: boolean): Promise<{ applied: boolean }> {
+    const view = this.dynamic ? await this.dynamic.setEnabled(id, enabled) : null;
+    if (!view) throw new SchedulingError('UNKNOWN_JOB', `No dynamic schedule has the id ${JSON.stringify(id.slice(0, 80))}`);
+    return { applied: true };
+  }
+
   /** Runs a dynamic schedule's handler once, now, on this instance; resolves to its run once started. UNKNOWN_JOB when there is no such schedule. */
   async start(id: string): Promise<{ running: Promise<readonly { outcome: string }[]> }> {
     const view = this.dynamic ? await this.dynamic.get(id) : null;

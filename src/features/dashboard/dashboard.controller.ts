@@ -103,6 +103,20 @@ export class JobSchedulerDashboardController {
     return this.answer(() => this.dashboard.runScheduleNow(id, actor));
   }
 
+  @Post('api/schedules/:id/pause')
+  @HttpCode(200)
+  async pauseSchedule(@Req() request: DashboardRequest, @Res({ passthrough: true }) response: unknown, @Param('id') id: string) {
+    const actor = await this.access(request, response, 'pause');
+    return this.answer(() => this.dashboard.setScheduleEnabled(id, false, actor));
+  }
+
+  @Post('api/schedules/:id/resume')
+  @HttpCode(200)
+  async resumeSchedule(@Req() request: DashboardRequest, @Res({ passthrough: true }) response: unknown, @Param('id') id: string) {
+    const actor = await this.access(request, response, 'resume');
+    return this.answer(() => this.dashboard.setScheduleEnabled(id, true, actor));
+  }
+
   @Get('api/runs')
   async runs(@Req() request: DashboardRequest, @Res({ passthrough: true }) response: unknown, @Query() query: QueryValues) {
     await this.access(request, response, 'read');

@@ -126,6 +126,13 @@ export class JobSchedulerDashboardService {
     return outcomes === null ? { finished: false, outcomes: [] } : { finished: true, outcomes };
   }
 
+  /** Pauses (false) or resumes (true) a dynamic schedule, persisted in its table. */
+  async setScheduleEnabled(id: string, enabled: boolean, actor: string): Promise<{ applied: boolean }> {
+    const result = await this.schedules.setEnabled(id, enabled);
+    this.record({ action: enabled ? 'resume' : 'pause', actor, target: `schedule ${id}`, applied: result.applied, at: new Date() });
+    return result;
+  }
+
   async pause(name: string, actor: string): Promise<{ applied: boolean }> {
     const applied = await this.declared(name).pauseJob(name, printable(actor));
     this.record({ action: 'pause', actor, target: name, applied, at: new Date() });

@@ -327,7 +327,8 @@ export class JobScheduleEngine {
     const claimAt = Math.max(next - aheadMs, now);
     if (aheadMs === 0 || next - claimAt < aheadMs / 2 + 500 || !this.claimsAhead(state)) return due();
     const claim = (): void => {
-      if (state.ahead?.scheduledAt === next) return;
+      // A claim of an instant still to come is kept (a changed schedule's); this one is claimed at its instant.
+      if (state.ahead && (state.ahead.scheduledAt === next || state.ahead.scheduledAt > timers.now())) return;
       void this.releaseAhead([state], 'not run');
       state.ahead = this.runner.claimAhead(state.job.declaration, next);
     };
@@ -386,10 +387,11 @@ export class JobScheduleEngine {
     const now = this.options.timers.now();
     const due = dueInstantsSince(state.job.declaration.schedule, state.lastDue, now);
     state.lastDue = Math.max(state.lastDue, now);
-    this.arm(state);
+    // The occurrence takes its lease claimed ahead (synchronously) before the next one is armed.
     if (due.latest !== null) void this.track(this.handleDue(state, due as DueInstants, now));
     // Claimed ahead but not run (its instant skipped as overlapping, or passed): given back.
     if (state.ahead && state.ahead.scheduledAt <= now) void this.releaseAhead([state], 'not run');
+    this.arm(state);
   }
 
   /**

@@ -238,6 +238,22 @@ describe('dynamic schedules in the dashboard', () => {
     const ran = await call(app, `/jobs/api/schedules/${encodeURIComponent('tenant-42/weekly')}/run-now`, { method: 'POST', headers });
     expect([ran.status, ran.json]).toEqual([200, { finished: true, outcomes: ['succeeded'] }]);
     expect((await call(app, '/jobs/api/schedules/nobody/run-now', { method: 'POST', headers })).status).toBe(404);
-    expect(app.actions.map((entry) => [entry.action, entry.target])).toEqual([['run-now', 'schedule tenant-42/weekly']]);
+
+    // Paused and resumed from the dashboard: persisted in the schedule's row (every instance follows it).
+    const pausePath = `/jobs/api/schedules/${encodeURIComponent('tenant-42/weekly')}/pause`;
+    expect((await call(app, pausePath, { method: 'POST', headers: { authorization: READER } })).status).toBe(403);
+    const paused = await call(app, pausePath, { method: 'POST', headers });
+    expect([paused.status, paused.json]).toEqual([200, { applied: true }]);
+    expect(await schedules.get('tenant-42/weekly')).toMatchObject({ enabled: false, cron: '0 3 * * 1', timeZone: 'America/New_York', tenantId: '42' });
+    expect((await call(app, '/jobs/api/schedules', { headers: { authorization: READER } })).json).toMatchObject({ schedules: [{ id: 'tenant-42/weekly', enabled: false, nextDue: [] }] });
+    const resumed = await call(app, `/jobs/api/schedules/${encodeURIComponent('tenant-42/weekly')}/resume`, { method: 'POST', headers });
+    expect([resumed.status, resumed.json]).toEqual([200, { applied: true }]);
+    expect(await schedules.get('tenant-42/weekly')).toMatchObject({ enabled: true });
+    expect((await call(app, '/jobs/api/schedules/nobody/pause', { method: 'POST', headers })).status).toBe(404);
+    expect(app.actions.map((entry) => [entry.action, entry.target])).toEqual([
+      ['run-now', 'schedule tenant-42/weekly'],
+      ['pause', 'schedule tenant-42/weekly'],
+      ['resume', 'schedule tenant-42/weekly'],
+    ]);
   });
 });

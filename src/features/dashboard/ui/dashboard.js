@@ -204,6 +204,7 @@
           cell(schedule.tenantId),
           el('td', { class: 'actions' }, [
             action('Run now', path + 'run-now'),
+            schedule.enabled ? action('Pause', path + 'pause', 'Pause the schedule ' + schedule.id + ' on every instance?') : action('Resume', path + 'resume'),
             el('button', { type: 'button', text: 'Timeline', onclick: function () {
               showTimeline('schedule:' + schedule.id);
             } }),

@@ -42,6 +42,8 @@ export interface DynamicScheduleStatements {
   /** Turns a schedule into a tombstone with the next version (rows `{ id, version }`); also deletes tombstones past their retention. */
   remove(id: string): SqlStatement;
   get(id: string): SqlStatement;
+  /** Enables or disables a live schedule, with the next version. */
+  setEnabled(id: string, enabled: boolean): SqlStatement;
   /** A page of live schedules in id order ("C" collation), after a cursor. */
   list(parameters: ScheduleListParameters): SqlStatement;
   /** Rows (tombstones included) whose version is above `version`, in version order. */
@@ -89,6 +91,13 @@ RETURNING t."id", t."version"::text AS "version"`.trim();
 
   const getText = `SELECT ${columns} FROM ${table} WHERE "id" = $1 AND "removedAt" IS NULL`;
 
+  const setEnabledText = `
+WITH ${serialized}
+UPDATE ${table} AS t SET "enabled" = $2, "version" = nextval(${sequence}::regclass), "modifiedAt" = CURRENT_TIMESTAMP
+FROM serialized
+WHERE t."id" = $1 AND t."removedAt" IS NULL
+RETURNING ${columns}`.trim();
+
   const listText = `
 SELECT ${columns} FROM ${table}
 WHERE "removedAt" IS NULL
@@ -113,6 +122,7 @@ LIMIT $5`.trim();
     }),
     remove: (id) => ({ text: removeText, values: [id], operation: 'schedules' }),
     get: (id) => ({ text: getText, values: [id], operation: 'schedules' }),
+    setEnabled: (id, enabled) => ({ text: setEnabledText, values: [id, enabled], operation: 'schedules' }),
     // Planned for its filters each time: a tenant's few schedules are found by their index.
     list: (p) => ({ text: listText, values: [p.handler, p.tenantId, p.enabled, p.after, p.limit], operation: 'schedules', planEachTime: true }),
     changesSince: (version, limit) => ({ text: changesSinceText, values: [version, limit], operation: 'schedules' }),

@@ -24,6 +24,11 @@ export class DynamicScheduleStore {
     return row?.version ?? null;
   }
 
+  async setEnabled(id: string, enabled: boolean): Promise<StoredScheduleRow | null> {
+    const [row] = await this.executor.rows<StoredScheduleRow>(this.statements.setEnabled(id, enabled));
+    return row ?? null;
+  }
+
   async get(id: string): Promise<StoredScheduleRow | null> {
     const [row] = await this.executor.rows<StoredScheduleRow>(this.statements.get(id));
     return row ?? null;

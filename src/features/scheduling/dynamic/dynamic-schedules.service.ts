@@ -133,6 +133,19 @@ export class DynamicSchedules implements OnModuleInit, OnApplicationBootstrap, B
     return true;
   }
 
+  /**
+   * Pauses (false) or resumes (true) a schedule without changing anything else, on every instance
+   * within changePollMs; null when there is no such schedule. Resumed, it does not replay what
+   * passed while it was paused (unless its missed policy is 'run-once': then the latest, once).
+   */
+  async setEnabled(id: string, enabled: boolean): Promise<DynamicScheduleView | null> {
+    if (typeof enabled !== 'boolean') throw schedulingErrors.invalidOption('enabled', 'a boolean', enabled);
+    const stored = await this.store.setEnabled(checkScheduleId(id), enabled);
+    if (!stored) return null;
+    if (this.options.start !== false) await this.sync.apply({ ...stored, removed: false });
+    return viewOfSchedule(stored);
+  }
+
   async get(id: string): Promise<DynamicScheduleView | null> {
     const row = await this.store.get(checkScheduleId(id));
     return row ? viewOfSchedule(row) : null;

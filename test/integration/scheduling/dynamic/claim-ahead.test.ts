@@ -49,6 +49,8 @@ describe('occurrences claimed ahead (claimAheadMs)', () => {
     const ran = calls.filter((call) => Date.parse(call.scheduledAt) === dueAt);
     expect(new Set(ran.map((call) => call.scheduleId)).size).toBe(40);
     expect(ran).toHaveLength(40);
+    // Each instance claims in a random order of its own: both get a share.
+    expect(new Set(ran.map((call) => call.node))).toEqual(new Set(['a', 'b']));
     for (const call of ran) expect(call.execution.startedAt.getTime()).toBeGreaterThanOrEqual(dueAt);
     const [{ ahead }] = await database.sql<{ ahead: number }>(
       `SELECT count(*)::int AS ahead FROM "job-scheduler" WHERE right("runKey", 24) = $1 AND "createdAt" < $1::timestamptz AND status = 'SUCCESS'`,

@@ -73,6 +73,13 @@ describe('dynamic schedules', () => {
   it('every occurrence of 1,000 schedules runs once across three instances', async () => {
     const SCHEDULES = 1_000;
     const [a] = [await start('a'), await start('b'), await start('c')];
+    // Every outcome of every instance (their `runs` keep the latest 1,000 only).
+    const outcomes: { node: string; key: string; outcome: string; errorCode?: string; error: string }[] = [];
+    for (const node of nodes) {
+      node.schedules.onRun((run) => {
+        outcomes.push({ node: node.name, key: `${run.scheduleId} ${run.scheduledAt.toISOString()}`, outcome: run.outcome, errorCode: run.errorCode, error: String(run.error) });
+      });
+    }
     // Written through SQL as a bulk seed would be; the instances find them by their change poll.
     await database.sql(
       `INSERT INTO "job-schedule" ("id", "handler", "everyMs", "version")
@@ -92,15 +99,14 @@ describe('dynamic schedules', () => {
     const missing = measured.flatMap((instant) =>
       Array.from({ length: SCHEDULES }, (_, index) => `bulk-${String(index + 1).padStart(4, '0')} ${instant}`).filter((key) => !ran.has(key)),
     );
-    const recorded = nodes.flatMap((node) =>
-      node.schedules.runs
-        .filter((run) => missing.includes(`${run.scheduleId} ${run.scheduledAt.toISOString()}`))
-        .map((run) => ({ node: node.name, key: `${run.scheduleId} ${run.scheduledAt.toISOString()}`, outcome: run.outcome, errorCode: run.errorCode, error: String(run.error) })),
-    );
-    expect({ missing, recorded }).toEqual({ missing: [], recorded: [] });
+    const recorded = outcomes.filter((outcome) => missing.includes(outcome.key));
+    const missingRows = await database.sql('SELECT "runKey", status::text AS status, "ownerId", data FROM "job-scheduler" WHERE "runKey" = ANY($1)', [
+      missing.map((key) => `schedule=${key}`),
+    ]);
+    expect({ missing, recorded, missingRows }).toEqual({ missing: [], recorded: [], missingRows: [] });
     expect(keys).toHaveLength(2 * SCHEDULES);
-    // Work spread: every instance ran some.
-    for (const name of ['a', 'b', 'c']) expect(inWindow.some((call) => call.node === name)).toBe(true);
+    // (Claimed at each instant, as schedules more frequent than claimAheadMs are, an instance whose
+    // timers fire first may claim them all: the spread is asserted for claims ahead, in claim-ahead.test.ts.)
     const [{ rows }] = await database.sql<{ rows: number }>(
       `SELECT count(*)::int AS rows FROM "job-scheduler" WHERE status = 'SUCCESS' AND right("runKey", 24) = ANY($1)`,
       [measured],
