@@ -1,4 +1,5 @@
 import { occurrenceOfRunKey } from './occurrence-keys';
+import { PeriodicTask } from './periodic-task';
 import type { JobDeclaration } from './schedule/job-declaration';
 import type { SchedulerLogger, SchedulerTimers } from './scheduler-ports';
 import { JobAbandonedError } from './scheduling.errors';
@@ -75,9 +76,8 @@ const SCAN_LIMIT = 100;
  * and the others write nothing.
  */
 export class AbandonedOccurrenceScan<Job extends TakeOverPolicy = TakeOverPolicy> {
-  private cancel: (() => void) | undefined;
-  private running: Promise<void> | undefined;
-  private stopped = true;
+  /** The scan, every periodMs. */
+  private readonly periodic: PeriodicTask;
 
   constructor(
     private readonly store: AbandonedOccurrenceStore,
@@ -87,21 +87,19 @@ export class AbandonedOccurrenceScan<Job extends TakeOverPolicy = TakeOverPolicy
     private readonly periodMs: number,
     /** Found later than this (plus a period) after its lease ran out: late, as a missed occurrence is. */
     private readonly lateToleranceMs: number,
-  ) {}
+  ) {
+    this.periodic = new PeriodicTask(timers, periodMs, () => this.scan(), (error) => logger.warn(`Could not look for abandoned occurrences: ${String(error)}`));
+  }
 
   /** Arms the periodic scan, when this instance runs any job (again after a job is added; once). */
   start(): void {
-    if (!this.stopped || this.host.enabledJobs().length === 0) return;
-    this.stopped = false;
-    this.arm();
+    if (this.periodic.started || this.host.enabledJobs().length === 0) return;
+    this.periodic.start();
   }
 
   /** Stops the timer and waits for a scan in progress (the take-overs it started are the engine's). */
-  async stop(): Promise<void> {
-    this.stopped = true;
-    this.cancel?.();
-    this.cancel = undefined;
-    await this.running;
+  stop(): Promise<void> {
+    return this.periodic.stop();
   }
 
   /** One scan now: every abandoned occurrence of this instance's jobs is taken over or ended. */
@@ -112,7 +110,7 @@ export class AbandonedOccurrenceScan<Job extends TakeOverPolicy = TakeOverPolicy
     const found = this.store.abandonedOccurrences([...byName.keys()], SCAN_LIMIT);
     this.timers.observe?.(found);
     for (const occurrence of await found) {
-      if (this.stopped) return;
+      if (!this.periodic.started) return;
       const target = this.host.resolve ? this.host.resolve(occurrence.code, occurrence.runKey) : resolveByName(byName, occurrence);
       if (!target) continue;
       const reason = this.reasonToEnd(target.job, occurrence);
@@ -156,19 +154,6 @@ export class AbandonedOccurrenceScan<Job extends TakeOverPolicy = TakeOverPolicy
       ...(key.scheduleId === undefined ? {} : { scheduleId: key.scheduleId }),
       errorCode: error.code,
       error,
-    });
-  }
-
-  private arm(): void {
-    if (this.stopped) return;
-    this.cancel = this.timers.at(this.timers.now() + this.periodMs, () => {
-      this.cancel = undefined;
-      this.running = this.scan()
-        .catch((error: unknown) => this.logger.warn(`Could not look for abandoned occurrences: ${String(error)}`))
-        .finally(() => {
-          this.running = undefined;
-          this.arm();
-        });
     });
   }
 }

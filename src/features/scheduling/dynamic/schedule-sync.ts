@@ -4,6 +4,7 @@ import type { SchedulerLogger, SchedulerTimers } from '../scheduler-ports';
 import { declarationOfSchedule } from './dynamic-schedule-input';
 import { TOMBSTONE_RETENTION_MS, type StoredScheduleRow } from './dynamic-schedule.sql';
 import type { DynamicScheduleStore } from './dynamic-schedule.store';
+import { PeriodicTask } from '../periodic-task';
 
 /** Rows read per statement at boot and per change poll. */
 const PAGE = 5_000;
@@ -22,9 +23,8 @@ export class ScheduleSync {
   /** Per schedule, the version last applied: an older row (a poll behind a local write) is ignored. */
   private readonly applied = new Map<string, bigint>();
   private readonly unknownHandlers = new Set<string>();
-  private cancel?: () => void;
-  private polling?: Promise<void>;
-  private stopped = true;
+  /** The change poll, every pollMs. */
+  private readonly periodic: PeriodicTask;
   private lastPolledAt = 0;
 
   constructor(
@@ -33,8 +33,10 @@ export class ScheduleSync {
     private readonly handlers: ReadonlyMap<string, JobHandler>,
     private readonly timers: SchedulerTimers,
     private readonly logger: SchedulerLogger,
-    private readonly pollMs: number,
-  ) {}
+    pollMs: number,
+  ) {
+    this.periodic = new PeriodicTask(timers, pollMs, () => this.poll(), (error) => logger.warn(`Could not read the changes of dynamic schedules: ${String(error)}`), true);
+  }
 
   /** Boot: every stored schedule into the engine, before it starts. A few statements for any number of schedules. */
   async load(): Promise<number> {
@@ -49,15 +51,11 @@ export class ScheduleSync {
 
   /** Polls every `pollMs` from now on. */
   start(): void {
-    this.stopped = false;
-    this.arm();
+    this.periodic.start();
   }
 
-  async stop(): Promise<void> {
-    this.stopped = true;
-    this.cancel?.();
-    this.cancel = undefined;
-    await this.polling;
+  stop(): Promise<void> {
+    return this.periodic.stop();
   }
 
   /** Reads and applies every change since the last one seen (one statement when nothing changed). */
@@ -129,19 +127,5 @@ export class ScheduleSync {
       if (rows.length < PAGE) return;
       after = rows[rows.length - 1].id;
     }
-  }
-
-  private arm(): void {
-    if (this.stopped) return;
-    this.cancel = this.timers.at(this.timers.now() + this.pollMs, () => {
-      this.cancel = undefined;
-      this.polling = this.poll()
-        .catch((error: unknown) => this.logger.warn(`Could not read the changes of dynamic schedules: ${String(error)}`))
-        .finally(() => {
-          this.polling = undefined;
-          this.arm();
-        });
-      this.timers.observe?.(this.polling);
-    });
   }
 }
