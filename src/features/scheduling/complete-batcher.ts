@@ -10,10 +10,15 @@ interface PendingComplete {
 
 /** Runs per complete statement, at most. */
 const COMPLETES_PER_STATEMENT = 1_000;
+/**
+ * How long a complete waits for others to share its statement: runs that end a few ms apart
+ * (tenants of a fan-out, whose slots do not wait for it) are completed together.
+ */
+export const COMPLETE_LINGER_MS = 5;
 
 /**
- * The completes asked in one turn of the event loop (the runs of occurrences due together end
- * together) go to the database as one statement (`completeMany`, each row fenced on its own id and
+ * The completes asked within COMPLETE_LINGER_MS of each other (the runs of occurrences due
+ * together end together) go to the database as one statement (`completeMany`, each row fenced on its own id and
  * owner token), instead of one each: fewer round trips, pool checkouts and statements per run.
  * Each caller still learns whether its own complete applied; a failed statement fails the
  * completes it carried, as their own statements would have. Completes with data go alone.
@@ -45,7 +50,7 @@ export const withCompleteBatching = (lease: SchedulerLease): SchedulerLease => {
     complete: (value, data) => {
       if (data !== undefined) return port.complete(value, data);
       return new Promise<boolean>((resolve, reject) => {
-        if (pending.push({ lease: { id: value.id, ownerToken: value.ownerToken }, resolve, reject }) === 1) setImmediate(flush);
+        if (pending.push({ lease: { id: value.id, ownerToken: value.ownerToken }, resolve, reject }) === 1) setTimeout(flush, COMPLETE_LINGER_MS);
       });
     },
   };

@@ -33,6 +33,12 @@ export interface OccurrenceRequest {
   ahead?: AheadClaim;
   /** A lease already claimed for this run (a tenant of a batch): run it instead of acquiring one. */
   claim?: OccurrenceClaim;
+  /**
+   * Called once the handler has settled (returned, thrown or timed out) with how long it ran,
+   * before its lease is finalized: a caller bounding how many handlers run at once has a free
+   * slot from then.
+   */
+  onSettled?: (ranMs: number) => void;
 }
 
 /** An occurrence's lease asked for ahead of its due instant (claimAheadMs), and what came of it. */
@@ -90,7 +96,6 @@ export class OccurrenceRunner {
     const schedule = job.dynamicSchedule;
     const base: JobRunRecord = { name: job.name, outcome: 'failed', scheduledAt: new Date(scheduledAt), trigger, tenantId, correlationId };
     if (schedule) base.scheduleId = schedule.id;
-    const runKey = runKeyOf({ scheduleId: schedule?.id }, scheduledAt, tenantId, trigger === 'run-now' ? { correlationId } : undefined);
 
     const clock = this.clock;
     let sentAt = clock.now();
@@ -100,7 +105,8 @@ export class OccurrenceRunner {
     } else {
       // Shutdown waits for acquires in flight: one that wins after stop() gives its lease back.
       if (ahead) sentAt = ahead.sentAt;
-      const taken = await this.admitTaken(await (ahead?.outcome ?? this.acquireOutcome(job, runKey)), base);
+      const acquiring = ahead?.outcome ?? this.acquireOutcome(job, runKeyOf({ scheduleId: schedule?.id }, scheduledAt, tenantId, trigger === 'run-now' ? { correlationId } : undefined));
+      const taken = await this.admitTaken(await acquiring, base);
       if ('record' in taken) return taken.record;
       lock = taken.lock;
     }
@@ -153,6 +159,7 @@ export class OccurrenceRunner {
       this.span('scheduled_job.run', attributes, async () => withJobExecution(execution, () => request.handler(execution))),
     );
     const settlement = await this.settle(work, job);
+    request.onSettled?.(this.timers.now() - startedAt);
     await hold.stop();
     const record = await this.finalize(job, lease, hold, settlement, started);
     // A run that timed out goes on behind (nothing stops a promise); its lease is already failed.

@@ -18,7 +18,7 @@ export interface JobPolicies {
   timeoutMs?: number;
   /** One run per occurrence (default), or one per tenant of the TenantDirectory. */
   tenancy?: JobTenancy;
-  /** Per-tenant jobs: how many tenants this instance runs at once (default 4, at most 100). */
+  /** Per-tenant jobs: how many tenants this instance runs at once (default 8, at most 100). */
   tenantConcurrency?: number;
   /**
    * A random delay of the start, up to this many ms, that never changes scheduledAt. Below the

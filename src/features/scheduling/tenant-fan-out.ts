@@ -91,6 +91,8 @@ class TenantOccurrenceRun {
   private readonly queue: ClaimedTenant[] = [];
   private claiming: Promise<void> | undefined;
   private running = 0;
+  /** Every started tenant's run, until its record is kept. */
+  private readonly ending: Promise<void>[] = [];
   private stopped = false;
   private averageMs: number | undefined;
   private leaseMs: number | undefined;
@@ -110,7 +112,7 @@ class TenantOccurrenceRun {
     const listed = this.walk();
     const workers = Math.min(this.concurrency, this.order.length);
     await Promise.all(Array.from({ length: workers }, () => this.work()));
-    await this.claiming;
+    await Promise.all([this.claiming, ...this.ending]);
     const position = (record: JobRunRecord) => (record.tenantId === undefined ? undefined : listed.get(record.tenantId)) ?? listed.size;
     return [...this.records].sort((a, b) => position(a) - position(b));
   }
@@ -146,15 +148,24 @@ class TenantOccurrenceRun {
     return new Map(valid.map((tenant, index) => [tenant.tenantId, index]));
   }
 
+  /**
+   * One slot: a tenant at a time. The slot is free once the tenant's handler has settled; its
+   * lease is finalized behind (the completes of tenants ending close together share a statement).
+   */
   private async work(): Promise<void> {
     for (let tenant = await this.next(); tenant; tenant = await this.next()) {
       this.running++;
-      const record = await this.start(tenant);
+      let settled: (ranMs: number) => void = () => undefined;
+      const slotFree = new Promise<void>((resolve) => {
+        settled = (ranMs) => {
+          this.averageMs = this.averageMs === undefined ? ranMs : 0.8 * this.averageMs + 0.2 * ranMs;
+          resolve();
+        };
+      });
+      const ended = this.start(tenant, settled).then((record) => this.record(record));
+      this.ending.push(ended);
+      await Promise.race([slotFree, ended]);
       this.running--;
-      if (record.durationMs !== undefined) {
-        this.averageMs = this.averageMs === undefined ? record.durationMs : 0.8 * this.averageMs + 0.2 * record.durationMs;
-      }
-      this.record(record);
     }
   }
 
@@ -225,7 +236,7 @@ class TenantOccurrenceRun {
   }
 
   /** Runs a claimed tenant, first proving its lease again if it waited long. */
-  private async start(tenant: ClaimedTenant): Promise<JobRunRecord> {
+  private async start(tenant: ClaimedTenant, onSettled: (ranMs: number) => void): Promise<JobRunRecord> {
     const { job, handler, scheduledAt, trigger } = this.occurrence;
     const clock = this.dependencies.runner.clock;
     let { sentAt } = tenant;
@@ -247,7 +258,7 @@ class TenantOccurrenceRun {
       }
     }
     const claim = { lock: tenant.lock, sentAt, correlationId: tenant.correlationId };
-    return this.dependencies.runner.run({ job, handler, scheduledAt, trigger, tenantId: tenant.tenantId, claim });
+    return this.dependencies.runner.run({ job, handler, scheduledAt, trigger, tenantId: tenant.tenantId, claim, onSettled });
   }
 
   /** Fails (released) the leases of tenants that never started, recorded JOB_SHUTDOWN. */

@@ -119,7 +119,7 @@ describe('job declarations', () => {
   });
 
   it('runs 4 tenants at once by default, and takes tenantConcurrency from 1 to 100 on per-tenant jobs only', () => {
-    expect(checkJobDeclaration('a.b', { every: '1m', tenancy: 'per-tenant' }).tenantConcurrency).toBe(4);
+    expect(checkJobDeclaration('a.b', { every: '1m', tenancy: 'per-tenant' }).tenantConcurrency).toBe(8);
     expect(checkJobDeclaration('a.b', { every: '1m', tenancy: 'per-tenant', tenantConcurrency: 1 }).tenantConcurrency).toBe(1);
     expect(checkJobDeclaration('a.b', { every: '1m', tenancy: 'per-tenant', tenantConcurrency: 100 }).tenantConcurrency).toBe(100);
     for (const tenantConcurrency of [0, -1, 1.5, 101, Number.NaN, Infinity, '4', null]) {

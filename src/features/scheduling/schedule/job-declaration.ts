@@ -11,7 +11,7 @@ const JOB_NAME = /^[a-z][a-z0-9]*(?:-[a-z0-9]+)*\.[a-z][a-z0-9]*(?:-[a-z0-9]+)*$
 const MAX_JOB_NAME = 64;
 const NEVER_HORIZON_MS = 8 * 366 * 86_400_000;
 /** How many tenants of a per-tenant job one instance runs at once, by default and at most. */
-export const DEFAULT_TENANT_CONCURRENCY = 4;
+export const DEFAULT_TENANT_CONCURRENCY = 8;
 export const MAX_TENANT_CONCURRENCY = 100;
 
 /** A declaration with every value checked and defaults applied. */
