@@ -29,6 +29,11 @@ class Gates {
   }
 }
 
+/** Lets promise callbacks and immediates run (without waiting for held lease calls). */
+const turns = async (): Promise<void> => {
+  for (let turn = 0; turn < 20; turn++) await new Promise<void>((resolve) => setImmediate(resolve));
+};
+
 const outcomesByTenant = (records: readonly JobRunRecord[]) =>
   Object.fromEntries(records.map((record) => [record.tenantId, record.outcome]));
 
@@ -60,6 +65,37 @@ describe('per-tenant fan-out (in-memory lease)', () => {
     expect(gates[1].ran[0]).toBe('t10');
     const [a, b] = schedulers.map((scheduler) => outcomesByTenant(scheduler.runs));
     for (const tenant of tenants) expect([a[tenant], b[tenant]].sort()).toEqual(['skipped-locked', 'succeeded']);
+  });
+
+  it('frees a slot when its handler returns: the next tenant starts while the lease of the one before is still being completed', async () => {
+    const clock = new FixedClock(0);
+    const lease = new InMemoryJobLease(clock);
+    const held: Array<() => void> = [];
+    const complete = lease.complete.bind(lease);
+    // Every complete waits until the test lets it through.
+    lease.complete = (value, data) => new Promise<void>((resolve) => held.push(resolve)).then(() => complete(value, data));
+    const gates = new Gates();
+    const scheduler = new ManualJobScheduler({ clock, lease, tenants: { listTenants: () => tenantsNamed(3) }, random: () => 0 });
+    scheduler.register({ name: 'billing.invoice', every: '1m', tenancy: 'per-tenant', tenantConcurrency: 1, run: gates.handler });
+    await scheduler.start();
+    await scheduler.advance(MINUTE);
+    expect(gates.running).toBe(1);
+    gates.releaseOne(); // t00 returns; its complete is held (advance() would wait for it: flush instead)
+    await turns();
+    expect(held).toHaveLength(1);
+    expect(gates.running).toBe(1); // t01 runs meanwhile, one at a time still
+    expect(gates.peak).toBe(1);
+    expect(scheduler.runs).toEqual([]); // t00 is recorded once its complete applied
+    held.shift()?.();
+    await turns();
+    expect(scheduler.runs.map((run) => [run.tenantId, run.outcome])).toEqual([['t00', 'succeeded']]);
+    while (gates.open > 0 || held.length > 0) {
+      gates.releaseOne();
+      held.shift()?.();
+      await turns();
+    }
+    expect(outcomesByTenant(scheduler.runs)).toEqual({ t00: 'succeeded', t01: 'succeeded', t02: 'succeeded' });
+    expect(gates.peak).toBe(1);
   });
 
   it('claims ahead in batches when runs are short, one slot at a time when they are long against the lease', async () => {
