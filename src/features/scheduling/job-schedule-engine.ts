@@ -62,6 +62,9 @@ export interface EngineOptions {
   claimAheadMs?: number;
 }
 
+/** How many jobs' after-instant work (see fire) one turn of the event loop does. */
+const AFTER_STARTS_CHUNK = 1_000;
+
 /** The longest claimAheadMs: a claim ahead holds its lease unheartbeated until the run starts. */
 const MAX_CLAIM_AHEAD_MS = 60_000;
 
@@ -88,6 +91,8 @@ export class JobScheduleEngine {
   private readonly runner: OccurrenceRunner;
   private readonly tenantFanOut: TenantFanOut;
   private readonly inFlight = new Set<Promise<unknown>>();
+  /** Work of due instants that waits for their runs to start (see fire). */
+  private readonly deferred: Array<() => void> = [];
   private started = false;
   private startedAt: number | undefined;
 
@@ -305,7 +310,10 @@ export class JobScheduleEngine {
 
   /** Resolves once every occurrence this instance started has settled. */
   async idle(): Promise<void> {
-    while (this.inFlight.size > 0) await Promise.all([...this.inFlight]);
+    while (this.inFlight.size > 0 || this.deferred.length > 0) {
+      if (this.deferred.length > 0) await new Promise((resolve) => setImmediate(resolve));
+      await Promise.all([...this.inFlight]);
+    }
   }
 
   private arm(state: JobState): void {
@@ -382,16 +390,46 @@ export class JobScheduleEngine {
     );
   }
 
-  /** A timer fired: handle every due instant that has passed since the last one, once. */
+  /**
+   * A timer fired: handle every due instant that has passed since the last one, once. The run
+   * starts now; what else the instant asks of this job (recording an occurrence whose claim
+   * ahead another instance won, arming the next instant) waits until the runs due with it have
+   * started (see afterStarts): at 10,000 schedules due together, that work was the start delay.
+   */
   private fire(state: JobState): void {
     const now = this.options.timers.now();
     const due = dueInstantsSince(state.job.declaration.schedule, state.lastDue, now);
     state.lastDue = Math.max(state.lastDue, now);
+    const lostAhead = state.ahead?.scheduledAt === due.latest && state.ahead?.settled?.kind === 'lost';
     // The occurrence takes its lease claimed ahead (synchronously) before the next one is armed.
-    if (due.latest !== null) void this.track(this.handleDue(state, due as DueInstants, now));
-    // Claimed ahead but not run (its instant skipped as overlapping, or passed): given back.
-    if (state.ahead && state.ahead.scheduledAt <= now) void this.releaseAhead([state], 'not run');
-    this.arm(state);
+    if (due.latest !== null && !lostAhead) void this.track(this.handleDue(state, due as DueInstants, now));
+    this.afterStarts(() => {
+      if (!this.started || this.states.get(jobKeyOf(state.job.declaration)) !== state) return;
+      if (due.latest !== null && lostAhead) void this.track(this.handleDue(state, due as DueInstants, now));
+      // Claimed ahead but not run (its instant skipped as overlapping, or passed): given back.
+      if (state.ahead && state.ahead.scheduledAt <= now) void this.releaseAhead([state], 'not run');
+      // Unless changed, paused or re-armed meanwhile.
+      if (state.job.enabled && state.cancel === undefined) this.arm(state);
+    });
+  }
+
+  /**
+   * Runs `work` after the runs started in this turn have reached their handlers: in a later turn
+   * of the event loop (after their promise callbacks), AFTER_STARTS_CHUNK at a time.
+   */
+  private afterStarts(work: () => void): void {
+    if (this.deferred.push(work) > 1) return;
+    const drain = (): void => {
+      for (const next of this.deferred.splice(0, AFTER_STARTS_CHUNK)) {
+        try {
+          next();
+        } catch (error) {
+          this.options.logger.error(`Scheduling after a due instant failed: ${String(error)}`);
+        }
+      }
+      if (this.deferred.length > 0) setImmediate(drain);
+    };
+    setImmediate(drain);
   }
 
   /**
@@ -499,7 +537,7 @@ export class JobScheduleEngine {
     if (ahead?.settled?.kind === 'lost') {
       return [this.records.emit({ ...this.recordOf(state), outcome: 'skipped-locked', scheduledAt: new Date(scheduledAt), trigger, correlationId: ahead.correlationId })];
     }
-    if (trigger === 'schedule' || trigger === 'catch-up') {
+    if ((trigger === 'schedule' || trigger === 'catch-up') && declaration.jitterMs > 0) {
       await this.jitter.wait(declaration.jitterMs);
       if (!this.started) return [];
     }
