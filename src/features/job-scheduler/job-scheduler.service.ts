@@ -276,6 +276,23 @@ export class JobSchedulerService implements OnModuleInit, OnApplicationBootstrap
     return this.finalizeMany('SUCCESS', leases, data);
   }
 
+  /**
+   * Gives these owned runs up unfinished, in one statement per 1,000: each row stays RUNNING with
+   * its lease run out now (by the database clock), as if its holder had crashed, so that another
+   * instance takes the run over (a scheduler's take-over scan, or any acquire: fencing token + 1).
+   * Whether each applied, in order. For a scheduler shutting down with runs claimed but not started.
+   */
+  async expireMany(leases: readonly JobLease[]): Promise<boolean[]> {
+    const checked = leases.map((lease) => checkJobLease(lease));
+    const applied = new Set<string>();
+    for (let start = 0; start < checked.length; start += 1_000) {
+      const chunk = checked.slice(start, start + 1_000);
+      const statement = this.statements.expireMany(chunk.map((lease) => lease.id), chunk.map((lease) => lease.ownerToken), this.timingDefaults.leaseMs);
+      for (const row of await this.execute<{ id: string }>(statement)) applied.add(row.id);
+    }
+    return checked.map((lease) => applied.has(lease.id));
+  }
+
   /** fail with `{ released: true }` by default: gives the run back so the next acquire can take it. */
   async release(lease: JobLease, data: unknown = RELEASED_DATA): Promise<boolean> {
     return this.fail(lease, data);

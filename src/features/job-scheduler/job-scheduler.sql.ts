@@ -177,6 +177,8 @@ export interface JobSchedulerStatements {
   fail(id: string, ownerToken: string, data: string | null): SqlStatement;
   /** complete or fail for many leases of this node at once (each fenced on its own id and token): rows `{ id }` of those that applied. */
   finalizeMany(status: 'SUCCESS' | 'FAIL', ids: readonly string[], ownerTokens: readonly string[], data: string | null): SqlStatement;
+  /** Ends the leases of these owned RUNNING rows now, leaving them RUNNING (for a take-over elsewhere). */
+  expireMany(ids: readonly string[], ownerTokens: readonly string[], fallbackLeaseMs: number): SqlStatement;
   /** complete, also "applied" when this owner already completed the run (a retry whose first reply was lost). */
   completeAgain(id: string, ownerToken: string, data: string | null): SqlStatement;
   /** fail, also "applied" when this owner already failed the run. */
@@ -386,6 +388,14 @@ WHERE t."id" = given."id" AND t."ownerToken" = given."ownerToken" AND t."status"
 RETURNING t."id"`.trim();
   const completeManyText = finalizeManyText('SUCCESS');
   const failManyText = finalizeManyText('FAIL');
+  // Gives leases up unfinished: each row stays RUNNING with its lease run out (by the database
+  // clock, as a crashed holder's would be), so that any instance's take-over scan or acquire may
+  // reclaim it (fencing token + 1). Fenced like finalizeMany.
+  const expireManyText = `
+UPDATE ${table} AS t SET "modifiedAt" = CURRENT_TIMESTAMP - (COALESCE(t."leaseMs", $3::integer) + 1) * INTERVAL '1 millisecond'
+FROM unnest($1::uuid[], $2::uuid[]) AS given("id", "ownerToken")
+WHERE t."id" = given."id" AND t."ownerToken" = given."ownerToken" AND t."status" = 'RUNNING'
+RETURNING t."id"`.trim();
 
   // A retry of complete / fail whose first attempt may have committed with its reply lost: also
   // applied when the row already holds that status under this owner token (nobody else can have
@@ -648,6 +658,7 @@ RETURNING "id"`.trim();
       operation: status === 'SUCCESS' ? 'complete' : 'fail',
       secret: ownerTokens,
     }),
+    expireMany: (ids, ownerTokens, fallbackLeaseMs) => ({ text: expireManyText, values: [ids, ownerTokens, fallbackLeaseMs], operation: 'fail', secret: ownerTokens }),
     completeAgain: (id, ownerToken, data) => ({ text: completeAgainText, values: [id, ownerToken, data], operation: 'complete', secret: ownerToken }),
     failAgain: (id, ownerToken, data) => ({ text: failAgainText, values: [id, ownerToken, data], operation: 'fail', secret: ownerToken }),
     replication: () => ({ text: replicationText, values: [], operation: 'replication-check' }),

@@ -112,7 +112,8 @@ export class AbandonedOccurrenceScan<Job extends TakeOverPolicy = TakeOverPolicy
     for (const occurrence of await found) {
       if (!this.periodic.started) return;
       const target = this.host.resolve ? this.host.resolve(occurrence.code, occurrence.runKey) : resolveByName(byName, occurrence);
-      if (!target) continue;
+      // Handed over before its instant (an instance stopped after claiming it ahead): taken at or after the instant.
+      if (!target || target.scheduledAt > this.timers.now()) continue;
       const reason = this.reasonToEnd(target.job, occurrence);
       if (reason === null) this.host.takeOver(target.job, target.scheduledAt, target.tenantId);
       else await this.abandon(target.job, occurrence, target, reason);

@@ -146,6 +146,7 @@ export const bound = (lease: SchedulerLease): SchedulerLease => ({
   acquireAhead: lease.acquireAhead?.bind(lease),
   failMany: lease.failMany?.bind(lease),
   completeMany: lease.completeMany?.bind(lease),
+  expireMany: lease.expireMany?.bind(lease),
   heartbeat: lease.heartbeat.bind(lease),
   complete: lease.complete.bind(lease),
   fail: lease.fail.bind(lease),

@@ -337,6 +337,9 @@ export class JobScheduleEngine {
     const claim = (): void => {
       // A claim of an instant still to come is kept (a changed schedule's); this one is claimed at its instant.
       if (state.ahead && (state.ahead.scheduledAt === next || state.ahead.scheduledAt > timers.now())) return;
+      // Reached after its instant (a stalled event loop): handled at its timer, unclaimed. A claim
+      // now would leave a row for an occurrence that may be missed, hiding it from the report.
+      if (next <= timers.now()) return;
       void this.releaseAhead([state], 'not run');
       state.ahead = this.runner.claimAhead(state.job.declaration, next);
     };
@@ -366,7 +369,12 @@ export class JobScheduleEngine {
     return ahead;
   }
 
-  /** Gives back the leases these jobs claimed ahead, which will not run; on shutdown, records them failed JOB_SHUTDOWN. */
+  /**
+   * Gives back the leases these jobs claimed ahead, which will not run. On shutdown they are
+   * handed over instead, where the lease can (PostgreSQL): left RUNNING with their lease run out,
+   * so that another instance's take-over scan runs them; else given back and recorded failed
+   * JOB_SHUTDOWN.
+   */
   private releaseAhead(states: readonly JobState[], reason: string, shutdown = false): Promise<void> {
     const released = states.flatMap((state) => {
       const ahead = state.ahead;
@@ -374,8 +382,16 @@ export class JobScheduleEngine {
       return ahead ? [{ ahead, job: this.recordOf(state) }] : [];
     });
     if (released.length === 0) return Promise.resolve();
+    const claims = released.map(({ ahead }) => ahead);
+    const handedOver = shutdown ? this.runner.handOverAhead(claims) : Promise.resolve(null);
     return this.track(
-      this.runner.releaseAhead(released.map(({ ahead }) => ahead), reason).then((held) => {
+      handedOver.then(async (handed) => {
+        if (handed) {
+          const count = handed.filter(Boolean).length;
+          if (count > 0) this.options.logger.warn(`${count} occurrence(s) claimed ahead were handed over unrun on shutdown: another instance's take-over scan runs them`);
+          return;
+        }
+        const held = await this.runner.releaseAhead(claims, reason);
         if (!shutdown) return;
         let count = 0;
         released.forEach(({ ahead, job }, index) => {

@@ -235,6 +235,24 @@ export class OccurrenceRunner {
     return outcomes.map((outcome) => outcome.kind === 'acquired');
   }
 
+  /**
+   * On shutdown: hands leases claimed ahead (runs not started) over to the other instances, left
+   * RUNNING with their lease run out (`expireMany`), so that a take-over scan elsewhere runs them.
+   * Whether this instance held each; null when the lease cannot (then give them back instead).
+   */
+  async handOverAhead(claims: readonly AheadClaim[]): Promise<boolean[] | null> {
+    if (!this.lease.expireMany) return null;
+    const outcomes = await Promise.all(claims.map((claim) => claim.outcome));
+    const locks = outcomes.flatMap((outcome) => (outcome.kind === 'acquired' ? [outcome.lock] : []));
+    try {
+      if (locks.length > 0) await this.lease.expireMany(locks);
+    } catch (error) {
+      // Their leases then run out on their own: taken over all the same, one lease later.
+      this.logger.warn(`Could not hand over ${locks.length} lease(s) claimed ahead on shutdown; they are taken over once their lease runs out: ${String(error)}`);
+    }
+    return outcomes.map((outcome) => outcome.kind === 'acquired');
+  }
+
   /** The occurrence's acquire (one of a batch), as a value: shutdown waits for those in flight. */
   private acquireOutcome(job: JobDeclaration, runKey: string, ahead = false): Promise<ClaimOutcome> {
     const options = { code: job.name, runKey, name: job.name, leaseMs: job.leaseMs, reclaimFailed: false };

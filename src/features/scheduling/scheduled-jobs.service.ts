@@ -27,6 +27,9 @@ import { SCHEDULING_MODULE_OPTIONS, type SchedulingModuleOptions, TENANT_DIRECTO
 import { schedulingErrors } from './scheduling.errors';
 import type { JobRunListener, JobRunRecord, TenantDirectory } from './scheduling.types';
 
+/** Declared jobs' claims go out this long before their instant, on the PostgreSQL lease (SchedulingModule option claimAheadMs). */
+export const DEFAULT_CLAIM_AHEAD_MS = 2_000;
+
 export interface ScheduledJobHealth {
   name: string;
   /** The due instant of the latest successful occurrence (any instance), or null. */
@@ -99,7 +102,7 @@ export class ScheduledJobsService implements OnModuleInit, OnApplicationBootstra
       // Take-over of occurrences whose holder vanished: on the PostgreSQL lease.
       abandoned: options.lease ? (canFindAbandoned(options.lease) ? options.lease : undefined) : jobs,
       takeOverScanMs: options.takeOverScanMs,
-      claimAheadMs: options.claimAheadMs,
+      claimAheadMs: options.claimAheadMs ?? (options.lease ? 0 : DEFAULT_CLAIM_AHEAD_MS),
     });
     const lateToleranceMs = options.lateToleranceMs ?? 60_000;
     const retention = resolveScheduledRetention(options.retention, lateToleranceMs);

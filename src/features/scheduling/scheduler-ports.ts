@@ -32,6 +32,7 @@ export const observedLease = (lease: SchedulerLease, timers: SchedulerTimers): S
     fail: (value, data) => seen(lease.fail(value, data)),
     failMany: lease.failMany && ((leases, data) => seen(lease.failMany!(leases, data))),
     completeMany: lease.completeMany && ((leases, data) => seen(lease.completeMany!(leases, data))),
+    expireMany: lease.expireMany && ((leases) => seen(lease.expireMany!(leases))),
   };
 };
 
@@ -55,6 +56,8 @@ export interface SchedulerLease {
   failMany?(leases: readonly JobLease[], data?: unknown): Promise<boolean[]>;
   /** complete for many leases in few statements. Optional: without it, one complete each. */
   completeMany?(leases: readonly JobLease[], data?: unknown): Promise<boolean[]>;
+  /** Leases given up unfinished, left RUNNING with their lease run out: taken over elsewhere (JobSchedulerService.expireMany). */
+  expireMany?(leases: readonly JobLease[]): Promise<boolean[]>;
 }
 
 /** Durable history: the latest occurrence any instance recorded for a job. */

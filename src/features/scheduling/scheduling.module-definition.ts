@@ -27,10 +27,11 @@ export interface SchedulingModuleOptions {
   takeOverScanMs?: number;
   /**
    * Claim each occurrence's lease this long before its due instant, so that jobs due together
-   * start at their instant instead of after their claims (default 0: claimed at the instant). An
-   * occurrence claimed ahead that will not run (shutdown within this time before it) is given
-   * back FAIL `{ released: true }` and recorded failed `JOB_SHUTDOWN`. Global jobs with
-   * overlap 'skip' and a lease at least 4 times this; at most 60 s.
+   * start at their instant instead of after their claims (default 2 s on the PostgreSQL lease; 0
+   * with a `lease` of your own: claimed at the instant). An instance that stops within this time
+   * before an instant hands what it claimed over to the other instances (left RUNNING with its
+   * lease run out: their take-over scan runs it). Global jobs with overlap 'skip' and a lease at
+   * least 4 times this; at most 60 s.
    */
   claimAheadMs?: number;
   /** On shutdown: how long running jobs get after their signal aborts, before their leases are released. Default 10 s. */

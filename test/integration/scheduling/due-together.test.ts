@@ -43,7 +43,8 @@ describe('jobs due at the same instant', () => {
         await startNestNode(database.url, {
           jobScheduler: { nodeId: `node-${index}` },
           typeorm: { logging: ['query'], logger: counter, poolSize: 10 },
-          imports: [SchedulingModule.forRoot({ metrics: false, retention: false }) as DynamicModule, JobsModule],
+          // Claimed at the instant (claims ahead, the default, have tests of their own: claim-ahead.test.ts).
+          imports: [SchedulingModule.forRoot({ metrics: false, retention: false, claimAheadMs: 0 }) as DynamicModule, JobsModule],
         }),
       );
     }

@@ -255,8 +255,9 @@ describe('SchedulingModule on PostgreSQL', () => {
       timers,
       settings: { 'health.every-second': { enabled: false }, 'reports.hourly-digest': { schedule: { every: '5m' } } },
     });
-    // The take-over scan's timer (every 30 s), the job's, and retention's (on by default, every hour).
-    expect(timers.pending).toEqual([30_000, 5 * 60_000, 60 * 60_000]);
+    // The take-over scan's timer (every 30 s), the job's (its claim, claimAheadMs = 2 s before its
+    // instant), and retention's (on by default, every hour).
+    expect(timers.pending).toEqual([30_000, 5 * 60_000 - 2_000, 60 * 60_000]);
     await expect(
       schedulingNode('stale', [HourlyDigestJob], { timers: new ManualTimers(), settings: { 'reports.renamed-job': { enabled: true } } }),
     ).rejects.toMatchObject({ code: 'UNKNOWN_JOB' });

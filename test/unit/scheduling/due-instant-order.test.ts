@@ -2,6 +2,7 @@ import { JobScheduleEngine } from '../../../src/features/scheduling/job-schedule
 import { occurrenceRunKey } from '../../../src/features/scheduling/occurrence-keys';
 import { checkJobDeclaration } from '../../../src/features/scheduling/schedule/job-declaration';
 import { ManualTimers } from '../../../src/features/scheduling/testing/manual-timers';
+import { JobSchedulerStatus } from '../../../src/features';
 import { FixedClock, InMemoryJobLease } from '../../../src/features/testing';
 
 const MINUTE = 60_000;
@@ -32,5 +33,37 @@ describe('a due instant with leases claimed ahead', () => {
     await timers.advance(MINUTE);
     expect(events.filter((event) => event.endsWith('started')).sort()).toEqual(['reports.lost started', 'reports.won started']);
     await engine.stop();
+  });
+});
+
+describe('an instance stopped after claiming ahead', () => {
+  it('hands its claims over: another instance runs the occurrence at its instant, not before (its take-over scan waits for the instant)', async () => {
+    const clock = new FixedClock(0);
+    const lease = new InMemoryJobLease(clock);
+    const [aTimers, bTimers] = [new ManualTimers(clock), new ManualTimers(clock)];
+    const started: Array<{ node: string; scheduledAt: number; startedAt: number; trigger: string }> = [];
+    const engine = (node: string, timers: ManualTimers, claimAheadMs: number) => {
+      const instance = new JobScheduleEngine({ timers, lease, logger: silent, claimAheadMs, abandoned: lease, takeOverScanMs: 500 });
+      const handler = ({ scheduledAt, startedAt, trigger }: { scheduledAt: Date; startedAt: Date; trigger: string }) =>
+        void started.push({ node, scheduledAt: scheduledAt.getTime(), startedAt: startedAt.getTime(), trigger });
+      instance.register({ declaration: checkJobDeclaration('reports.daily', { every: '1m' }), handler, enabled: true });
+      return instance;
+    };
+    const a = engine('a', aTimers, 3_000);
+    await a.start();
+    await aTimers.advance(58_000); // claimed at 57 s
+    expect(lease.statusOf('reports.daily', occurrenceRunKey(MINUTE))).toBe(JobSchedulerStatus.RUNNING);
+    expect(await lease.abandonedOccurrences(['reports.daily'], 10)).toEqual([]);
+    await a.stop();
+    // Left RUNNING with its lease run out.
+    expect(await lease.abandonedOccurrences(['reports.daily'], 10)).toEqual([expect.objectContaining({ runKey: occurrenceRunKey(MINUTE), attempts: 1 })]);
+
+    const b = engine('b', bTimers, 0);
+    await b.start();
+    await bTimers.advance(1_000); // two scans before the instant: nothing starts early
+    expect(started).toEqual([]);
+    await bTimers.advance(1_500);
+    expect(started).toEqual([{ node: 'b', scheduledAt: MINUTE, startedAt: MINUTE, trigger: 'schedule' }]);
+    await b.stop();
   });
 });

@@ -113,6 +113,15 @@ export class InMemoryJobLease implements SchedulerLease, SchedulerHistory, Aband
     return this.finish(lease, JobSchedulerStatus.FAIL, data);
   }
 
+  /** As JobSchedulerService.expireMany: each owned RUNNING row stays RUNNING, its lease run out now. */
+  async expireMany(leases: readonly JobLease[]): Promise<boolean[]> {
+    return leases.map((lease) => {
+      const row = this.owned(lease);
+      if (row) row.modifiedAt = this.clock.now() - row.leaseMs - 1;
+      return row !== undefined;
+    });
+  }
+
   async latestOccurrence(jobName: string): Promise<number | null> {
     let latest: number | null = null;
     for (const row of this.rows.values()) {

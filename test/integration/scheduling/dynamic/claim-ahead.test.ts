@@ -59,7 +59,7 @@ describe('occurrences claimed ahead (claimAheadMs)', () => {
     expect(ahead).toBe(40);
   });
 
-  it('are given back when their schedule is removed or changed away from the instant, and on shutdown', async () => {
+  it('are given back when their schedule is removed or changed away from the instant, and handed over to another instance on shutdown', async () => {
     const a = await start('a');
     await a.schedules.upsert({ id: 'removed', handler: 'reports.tenant-report', every: EVERY_MS });
     await a.schedules.upsert({ id: 'moved', handler: 'reports.tenant-report', every: EVERY_MS });
@@ -81,7 +81,7 @@ describe('occurrences claimed ahead (claimAheadMs)', () => {
     expect(calls.find((call) => call.scheduleId === 'kept' && Date.parse(call.scheduledAt) === dueAt)?.execution.schedule.data).toEqual({ v: 2 });
     expect(calls.some((call) => call.scheduleId === 'removed' || (call.scheduleId === 'moved' && Date.parse(call.scheduledAt) === dueAt))).toBe(false);
 
-    // Shutdown inside the next window: given back unrun, recorded failed JOB_SHUTDOWN, in one statement.
+    // Shutdown inside the next window: handed over unrun (left RUNNING, lease run out), in one statement.
     const nextAt = dueAt + EVERY_MS;
     await sleep(nextAt - AHEAD_MS / 3 - Date.now());
     const runs = a.schedules.runs;
@@ -89,8 +89,25 @@ describe('occurrences claimed ahead (claimAheadMs)', () => {
     nodes.splice(0);
     await a.close();
     expect(a.statements.statements.filter((text) => text.includes('unnest($1::uuid[], $2::uuid[])'))).toHaveLength(1);
-    expect(runs.filter((run) => run.errorCode === 'JOB_SHUTDOWN').map((run) => run.scheduleId).sort()).toEqual(['kept', 'stopped']);
-    expect(await rowsOf('stopped', nextAt)).toEqual([expect.objectContaining({ status: 'FAIL', data: { released: true, reason: 'shutdown' } })]);
+    expect(runs.filter((run) => run.errorCode === 'JOB_SHUTDOWN')).toEqual([]);
+    const [handedOver] = await database.sql<{ status: string; ownerId: string; expired: boolean }>(
+      `SELECT status::text AS status, "ownerId", "modifiedAt" < CURRENT_TIMESTAMP - "leaseMs" * INTERVAL '1 millisecond' AS expired FROM "job-scheduler" WHERE "runKey" = $1`,
+      [`schedule=stopped ${new Date(nextAt).toISOString()}`],
+    );
+    expect(handedOver).toEqual({ status: 'RUNNING', ownerId: 'a', expired: true });
     expect(calls.some((call) => Date.parse(call.scheduledAt) === nextAt)).toBe(false);
+
+    // Another instance, started after the instant, takes both over (its scan waits for their instant).
+    await sleep(nextAt + 200 - Date.now());
+    const b = await startDynamicNode(database.url, 'b', { claimAheadMs: AHEAD_MS, takeOverScanMs: 300 });
+    nodes.push(b);
+    await sleep(1_500);
+    await b.schedules.idle();
+    const takenOver = calls.filter((call) => Date.parse(call.scheduledAt) === nextAt);
+    expect(takenOver.map((call) => [call.scheduleId, call.node, call.execution.trigger]).sort()).toEqual([
+      ['kept', 'b', 'take-over'],
+      ['stopped', 'b', 'take-over'],
+    ]);
+    expect(await rowsOf('stopped', nextAt)).toEqual([expect.objectContaining({ status: 'SUCCESS', ownerId: 'b' })]);
   });
 });
