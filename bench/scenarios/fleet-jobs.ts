@@ -9,10 +9,15 @@ import type { Scenario } from './scenario';
 
 const WORKER = join(__dirname, '..', 'support', 'fleet-jobs-worker.ts');
 const EVERY_MS = 10_000;
-/** Instances per case, and claimAheadMs (0: claimed at the due instant, the default). */
+interface FleetCase {
+  instances: number;
+  claimAheadMs?: number;
+}
+
+/** Instances per case, and claimAheadMs (undefined: the default, 2 s ahead; 0: claimed at the due instant). */
 const SIZES = {
-  full: { jobs: 1_000, cases: [{ instances: 1, claimAheadMs: 0 }, { instances: 3, claimAheadMs: 0 }, { instances: 3, claimAheadMs: 2_000 }], measuredInstants: 3 },
-  quick: { jobs: 100, cases: [{ instances: 3, claimAheadMs: 0 }, { instances: 3, claimAheadMs: 2_000 }], measuredInstants: 1 },
+  full: { jobs: 1_000, cases: [{ instances: 1 }, { instances: 3 }, { instances: 3, claimAheadMs: 0 }] as FleetCase[], measuredInstants: 3 },
+  quick: { jobs: 100, cases: [{ instances: 3 }, { instances: 3, claimAheadMs: 0 }] as FleetCase[], measuredInstants: 1 },
 };
 /** TypeORM's (and pg's) default pool size. */
 const POOL_SIZE = 10;
@@ -37,7 +42,7 @@ export const fleetJobs: Scenario = {
   run: async ({ quick, cleanup, sheet, log }) => {
     const { jobs, cases, measuredInstants } = quick ? SIZES.quick : SIZES.full;
     for (const { instances: count, claimAheadMs } of cases) {
-      const ahead = claimAheadMs > 0 ? `, claimAheadMs ${formatNumber(claimAheadMs)}` : '';
+      const ahead = claimAheadMs === undefined ? '' : `, claimAheadMs ${formatNumber(claimAheadMs)}${claimAheadMs === 0 ? ' (claimed at the instant)' : ''}`;
       const caseName = `${formatNumber(jobs)} jobs, ${count} instance${count === 1 ? '' : 's'}${ahead}`;
       log(`fleet-jobs: ${caseName}`);
       const database = await createBenchDatabase(cleanup);
@@ -76,11 +81,13 @@ export const fleetJobs: Scenario = {
       const history = Math.max(...results.map((result) => result.booted.historyStatements));
       sheet.goal(`${caseName}: missed-history at boot`, '1 statement per instance', `${history}`, history === 1);
       const p99 = percentile(delays, 99);
-      sheet.goal(`${caseName}: start delay p99 after the due instant`, '≤ 100 ms', `${p99.toFixed(0)} ms`, p99 <= 100);
+      // The goal is the default configuration's; other cases are shown beside it.
+      if (claimAheadMs === undefined) sheet.goal(`${caseName}: start delay p99 after the due instant`, '≤ 100 ms', `${p99.toFixed(0)} ms`, p99 <= 100);
+      else sheet.goal(`${caseName}: start delay p99 after the due instant`, 'reported', `${p99.toFixed(0)} ms`, null);
     }
     return {
       sizes: `${formatNumber(jobs)} jobs every ${EVERY_MS / 1000} s, ${measuredInstants} measured due instant(s) after a warm-up, pool ${POOL_SIZE} per instance, instances as separate processes`,
-      variants: { library: 'SchedulingModule + JobSchedulerModule on TypeORM, default options (and claimAheadMs where the case says so)' },
+      variants: { library: 'SchedulingModule + JobSchedulerModule on TypeORM, default options (claimAheadMs 2 s; 0 where the case says so)' },
     };
   },
 };

@@ -4,6 +4,7 @@ import { NestFactory } from '@nestjs/core';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { type JobExecution, JobScheduler, JobSchedulerModule, Scheduled, SchedulingModule } from '../../src/features';
 import { onWireStatement } from './wire-statements';
+import { DEFAULT_CLAIM_AHEAD_MS } from '../../src/features/scheduling/scheduled-jobs.service';
 
 /**
  * One instance of the fleet-jobs scenario, in a process of its own: a Nest application with
@@ -22,7 +23,7 @@ export interface FleetWorkerArguments {
   measureFrom: number;
   measureUntil: number;
   poolSize: number;
-  /** SchedulingModule's claimAheadMs (default 0). */
+  /** SchedulingModule's claimAheadMs (undefined: its default). */
   claimAheadMs?: number;
 }
 
@@ -86,7 +87,7 @@ const main = async (): Promise<void> => {
   print({ kind: 'booted', nodeId: options.nodeId, bootStatements: logger.count, historyStatements: logger.history, bootMs: performance.now() - bootStarted });
 
   // From before the first measured instant's claims (claimAheadMs ahead of it).
-  const windowFrom = options.measureFrom - (options.claimAheadMs ? options.claimAheadMs + 500 : 0);
+  const windowFrom = options.measureFrom - ((options.claimAheadMs ?? DEFAULT_CLAIM_AHEAD_MS) + 500);
   await new Promise((resolve) => setTimeout(resolve, Math.max(0, windowFrom - Date.now())));
   const statementsBefore = logger.count;
   const cpuBefore = process.cpuUsage();

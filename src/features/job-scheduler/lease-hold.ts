@@ -66,7 +66,12 @@ const DEADLINE_RECHECK_MS = 1_000;
  * or the deadline aborts. Heartbeats are a chain of one-shot timers: they never overlap.
  */
 export class LeaseHold implements JobLeaseHold {
-  private readonly controller = new AbortController();
+  /**
+   * Made on the first read of `signal` (an AbortController costs more than the rest of a run's
+   * start, and most runs never read it); `aborted` keeps the first reason until then.
+   */
+  private controller: AbortController | undefined;
+  private aborted: { reason: unknown } | undefined;
   private readonly clock: HoldClock;
   private until: number;
   /** The same deadline on the wall clock, when the hold's clock has one. */
@@ -89,6 +94,10 @@ export class LeaseHold implements JobLeaseHold {
 
   /** Aborts when the lease is lost, its deadline passes unrenewed, or the application shuts down. */
   get signal(): AbortSignal {
+    if (!this.controller) {
+      this.controller = new AbortController();
+      if (this.aborted) this.controller.abort(this.aborted.reason);
+    }
     return this.controller.signal;
   }
 
@@ -116,7 +125,9 @@ export class LeaseHold implements JobLeaseHold {
    * to stop (shutdown, its timeout) still holds its lease until it settles.
    */
   abort(reason: unknown): void {
-    if (!this.controller.signal.aborted) this.controller.abort(reason);
+    if (this.aborted) return;
+    this.aborted = { reason };
+    this.controller?.abort(reason);
   }
 
   /** The lease is gone or unprovable: no more heartbeats, and the signal says why. */

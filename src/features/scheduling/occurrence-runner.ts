@@ -132,7 +132,10 @@ export class OccurrenceRunner {
       name: job.name,
       scheduledAt: new Date(scheduledAt),
       startedAt: new Date(startedAt),
-      signal: hold.signal,
+      // Read when the handler asks for it (see LeaseHold.signal).
+      get signal() {
+        return hold.signal;
+      },
       tenantId: tenantId ?? schedule?.tenantId,
       idempotencyKey: lock.idempotencyKey,
       fencingToken: lock.fencingToken,
