@@ -57,6 +57,22 @@ describe('LeaseHold', () => {
     await hold.stop();
   });
 
+  it('a signal first read after the abort is already aborted, with the first reason', async () => {
+    const timers = new ManualTimers();
+    const clock: HoldClock = { now: () => timers.now(), after: (delayMs, fn) => timers.at(timers.now() + delayMs, fn) };
+    const statements: HoldStatements = { heartbeat: () => Promise.resolve(true), finalize: () => Promise.resolve(true) };
+    const hold = new LeaseHold(
+      { leaseId: ID, leaseMs: LEASE_MS, heartbeatMs: HEARTBEAT_MS, heldUntil: provenUntil(timers.now(), LEASE_MS), statementTimeoutMs: 5_000, clock },
+      statements,
+    ).start();
+    const first = new Error('first');
+    hold.abort(first);
+    hold.abort(new Error('second'));
+    expect(hold.signal.aborted).toBe(true);
+    expect(hold.signal.reason).toBe(first);
+    await hold.stop();
+  });
+
   it('aborts exactly at the deadline while a heartbeat hangs', async () => {
     const { timers, hold, start, abortedAt } = setup({ heartbeat: () => never() });
     await timers.advance(8_999);
