@@ -1,38 +1,17 @@
 import { sleep } from '../../../support/lease-nodes';
-import { createTestDatabase, type TestDatabase } from '../../../support/test-database';
-import { calls, type DynamicNode, startDynamicNode } from './dynamic-nodes';
+import { calls, type DynamicNode, useDynamicFleet } from './dynamic-nodes';
 
-let database: TestDatabase;
-const nodes: DynamicNode[] = [];
 const EVERY_MS = 4_000;
 const AHEAD_MS = 1_500;
+const fleet = useDynamicFleet();
 
-beforeAll(async () => {
-  database = await createTestDatabase();
-});
-beforeEach(async () => {
-  calls.length = 0;
-  await database.sql('DELETE FROM "job-scheduler"');
-  await database.sql('DELETE FROM "job-schedule"');
-});
-afterEach(async () => {
-  await Promise.all(nodes.splice(0).map((node) => node.close()));
-});
-afterAll(async () => {
-  await database.drop();
-});
-
-const start = async (name: string): Promise<DynamicNode> => {
-  const node = await startDynamicNode(database.url, name, { claimAheadMs: AHEAD_MS });
-  nodes.push(node);
-  return node;
-};
+const start = (name: string, options: { takeOverScanMs?: number } = {}): Promise<DynamicNode> => fleet.start(name, { claimAheadMs: AHEAD_MS, ...options });
 
 /** The next due instant at least `marginMs` away, and a sleep until `offsetMs` from it. */
 const nextDue = (marginMs: number): number => Math.ceil((Date.now() + marginMs) / EVERY_MS) * EVERY_MS;
 
 const rowsOf = (id: string, dueAt: number) =>
-  database.sql<{ status: string; data: { released?: boolean; reason?: string } | null; ownerId: string; claimedBeforeDue: boolean }>(
+  fleet.database.sql<{ status: string; data: { released?: boolean; reason?: string } | null; ownerId: string; claimedBeforeDue: boolean }>(
     `SELECT status::text AS status, data, "ownerId", "createdAt" < $2::timestamptz AS "claimedBeforeDue" FROM "job-scheduler" WHERE "runKey" = $1`,
     [`schedule=${encodeURIComponent(id)} ${new Date(dueAt).toISOString()}`, new Date(dueAt).toISOString()],
   );
@@ -52,7 +31,7 @@ describe('occurrences claimed ahead (claimAheadMs)', () => {
     // Each instance claims in a random order of its own: both get a share.
     expect(new Set(ran.map((call) => call.node))).toEqual(new Set(['a', 'b']));
     for (const call of ran) expect(call.execution.startedAt.getTime()).toBeGreaterThanOrEqual(dueAt);
-    const [{ ahead }] = await database.sql<{ ahead: number }>(
+    const [{ ahead }] = await fleet.database.sql<{ ahead: number }>(
       `SELECT count(*)::int AS ahead FROM "job-scheduler" WHERE right("runKey", 24) = $1 AND "createdAt" < $1::timestamptz AND status = 'SUCCESS'`,
       [new Date(dueAt).toISOString()],
     );
@@ -86,11 +65,10 @@ describe('occurrences claimed ahead (claimAheadMs)', () => {
     await sleep(nextAt - AHEAD_MS / 3 - Date.now());
     const runs = a.schedules.runs;
     a.statements.reset();
-    nodes.splice(0);
-    await a.close();
+    await fleet.stop(a);
     expect(a.statements.statements.filter((text) => text.includes('unnest($1::uuid[], $2::uuid[])'))).toHaveLength(1);
     expect(runs.filter((run) => run.errorCode === 'JOB_SHUTDOWN')).toEqual([]);
-    const [handedOver] = await database.sql<{ status: string; ownerId: string; expired: boolean }>(
+    const [handedOver] = await fleet.database.sql<{ status: string; ownerId: string; expired: boolean }>(
       `SELECT status::text AS status, "ownerId", "modifiedAt" < CURRENT_TIMESTAMP - "leaseMs" * INTERVAL '1 millisecond' AS expired FROM "job-scheduler" WHERE "runKey" = $1`,
       [`schedule=stopped ${new Date(nextAt).toISOString()}`],
     );
@@ -99,8 +77,7 @@ describe('occurrences claimed ahead (claimAheadMs)', () => {
 
     // Another instance, started after the instant, takes both over (its scan waits for their instant).
     await sleep(nextAt + 200 - Date.now());
-    const b = await startDynamicNode(database.url, 'b', { claimAheadMs: AHEAD_MS, takeOverScanMs: 300 });
-    nodes.push(b);
+    const b = await start('b', { takeOverScanMs: 300 });
     await sleep(1_500);
     await b.schedules.idle();
     const takenOver = calls.filter((call) => Date.parse(call.scheduledAt) === nextAt);

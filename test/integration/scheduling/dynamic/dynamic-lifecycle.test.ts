@@ -1,44 +1,9 @@
 import { resolveJobIdentity } from '../../../../src/features/job-scheduler/job-identity';
 import { sleep } from '../../../support/lease-nodes';
-import { createTestDatabase, type TestDatabase } from '../../../support/test-database';
-import { calls, type DynamicNode, startDynamicNode } from './dynamic-nodes';
+import { calls, eventually, useDynamicFleet } from './dynamic-nodes';
 
-let database: TestDatabase;
-const nodes: DynamicNode[] = [];
-
-beforeAll(async () => {
-  database = await createTestDatabase();
-});
-beforeEach(async () => {
-  calls.length = 0;
-  await database.sql('DELETE FROM "job-scheduler"');
-  await database.sql('DELETE FROM "job-schedule"');
-});
-afterEach(async () => {
-  await Promise.all(nodes.splice(0).map((node) => node.close()));
-});
-afterAll(async () => {
-  await database.drop();
-});
-
-const start = async (name: string, options: Parameters<typeof startDynamicNode>[2] = {}): Promise<DynamicNode> => {
-  const node = await startDynamicNode(database.url, name, options);
-  nodes.push(node);
-  return node;
-};
-
-const stop = async (node: DynamicNode): Promise<void> => {
-  nodes.splice(nodes.indexOf(node), 1);
-  await node.close();
-};
-
-const eventually = async (check: () => boolean, ms: number, what: string): Promise<void> => {
-  const deadline = Date.now() + ms;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error(`Timed out waiting for ${what}`);
-    await sleep(50);
-  }
-};
+const fleet = useDynamicFleet();
+const { nodes, start, stop } = fleet;
 
 /** Sleeps until `offsetMs` past the next multiple of `everyMs`. */
 const untilPast = async (everyMs: number, offsetMs: number): Promise<number> => {
@@ -106,7 +71,7 @@ describe('dynamic schedules over restarts and changes', () => {
     const dueAt = new Date(Date.now() - 5_000);
     dueAt.setUTCMilliseconds(0);
     const runKey = `schedule=${encodeURIComponent('nightly/export')} ${dueAt.toISOString()}`;
-    const [stale] = await database.sql<{ fencingToken: string }>(
+    const [stale] = await fleet.database.sql<{ fencingToken: string }>(
       `INSERT INTO "job-scheduler" ("lockKey", code, name, type, status, "runKey", "ownerToken", "ownerId", "leaseMs", attempts, "createdAt", "modifiedAt", "startedAt")
        VALUES ($2, 'reports.tenant-report', 'reports.tenant-report', 'SCHEDULE', 'RUNNING', $1, md5(random()::text)::uuid, 'killed-node', 2000, 1,
                now() - interval '4 s', now() - interval '4 s', now() - interval '4 s')
@@ -119,7 +84,7 @@ describe('dynamic schedules over restarts and changes', () => {
     expect(takeOver.scheduleId).toBe('nightly/export');
     expect(takeOver.scheduledAt).toBe(dueAt.toISOString());
     expect(takeOver.execution.fencingToken).toBeGreaterThan(Number(stale.fencingToken));
-    const [row] = await database.sql<{ status: string; attempts: number; ownerId: string }>(
+    const [row] = await fleet.database.sql<{ status: string; attempts: number; ownerId: string }>(
       `SELECT status::text AS status, attempts, "ownerId" FROM "job-scheduler" WHERE "runKey" = $1`,
       [runKey],
     );

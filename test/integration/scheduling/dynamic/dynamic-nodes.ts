@@ -6,8 +6,10 @@ import {
   type DynamicSchedulesModuleOptions,
   ScheduleHandler,
 } from '../../../../src/features';
+import { sleep } from '../../../support/lease-nodes';
 import { type NestNode, startNestNode } from '../../../support/nest-node';
 import { StatementCounter } from '../../../support/statement-counter';
+import { createTestDatabase, type TestDatabase } from '../../../support/test-database';
 
 /** What the handlers below ran, across every node of a test file. */
 export interface HandlerCall {
@@ -58,4 +60,58 @@ export const startDynamicNode = async (url: string, name: string, options: Dynam
     imports: [DynamicSchedulesModule.forRoot({ metrics: false, retention: false, changePollMs: 200, ...options }) as DynamicModule, HandlersModule],
   });
   return { ...node, name, schedules: node.app.get(DynamicSchedules), statements };
+};
+
+/**
+ * The lifecycle the dynamic test files share, registered as jest hooks: one database per file,
+ * both tables emptied and the handler calls forgotten before each test, every node started through
+ * `start` closed after it (unless the test stopped it).
+ */
+export const useDynamicFleet = () => {
+  let created: TestDatabase | undefined;
+  const nodes: DynamicNode[] = [];
+  const database = (): TestDatabase => {
+    if (!created) throw new Error('The test database is created in beforeAll');
+    return created;
+  };
+  beforeAll(async () => {
+    created = await createTestDatabase();
+  });
+  beforeEach(async () => {
+    calls.length = 0;
+    await database().sql('DELETE FROM "job-scheduler"');
+    await database().sql('DELETE FROM "job-schedule"');
+  });
+  afterEach(async () => {
+    await Promise.all(nodes.splice(0).map((node) => node.close()));
+  });
+  afterAll(async () => {
+    await created?.drop();
+  });
+  return {
+    /** The nodes started and not stopped yet. */
+    nodes: nodes as readonly DynamicNode[],
+    get database(): TestDatabase {
+      return database();
+    },
+    async start(name: string, options: DynamicSchedulesModuleOptions = {}): Promise<DynamicNode> {
+      const node = await startDynamicNode(database().url, name, options);
+      nodes.push(node);
+      return node;
+    },
+    async stop(node: DynamicNode): Promise<void> {
+      const index = nodes.indexOf(node);
+      if (index >= 0) nodes.splice(index, 1);
+      await node.close();
+    },
+  };
+};
+
+/** Waits until `check` holds, or fails after `ms` naming `what`. */
+export const eventually = async (check: () => boolean | Promise<boolean>, ms: number, what: string): Promise<void> => {
+  const deadline = Date.now() + ms;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`Timed out waiting for ${what}`);
+    await sleep(50);
+  }
 };

@@ -1,43 +1,12 @@
 import { DeclarationError } from '../../../../src/features';
 import { sleep } from '../../../support/lease-nodes';
-import { createTestDatabase, type TestDatabase } from '../../../support/test-database';
-import { calls, type DynamicNode, startDynamicNode } from './dynamic-nodes';
+import { calls, eventually, useDynamicFleet } from './dynamic-nodes';
 
-let database: TestDatabase;
-const nodes: DynamicNode[] = [];
-
-beforeAll(async () => {
-  database = await createTestDatabase();
-});
-beforeEach(async () => {
-  calls.length = 0;
-  await database.sql('DELETE FROM "job-scheduler"');
-  await database.sql('DELETE FROM "job-schedule"');
-});
-afterEach(async () => {
-  await Promise.all(nodes.splice(0).map((node) => node.close()));
-});
-afterAll(async () => {
-  await database.drop();
-});
-
-const start = async (name: string, options: Parameters<typeof startDynamicNode>[2] = {}): Promise<DynamicNode> => {
-  const node = await startDynamicNode(database.url, name, options);
-  nodes.push(node);
-  return node;
-};
-
-/** Waits until `check` holds, or fails after `ms`. */
-const eventually = async (check: () => boolean | Promise<boolean>, ms: number, what: string): Promise<void> => {
-  const deadline = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`Timed out waiting for ${what}`);
-    await sleep(50);
-  }
-};
+const fleet = useDynamicFleet();
+const { nodes, start } = fleet;
 
 const occurrenceRows = (id: string) =>
-  database.sql<{ runKey: string; status: string; ownerId: string }>(
+  fleet.database.sql<{ runKey: string; status: string; ownerId: string }>(
     `SELECT "runKey", status::text AS status, "ownerId" FROM "job-scheduler" WHERE "runKey" LIKE $1 ORDER BY "runKey"`,
     [`schedule=${encodeURIComponent(id)} %`],
   );
@@ -81,7 +50,7 @@ describe('dynamic schedules', () => {
       });
     }
     // Written through SQL as a bulk seed would be; the instances find them by their change poll.
-    await database.sql(
+    await fleet.database.sql(
       `INSERT INTO "job-schedule" ("id", "handler", "everyMs", "version")
        SELECT 'bulk-' || lpad(n::text, 4, '0'), 'reports.tenant-report', 2000, nextval('"job-schedule_version_seq"') FROM generate_series(1, $1::int) AS n`,
       [SCHEDULES],
@@ -100,14 +69,14 @@ describe('dynamic schedules', () => {
       Array.from({ length: SCHEDULES }, (_, index) => `bulk-${String(index + 1).padStart(4, '0')} ${instant}`).filter((key) => !ran.has(key)),
     );
     const recorded = outcomes.filter((outcome) => missing.includes(outcome.key));
-    const missingRows = await database.sql('SELECT "runKey", status::text AS status, "ownerId", data FROM "job-scheduler" WHERE "runKey" = ANY($1)', [
+    const missingRows = await fleet.database.sql('SELECT "runKey", status::text AS status, "ownerId", data FROM "job-scheduler" WHERE "runKey" = ANY($1)', [
       missing.map((key) => `schedule=${key}`),
     ]);
     expect({ missing, recorded, missingRows }).toEqual({ missing: [], recorded: [], missingRows: [] });
     expect(keys).toHaveLength(2 * SCHEDULES);
     // (Claimed at each instant, as schedules more frequent than claimAheadMs are, an instance whose
     // timers fire first may claim them all: the spread is asserted for claims ahead, in claim-ahead.test.ts.)
-    const [{ rows }] = await database.sql<{ rows: number }>(
+    const [{ rows }] = await fleet.database.sql<{ rows: number }>(
       `SELECT count(*)::int AS rows FROM "job-scheduler" WHERE status = 'SUCCESS' AND right("runKey", 24) = ANY($1)`,
       [measured],
     );
@@ -182,7 +151,7 @@ describe('dynamic schedules', () => {
     }
     await expect(a.schedules.remove('')).rejects.toBeInstanceOf(DeclarationError);
     expect(a.statements.statements.filter((text) => text.includes('"job-schedule"') && !text.includes('"version" > $1'))).toEqual([]);
-    expect(await database.sql('SELECT 1 FROM "job-schedule"')).toHaveLength(0);
+    expect(await fleet.database.sql('SELECT 1 FROM "job-schedule"')).toHaveLength(0);
   });
 
   it('lists schedules by handler, tenant and state, a page at a time', async () => {
