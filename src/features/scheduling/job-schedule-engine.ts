@@ -1,5 +1,5 @@
-import { JobShutdownError } from '../job-scheduler/job-scheduler.errors';
 import type { JobLease } from '../job-scheduler/job-scheduler.types';
+import { AheadClaims, recordOfJob } from './ahead-claims';
 import { AbandonedOccurrenceScan, type AbandonedOccurrenceStore, DEFAULT_TAKE_OVER_SCAN_MS } from './abandoned-occurrences';
 import { claimsAhead, withClaimBatching } from './claim-batcher';
 import { coalescedTimers } from './coalesced-timers';
@@ -65,9 +65,6 @@ export interface EngineOptions {
 /** How many jobs' after-instant work (see fire) one turn of the event loop does. */
 const AFTER_STARTS_CHUNK = 1_000;
 
-/** The longest claimAheadMs: a claim ahead holds its lease unheartbeated until the run starts. */
-const MAX_CLAIM_AHEAD_MS = 60_000;
-
 type DueInstants = DueSince & { latest: number };
 
 interface JobState {
@@ -97,6 +94,8 @@ export class JobScheduleEngine {
   private startedAt: number | undefined;
 
   private readonly lease: SchedulerLease;
+  /** The occurrences claimed claimAheadMs before their instant. */
+  private readonly ahead: AheadClaims;
   private readonly takeOvers?: AbandonedOccurrenceScan<JobDeclaration>;
   /** Jitter waits in progress: stop() cancels them, so that no run starts after it. */
   private readonly jitter: JitterWaits;
@@ -114,9 +113,7 @@ export class JobScheduleEngine {
     this.records = new RunRecords(options);
     this.runner = new OccurrenceRunner(this.lease, options.timers, options.logger);
     this.jitter = new JitterWaits(options.timers, options.random);
-    if (!Number.isSafeInteger(aheadMs) || aheadMs < 0 || aheadMs > MAX_CLAIM_AHEAD_MS) {
-      throw schedulingErrors.invalidOption('claimAheadMs', `a whole number of ms from 0 to ${MAX_CLAIM_AHEAD_MS}`, aheadMs);
-    }
+    this.ahead = new AheadClaims(aheadMs, this.runner, this.records, options.logger, (work) => this.track(work));
     if (options.abandoned) {
       const periodMs = options.takeOverScanMs ?? DEFAULT_TAKE_OVER_SCAN_MS;
       if (!Number.isSafeInteger(periodMs) || periodMs < 1) throw schedulingErrors.invalidOption('takeOverScanMs', 'a whole number of ms, 1 or more', periodMs);
@@ -158,8 +155,8 @@ export class JobScheduleEngine {
       state.cancel = undefined;
       state.job = job;
       // An occurrence claimed ahead runs by the new definition if it is still one of its instants.
-      const kept = state.ahead && job.enabled && this.claimsAhead(state) && job.declaration.schedule.next(state.ahead.scheduledAt - 1) === state.ahead.scheduledAt;
-      if (!kept) void this.releaseAhead([state], 'schedule changed');
+      const kept = state.ahead && job.enabled && this.ahead.appliesTo(job.declaration) && job.declaration.schedule.next(state.ahead.scheduledAt - 1) === state.ahead.scheduledAt;
+      if (!kept) void this.ahead.release([state], 'schedule changed');
     } else {
       this.states.set(key, { job, lastDue: Number.NEGATIVE_INFINITY, busy: false });
     }
@@ -179,7 +176,7 @@ export class JobScheduleEngine {
     if (!state) return;
     state.cancel?.();
     state.queued = undefined;
-    void this.releaseAhead([state], 'schedule removed');
+    void this.ahead.release([state], 'schedule removed');
     this.states.delete(key);
   }
 
@@ -234,7 +231,7 @@ export class JobScheduleEngine {
       state.queued = undefined;
       if (state.ahead) claimedAhead.push(state);
     }
-    const released = this.releaseAhead(claimedAhead, 'shutdown', true);
+    const released = this.ahead.release(claimedAhead, 'shutdown', true);
     this.jitter.cancelAll();
     await this.takeOvers?.stop();
     await Promise.all([released, this.tenantFanOut.stop(), this.runner.shutdown(this.options.shutdownGraceMs ?? 10_000)]);
@@ -269,7 +266,7 @@ export class JobScheduleEngine {
       state.cancel?.();
       state.cancel = undefined;
       state.queued = undefined;
-      void this.releaseAhead([state], 'paused');
+      void this.ahead.release([state], 'paused');
     } else if (this.started) {
       state.lastDue = this.options.timers.now();
       this.arm(state);
@@ -327,83 +324,18 @@ export class JobScheduleEngine {
         this.fire(state);
       });
     };
-    // Claimed ahead when the claims, spread over half the time ahead, can end before the instant
-    // (with half a second to spare): at claimAheadMs before it, or now if that has passed (the
-    // first instant after a start); a job more frequent than that is claimed at its instants.
-    const aheadMs = this.options.claimAheadMs ?? 0;
+    // Claimed ahead (see AheadClaims.claimTime), at its claim time or now; else at the instant.
     const now = timers.now();
-    const claimAt = Math.max(next - aheadMs, now);
-    if (aheadMs === 0 || next - claimAt < aheadMs / 2 + 500 || !this.claimsAhead(state)) return due();
-    const claim = (): void => {
-      // A claim of an instant still to come is kept (a changed schedule's); this one is claimed at its instant.
-      if (state.ahead && (state.ahead.scheduledAt === next || state.ahead.scheduledAt > timers.now())) return;
-      // Reached after its instant (a stalled event loop): handled at its timer, unclaimed. A claim
-      // now would leave a row for an occurrence that may be missed, hiding it from the report.
-      if (next <= timers.now()) return;
-      void this.releaseAhead([state], 'not run');
-      state.ahead = this.runner.claimAhead(state.job.declaration, next);
-    };
+    const claimAt = this.ahead.claimTime(state, next, now);
+    if (claimAt === null) return due();
     if (claimAt <= now) {
-      claim();
+      this.ahead.claim(state, next, now);
       return due();
     }
     state.cancel = this.at(claimAt, () => {
-      claim();
+      this.ahead.claim(state, next, timers.now());
       due();
     });
-  }
-
-  /** Whether the job's occurrences are claimed ahead: global jobs that skip overlapping occurrences. */
-  private claimsAhead(state: JobState): boolean {
-    const { tenancy, overlap, leaseMs } = state.job.declaration;
-    const aheadMs = this.options.claimAheadMs ?? 0;
-    // The lease runs from the claim: a quarter of it at most goes by before the run starts.
-    return aheadMs > 0 && 4 * aheadMs <= leaseMs && tenancy === 'global' && overlap === 'skip';
-  }
-
-  /** The lease claimed ahead for this occurrence, handed to its run (once). */
-  private takeAhead(state: JobState, scheduledAt: number): AheadClaim | undefined {
-    const ahead = state.ahead;
-    if (ahead?.scheduledAt !== scheduledAt) return undefined;
-    state.ahead = undefined;
-    return ahead;
-  }
-
-  /**
-   * Gives back the leases these jobs claimed ahead, which will not run. On shutdown they are
-   * handed over instead, where the lease can (PostgreSQL): left RUNNING with their lease run out,
-   * so that another instance's take-over scan runs them; else given back and recorded failed
-   * JOB_SHUTDOWN.
-   */
-  private releaseAhead(states: readonly JobState[], reason: string, shutdown = false): Promise<void> {
-    const released = states.flatMap((state) => {
-      const ahead = state.ahead;
-      state.ahead = undefined;
-      return ahead ? [{ ahead, job: this.recordOf(state) }] : [];
-    });
-    if (released.length === 0) return Promise.resolve();
-    const claims = released.map(({ ahead }) => ahead);
-    const handedOver = shutdown ? this.runner.handOverAhead(claims) : Promise.resolve(null);
-    return this.track(
-      handedOver.then(async (handed) => {
-        if (handed) {
-          const count = handed.filter(Boolean).length;
-          if (count > 0) this.options.logger.warn(`${count} occurrence(s) claimed ahead were handed over unrun on shutdown: another instance's take-over scan runs them`);
-          return;
-        }
-        const held = await this.runner.releaseAhead(claims, reason);
-        if (!shutdown) return;
-        let count = 0;
-        released.forEach(({ ahead, job }, index) => {
-          if (!held[index]) return;
-          count++;
-          const scheduledAt = new Date(ahead.scheduledAt);
-          const error = new JobShutdownError(ahead.correlationId);
-          this.records.emit({ ...job, outcome: 'failed', scheduledAt, trigger: 'schedule', correlationId: ahead.correlationId, errorCode: 'JOB_SHUTDOWN', error }, false);
-        });
-        if (count > 0) this.options.logger.warn(`${count} occurrence(s) claimed ahead were given back unrun on shutdown (recorded failed JOB_SHUTDOWN)`);
-      }),
-    );
   }
 
   /**
@@ -423,7 +355,7 @@ export class JobScheduleEngine {
       if (!this.started || this.states.get(jobKeyOf(state.job.declaration)) !== state) return;
       if (due.latest !== null && lostAhead) void this.track(this.handleDue(state, due as DueInstants, now));
       // Claimed ahead but not run (its instant skipped as overlapping, or passed): given back.
-      if (state.ahead && state.ahead.scheduledAt <= now) void this.releaseAhead([state], 'not run');
+      if (state.ahead && state.ahead.scheduledAt <= now) void this.ahead.release([state], 'not run');
       // Unless changed, paused or re-armed meanwhile.
       if (state.job.enabled && state.cancel === undefined) this.arm(state);
     });
@@ -485,7 +417,7 @@ export class JobScheduleEngine {
         this.admit(state, due.latest, onTime ? 'schedule' : 'catch-up').then(async ([record]) => {
           if (!reportMissed || due.count <= 1 || record?.outcome === 'skipped-locked') return;
           const missed = await this.unrecorded(state, due.earlier);
-          this.records.missed(this.recordOf(state), missed, due.count - 1 - (due.earlier.length - missed.length));
+          this.records.missed(recordOfJob(state.job.declaration), missed, due.count - 1 - (due.earlier.length - missed.length));
         }),
       );
       return;
@@ -493,7 +425,7 @@ export class JobScheduleEngine {
     // Dropped: whoever takes the latest occurrence's lease records it FAIL { outcome: 'missed' },
     // so that it is reported once, by one instance, and never run or reported again.
     const { name } = state.job.declaration;
-    const ahead = this.takeAhead(state, due.latest);
+    const ahead = this.ahead.take(state, due.latest);
     try {
       const runKey = runKeyOf({ scheduleId: state.job.declaration.dynamicSchedule?.id }, due.latest);
       // The lease claimed ahead, if any, else acquired now: whoever holds it records the drop.
@@ -508,7 +440,7 @@ export class JobScheduleEngine {
       this.options.logger.warn(`Could not record missed occurrences of ${name}: ${String(error)}`);
     }
     const missed = await this.unrecorded(state, due.earlier);
-    this.records.missed(this.recordOf(state), [...missed, due.latest], due.count - (due.earlier.length - missed.length));
+    this.records.missed(recordOfJob(state.job.declaration), [...missed, due.latest], due.count - (due.earlier.length - missed.length));
   }
 
   /** Of these passed instants, those no instance recorded: a stalled instance must not report others' runs as missed. */
@@ -533,7 +465,7 @@ export class JobScheduleEngine {
         state.queued = { scheduledAt, trigger };
         return [];
       }
-      return [this.records.emit({ ...this.recordOf(state), outcome: 'skipped-overlap', scheduledAt: new Date(scheduledAt), trigger })];
+      return [this.records.emit({ ...recordOfJob(state.job.declaration), outcome: 'skipped-overlap', scheduledAt: new Date(scheduledAt), trigger })];
     }
     state.busy = true;
     try {
@@ -548,10 +480,10 @@ export class JobScheduleEngine {
 
   private async runOccurrence(state: JobState, scheduledAt: number, trigger: JobExecution['trigger'], tenantId?: string): Promise<JobRunRecord[]> {
     const { declaration, handler } = state.job;
-    const ahead = trigger === 'schedule' || trigger === 'catch-up' ? this.takeAhead(state, scheduledAt) : undefined;
+    const ahead = trigger === 'schedule' || trigger === 'catch-up' ? this.ahead.take(state, scheduledAt) : undefined;
     // Claimed ahead by another instance (known before the instant): recorded at once, nothing to wait for.
     if (ahead?.settled?.kind === 'lost') {
-      return [this.records.emit({ ...this.recordOf(state), outcome: 'skipped-locked', scheduledAt: new Date(scheduledAt), trigger, correlationId: ahead.correlationId })];
+      return [this.records.emit({ ...recordOfJob(state.job.declaration), outcome: 'skipped-locked', scheduledAt: new Date(scheduledAt), trigger, correlationId: ahead.correlationId })];
     }
     if ((trigger === 'schedule' || trigger === 'catch-up') && declaration.jitterMs > 0) {
       await this.jitter.wait(declaration.jitterMs);
@@ -571,12 +503,6 @@ export class JobScheduleEngine {
     }
     // Each tenant in a run of its own: one failing does not stop the others.
     return this.tenantFanOut.run({ job: declaration, handler, scheduledAt, trigger, tenants });
-  }
-
-  /** What every record of the job says: its name, and its dynamic schedule's id if it is one. */
-  private recordOf(state: JobState): Pick<JobRunRecord, 'name' | 'scheduleId'> {
-    const { name, dynamicSchedule } = state.job.declaration;
-    return dynamicSchedule ? { name, scheduleId: dynamicSchedule.id } : { name };
   }
 
   private track<T>(promise: Promise<T>): Promise<T> {
