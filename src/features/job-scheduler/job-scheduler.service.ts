@@ -283,14 +283,8 @@ export class JobSchedulerService implements OnModuleInit, OnApplicationBootstrap
    * Whether each applied, in order. For a scheduler shutting down with runs claimed but not started.
    */
   async expireMany(leases: readonly JobLease[]): Promise<boolean[]> {
-    const checked = leases.map((lease) => checkJobLease(lease));
-    const applied = new Set<string>();
-    for (let start = 0; start < checked.length; start += 1_000) {
-      const chunk = checked.slice(start, start + 1_000);
-      const statement = this.statements.expireMany(chunk.map((lease) => lease.id), chunk.map((lease) => lease.ownerToken), this.timingDefaults.leaseMs);
-      for (const row of await this.execute<{ id: string }>(statement)) applied.add(row.id);
-    }
-    return checked.map((lease) => applied.has(lease.id));
+    const fallbackLeaseMs = this.timingDefaults.leaseMs;
+    return this.appliedPerChunk(leases, (ids, ownerTokens) => this.statements.expireMany(ids, ownerTokens, fallbackLeaseMs));
   }
 
   /** fail with `{ released: true }` by default: gives the run back so the next acquire can take it. */
@@ -557,13 +551,21 @@ export class JobSchedulerService implements OnModuleInit, OnApplicationBootstrap
     if (status.risk !== null) throw replicationErrors.unsafe(status.risk);
   }
 
-  private async finalizeMany(status: 'SUCCESS' | 'FAIL', leases: readonly JobLease[], data: unknown): Promise<boolean[]> {
-    const checked = leases.map((lease) => checkJobLease(lease));
+  private finalizeMany(status: 'SUCCESS' | 'FAIL', leases: readonly JobLease[], data: unknown): Promise<boolean[]> {
     const json = serializeJobData(data);
+    return this.appliedPerChunk(leases, (ids, ownerTokens) => this.statements.finalizeMany(status, ids, ownerTokens, json));
+  }
+
+  /**
+   * A fenced statement over many leases, one per 1,000 (`statementOf` gets their ids and owner
+   * tokens, and returns the ids it applied to): whether each lease applied, in order.
+   */
+  private async appliedPerChunk(leases: readonly JobLease[], statementOf: (ids: string[], ownerTokens: string[]) => SqlStatement): Promise<boolean[]> {
+    const checked = leases.map((lease) => checkJobLease(lease));
     const applied = new Set<string>();
     for (let start = 0; start < checked.length; start += 1_000) {
       const chunk = checked.slice(start, start + 1_000);
-      const statement = this.statements.finalizeMany(status, chunk.map((lease) => lease.id), chunk.map((lease) => lease.ownerToken), json);
+      const statement = statementOf(chunk.map((lease) => lease.id), chunk.map((lease) => lease.ownerToken));
       for (const row of await this.execute<{ id: string }>(statement)) applied.add(row.id);
     }
     return checked.map((lease) => applied.has(lease.id));

@@ -1,0 +1,68 @@
+import { type JobAcquiredLease, type JobAcquireResult, JobSchedulerService } from '../../src/features';
+import { StatementCounter } from '../support/statement-counter';
+import { createTestDatabase, type TestDatabase } from '../support/test-database';
+
+/**
+ * completeMany, failMany and expireMany: one statement for many leases, each fenced on its own id
+ * and owner token; two services on pools of their own play the holder and the next owner.
+ */
+let database: TestDatabase;
+let counter: StatementCounter;
+let holder: JobSchedulerService;
+let other: JobSchedulerService;
+
+beforeAll(async () => {
+  database = await createTestDatabase();
+  counter = new StatementCounter();
+  holder = new JobSchedulerService(await database.dataSource({ logger: counter, logging: true, poolSize: 2 }), { nodeId: 'holder' });
+  other = new JobSchedulerService(await database.dataSource({ poolSize: 2 }), { nodeId: 'other' });
+});
+
+afterAll(async () => {
+  await database.drop();
+});
+
+const held = (result: JobAcquireResult): JobAcquiredLease => {
+  if (!result.acquired) throw new Error('expected the run to be acquired');
+  return result;
+};
+
+const rowsOf = (code: string) =>
+  database.sql<{ runKey: string; status: string; ownerId: string; expired: boolean; fencingToken: string }>(
+    `SELECT "runKey", status::text AS status, "ownerId", "modifiedAt" < CURRENT_TIMESTAMP - "leaseMs" * INTERVAL '1 millisecond' AS expired,
+            "fencingToken"::text AS "fencingToken"
+     FROM "job-scheduler" WHERE code = $1 ORDER BY "runKey"`,
+    [code],
+  );
+
+describe('leases finalized or given up many at a time', () => {
+  it('expireMany leaves owned rows RUNNING with their lease run out, in one statement; a wrong owner token changes nothing; the next owner reclaims them', async () => {
+    const leases = (await holder.acquireBatch({ code: 'many.expire', runKeys: ['a', 'b', 'c'], leaseMs: 600_000 })).map(held);
+    const forged = { id: leases[1].id, ownerToken: '00000000-0000-4000-8000-000000000000' };
+    counter.reset();
+    expect(await holder.expireMany([leases[0], forged, leases[2]])).toEqual([true, false, true]);
+    expect(counter.statements.filter((text) => text.includes('unnest($1::uuid[], $2::uuid[])'))).toHaveLength(1);
+    expect((await rowsOf('many.expire')).map(({ runKey, status, ownerId, expired }) => [runKey, status, ownerId, expired])).toEqual([
+      ['a', 'RUNNING', 'holder', true],
+      ['b', 'RUNNING', 'holder', false],
+      ['c', 'RUNNING', 'holder', true],
+    ]);
+    // Given up, not finished: another owner takes them over with a greater fencing token; 'b' stays held.
+    const before = await rowsOf('many.expire');
+    const taken = await other.acquireBatch({ code: 'many.expire', runKeys: ['a', 'b', 'c'], leaseMs: 600_000 });
+    expect(taken.map((result) => result.acquired && result.reclaimed)).toEqual([true, false, true]);
+    const after = await rowsOf('many.expire');
+    expect(BigInt(after[0].fencingToken)).toBeGreaterThan(BigInt(before[0].fencingToken));
+    // The first holder's tokens are fenced out.
+    expect(await holder.completeMany(leases)).toEqual([false, true, false]);
+    expect(await holder.expireMany([leases[0]])).toEqual([false]);
+  });
+
+  it('completeMany and failMany apply per lease and only while the row is RUNNING under that owner', async () => {
+    const leases = (await holder.acquireBatch({ code: 'many.finalize', runKeys: ['a', 'b', 'c', 'd'], leaseMs: 600_000 })).map(held);
+    expect(await holder.completeMany([leases[0], leases[1]])).toEqual([true, true]);
+    expect(await holder.failMany([leases[1], leases[2], leases[3]], { released: true })).toEqual([false, true, true]);
+    expect((await rowsOf('many.finalize')).map(({ status }) => status)).toEqual(['SUCCESS', 'SUCCESS', 'FAIL', 'FAIL']);
+    expect(await holder.expireMany(leases)).toEqual([false, false, false, false]);
+  });
+});
