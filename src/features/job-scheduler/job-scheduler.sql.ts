@@ -377,25 +377,25 @@ WHERE "id" = $1 AND "ownerToken" = $2 AND "status" = 'RUNNING'
 RETURNING "id"`.trim();
   const completeText = finalizeText('SUCCESS');
   const failText = finalizeText('FAIL');
-  // The same for many leases at once (a scheduler completing the runs that ended in one turn, or
-  // giving back the occurrences it claimed ahead on shutdown), each fenced on its own id and token.
-  const finalizeManyText = (status: 'SUCCESS' | 'FAIL'): string =>
+  // An update of many leases at once ($1 ids, $2 owner tokens), each row fenced on its own id and
+  // token and required RUNNING: the ids it applied to.
+  const ownedManyText = (assignments: string): string =>
     `
-UPDATE ${table} AS t SET "status" = '${status}', "data" = $3::jsonb,
-  "finishedAt" = CURRENT_TIMESTAMP, "modifiedAt" = CURRENT_TIMESTAMP
+UPDATE ${table} AS t SET ${assignments}
 FROM unnest($1::uuid[], $2::uuid[]) AS given("id", "ownerToken")
 WHERE t."id" = given."id" AND t."ownerToken" = given."ownerToken" AND t."status" = 'RUNNING'
 RETURNING t."id"`.trim();
+  // complete / fail for many leases (a scheduler completing the runs that ended together, or
+  // giving back the occurrences it claimed ahead).
+  const finalizeManyText = (status: 'SUCCESS' | 'FAIL'): string =>
+    ownedManyText(`"status" = '${status}', "data" = $3::jsonb,
+  "finishedAt" = CURRENT_TIMESTAMP, "modifiedAt" = CURRENT_TIMESTAMP`);
   const completeManyText = finalizeManyText('SUCCESS');
   const failManyText = finalizeManyText('FAIL');
   // Gives leases up unfinished: each row stays RUNNING with its lease run out (by the database
   // clock, as a crashed holder's would be), so that any instance's take-over scan or acquire may
-  // reclaim it (fencing token + 1). Fenced like finalizeMany.
-  const expireManyText = `
-UPDATE ${table} AS t SET "modifiedAt" = CURRENT_TIMESTAMP - (COALESCE(t."leaseMs", $3::integer) + 1) * INTERVAL '1 millisecond'
-FROM unnest($1::uuid[], $2::uuid[]) AS given("id", "ownerToken")
-WHERE t."id" = given."id" AND t."ownerToken" = given."ownerToken" AND t."status" = 'RUNNING'
-RETURNING t."id"`.trim();
+  // reclaim it (fencing token + 1).
+  const expireManyText = ownedManyText(`"modifiedAt" = CURRENT_TIMESTAMP - (COALESCE(t."leaseMs", $3::integer) + 1) * INTERVAL '1 millisecond'`);
 
   // A retry of complete / fail whose first attempt may have committed with its reply lost: also
   // applied when the row already holds that status under this owner token (nobody else can have

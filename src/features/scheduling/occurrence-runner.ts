@@ -223,19 +223,13 @@ export class OccurrenceRunner {
    * statements when the lease can (a shutdown may give back thousands): for each, whether this
    * instance held it.
    */
-  async releaseAhead(claims: readonly AheadClaim[], reason: string): Promise<boolean[]> {
-    const outcomes = await Promise.all(claims.map((claim) => claim.outcome));
-    const locks = outcomes.flatMap((outcome) => (outcome.kind === 'acquired' ? [outcome.lock] : []));
-    if (locks.length > 0) {
-      const data = { released: true, reason };
-      try {
-        if (this.lease.failMany) await this.lease.failMany(locks, data);
-        else await Promise.all(locks.map((lock) => this.lease.fail(lock, data)));
-      } catch (error) {
-        this.logger.warn(`Could not give back ${locks.length} lease(s) claimed ahead (${reason}): ${String(error)}`);
-      }
-    }
-    return outcomes.map((outcome) => outcome.kind === 'acquired');
+  releaseAhead(claims: readonly AheadClaim[], reason: string): Promise<boolean[]> {
+    const data = { released: true, reason };
+    return this.endAhead(
+      claims,
+      (locks) => (this.lease.failMany ? this.lease.failMany(locks, data) : Promise.all(locks.map((lock) => this.lease.fail(lock, data)))),
+      (count) => `Could not give back ${count} lease(s) claimed ahead (${reason})`,
+    );
   }
 
   /**
@@ -244,14 +238,26 @@ export class OccurrenceRunner {
    * Whether this instance held each; null when the lease cannot (then give them back instead).
    */
   async handOverAhead(claims: readonly AheadClaim[]): Promise<boolean[] | null> {
-    if (!this.lease.expireMany) return null;
+    const { expireMany } = this.lease;
+    if (!expireMany) return null;
+    // On failure their leases run out on their own: taken over all the same, one lease later.
+    return this.endAhead(
+      claims,
+      (locks) => expireMany.call(this.lease, locks),
+      (count) => `Could not hand over ${count} lease(s) claimed ahead on shutdown; they are taken over once their lease runs out`,
+    );
+  }
+
+  /** Waits for these claims, ends the leases won with `end` (a failure is logged), and tells which were won. */
+  private async endAhead(claims: readonly AheadClaim[], end: (locks: JobAcquiredLease[]) => Promise<unknown>, failure: (count: number) => string): Promise<boolean[]> {
     const outcomes = await Promise.all(claims.map((claim) => claim.outcome));
     const locks = outcomes.flatMap((outcome) => (outcome.kind === 'acquired' ? [outcome.lock] : []));
-    try {
-      if (locks.length > 0) await this.lease.expireMany(locks);
-    } catch (error) {
-      // Their leases then run out on their own: taken over all the same, one lease later.
-      this.logger.warn(`Could not hand over ${locks.length} lease(s) claimed ahead on shutdown; they are taken over once their lease runs out: ${String(error)}`);
+    if (locks.length > 0) {
+      try {
+        await end(locks);
+      } catch (error) {
+        this.logger.warn(`${failure(locks.length)}: ${String(error)}`);
+      }
     }
     return outcomes.map((outcome) => outcome.kind === 'acquired');
   }
