@@ -1,21 +1,20 @@
-import { type JobAcquiredLease, type JobAcquireResult, JobSchedulerService } from '../../src/features';
+import type { JobAcquiredLease, JobAcquireResult, JobSchedulerService } from '../../src/features';
+import { startLeaseNodes } from '../support/lease-nodes';
 import { StatementCounter } from '../support/statement-counter';
 import { createTestDatabase, type TestDatabase } from '../support/test-database';
 
 /**
  * completeMany, failMany and expireMany: one statement for many leases, each fenced on its own id
- * and owner token; two services on pools of their own play the holder and the next owner.
+ * and owner token; two nodes on pools of their own play the holder (node-0) and the next owner.
  */
 let database: TestDatabase;
-let counter: StatementCounter;
+const counter = new StatementCounter();
 let holder: JobSchedulerService;
 let other: JobSchedulerService;
 
 beforeAll(async () => {
   database = await createTestDatabase();
-  counter = new StatementCounter();
-  holder = new JobSchedulerService(await database.dataSource({ logger: counter, logging: true, poolSize: 2 }), { nodeId: 'holder' });
-  other = new JobSchedulerService(await database.dataSource({ poolSize: 2 }), { nodeId: 'other' });
+  [holder, other] = await startLeaseNodes(database, 2, { logger: counter, logging: true });
 });
 
 afterAll(async () => {
@@ -43,9 +42,9 @@ describe('leases finalized or given up many at a time', () => {
     expect(await holder.expireMany([leases[0], forged, leases[2]])).toEqual([true, false, true]);
     expect(counter.statements.filter((text) => text.includes('unnest($1::uuid[], $2::uuid[])'))).toHaveLength(1);
     expect((await rowsOf('many.expire')).map(({ runKey, status, ownerId, expired }) => [runKey, status, ownerId, expired])).toEqual([
-      ['a', 'RUNNING', 'holder', true],
-      ['b', 'RUNNING', 'holder', false],
-      ['c', 'RUNNING', 'holder', true],
+      ['a', 'RUNNING', 'node-0', true],
+      ['b', 'RUNNING', 'node-0', false],
+      ['c', 'RUNNING', 'node-0', true],
     ]);
     // Given up, not finished: another owner takes them over with a greater fencing token; 'b' stays held.
     const before = await rowsOf('many.expire');
