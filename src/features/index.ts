@@ -7,6 +7,7 @@ export type {
   JobAcquiredLease,
   JobBatchAcquireOptions,
   JobExecutionLease,
+  JobFinalizeOptions,
   JobLease,
   JobLeaseHold,
   RunExclusiveResult,

@@ -211,6 +211,8 @@ export const leaseErrors = {
     new InvalidJobLeaseOptionsError(`timeoutMs must be a positive safe integer of milliseconds, got ${describe(value)}`),
   reclaimFailed: (value: unknown) =>
     new InvalidJobLeaseOptionsError(`reclaimFailed must be a boolean when given, got ${describe(value)}`),
+  again: (value: unknown) =>
+    new InvalidJobLeaseOptionsError(`again must be a boolean when given (the options of complete or fail are { again?: boolean }), got ${describe(value)}`),
 };
 
 export const moduleErrors = {

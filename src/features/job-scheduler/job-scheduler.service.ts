@@ -22,6 +22,7 @@ import type {
   JobAcquiredLease,
   JobBatchAcquireOptions,
   JobExecutionLease,
+  JobFinalizeOptions,
   JobLease,
   JobLeaseHold,
   RunExclusiveResult,
@@ -90,6 +91,15 @@ const checkStatementTimeout = (options: unknown): number | undefined => {
   if (value === undefined) return undefined;
   if (!Number.isSafeInteger(value) || (value as number) < 1) throw leaseErrors.statementTimeoutMs(value);
   return value as number;
+};
+
+/** The optional `{ again }` of complete and fail: a boolean when given. */
+const checkFinalizeAgain = (options: unknown): boolean => {
+  if (options === undefined) return false;
+  if (typeof options !== 'object' || options === null) throw leaseErrors.again(options);
+  const value = ownValue(options, 'again');
+  if (value !== undefined && typeof value !== 'boolean') throw leaseErrors.again(value);
+  return value === true;
 };
 
 const checkBoolean = (field: 'requireSynchronousReplication', value: unknown): boolean => {
@@ -251,16 +261,22 @@ export class JobSchedulerService implements OnModuleInit, OnApplicationBootstrap
     );
   }
 
-  /** Marks the owned run SUCCESS with optional JSON data; false if ownership was lost. */
-  async complete(lease: JobLease, data?: unknown): Promise<boolean> {
+  /**
+   * Marks the owned run SUCCESS with optional JSON data; false if ownership was lost. With
+   * `{ again: true }` (a retry of a complete whose answer was lost) it is also true when this
+   * owner already completed the run.
+   */
+  async complete(lease: JobLease, data?: unknown, options?: JobFinalizeOptions): Promise<boolean> {
     const { id, ownerToken } = checkJobLease(lease);
-    return this.applies('complete', id, this.statements.complete(id, ownerToken, serializeJobData(data)));
+    const statement = checkFinalizeAgain(options) ? this.statements.completeAgain : this.statements.complete;
+    return this.applies('complete', id, statement(id, ownerToken, serializeJobData(data)));
   }
 
-  /** Marks the owned run FAIL (immediately reclaimable) with optional JSON data; false if lost. */
-  async fail(lease: JobLease, data?: unknown): Promise<boolean> {
+  /** Marks the owned run FAIL (immediately reclaimable) with optional JSON data; false if lost. `{ again }` as complete's. */
+  async fail(lease: JobLease, data?: unknown, options?: JobFinalizeOptions): Promise<boolean> {
     const { id, ownerToken } = checkJobLease(lease);
-    return this.applies('fail', id, this.statements.fail(id, ownerToken, serializeJobData(data)));
+    const statement = checkFinalizeAgain(options) ? this.statements.failAgain : this.statements.fail;
+    return this.applies('fail', id, statement(id, ownerToken, serializeJobData(data)));
   }
 
   /**

@@ -36,6 +36,15 @@ export interface JobLease {
   ownerToken: string;
 }
 
+/** Options of complete and fail. */
+export interface JobFinalizeOptions {
+  /**
+   * This call repeats one whose answer was lost (a timeout, a dropped connection): it is also
+   * applied (true) when this owner already finalized the run the same way.
+   */
+  again?: boolean;
+}
+
 /** What a winner knows about the run it owns. */
 export interface JobAcquiredLease extends JobLease {
   /** Stable for the logical run across reclaims; begins with `v2:`. */

@@ -101,6 +101,11 @@ export class LeaseHold implements JobLeaseHold {
     return this.controller.signal;
   }
 
+  /** Whether the lease is provably held now: not lost, and its deadline not passed on either clock. */
+  get proven(): boolean {
+    return !this.lost && !this.deadlinePassed();
+  }
+
   /** Until when (on the hold's clock: performance.now() by default) the lease is provably held. */
   get heldUntil(): number {
     return this.until;

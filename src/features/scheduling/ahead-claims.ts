@@ -1,6 +1,4 @@
-import { JobShutdownError } from '../job-scheduler/job-scheduler.errors';
 import type { AheadClaim, OccurrenceRunner } from './occurrence-runner';
-import type { RunRecords } from './run-records';
 import type { JobDeclaration } from './schedule/job-declaration';
 import type { SchedulerLogger } from './scheduler-ports';
 import { schedulingErrors } from './scheduling.errors';
@@ -9,10 +7,12 @@ import type { JobRunRecord } from './scheduling.types';
 /** The longest claimAheadMs: a claim ahead holds its lease unheartbeated until the run starts. */
 const MAX_CLAIM_AHEAD_MS = 60_000;
 
-/** A job as the claims ahead see it: its declaration, and the claim it holds (on the engine's job state). */
+/** A job as the claims ahead see it: its declaration, the claim it holds and its runs in progress (on the engine's job state). */
 export interface AheadClaimHolder {
   job: { declaration: JobDeclaration };
   ahead?: AheadClaim;
+  /** Handlers of this job running on this instance now. */
+  running: number;
 }
 
 /** What every record of a job says: its name, and its dynamic schedule's id if it is one. */
@@ -21,14 +21,14 @@ export const recordOfJob = ({ name, dynamicSchedule }: JobDeclaration): Pick<Job
 
 /**
  * The occurrences claimed `claimAheadMs` before their instant: when a job's next instant is
- * claimed, the claim handed to its run (once), and the claims given back (FAIL `{ released }`)
- * when they will not run, or handed over to the other instances on shutdown.
+ * claimed, the claim handed to its run (once), and the claims that will not run here: ended with
+ * their reason when the occurrence must not run (a paused, changed or removed schedule), handed
+ * over to the other instances on shutdown.
  */
 export class AheadClaims {
   constructor(
     private readonly aheadMs: number,
     private readonly runner: OccurrenceRunner,
-    private readonly records: RunRecords,
     private readonly logger: SchedulerLogger,
     /** Keeps a release in the engine's work in flight (idle(), stop()). */
     private readonly track: <T>(work: Promise<T>) => Promise<T>,
@@ -62,8 +62,18 @@ export class AheadClaims {
     // Reached after its instant (a stalled event loop): handled at its timer, unclaimed. A claim
     // now would leave a row for an occurrence that may be missed, hiding it from the report.
     if (next <= now) return;
-    void this.release([holder], 'not run');
+    // Busy with the job's previous run: an idle instance claims it (this one would skip it).
+    if (holder.running > 0) return;
+    if (holder.ahead) this.handOver([holder]);
     holder.ahead = this.runner.claimAhead(holder.job.declaration, next);
+  }
+
+  /**
+   * The claim of an instant before `latest` (this instance stalled past the next instant): its
+   * occurrence is one of the missed ones, recorded by its holder.
+   */
+  takePassed(holder: AheadClaimHolder, latest: number): AheadClaim | undefined {
+    return holder.ahead && holder.ahead.scheduledAt < latest ? this.take(holder, holder.ahead.scheduledAt) : undefined;
   }
 
   /** The lease claimed ahead for this occurrence, handed to its run (once). */
@@ -75,39 +85,36 @@ export class AheadClaims {
   }
 
   /**
-   * Gives back the leases these jobs claimed ahead, which will not run. On shutdown they are
-   * handed over instead, where the lease can (PostgreSQL): left RUNNING with their lease run out,
-   * so that another instance's take-over scan runs them; else given back and recorded failed
-   * JOB_SHUTDOWN.
+   * Ends the claims these jobs hold, whose occurrences must not run (a paused, changed or removed
+   * schedule): FAIL `{ released: true, reason }`, visible as such.
    */
-  release(holders: readonly AheadClaimHolder[], reason: string, shutdown = false): Promise<void> {
-    const released = holders.flatMap((holder) => {
-      const ahead = holder.ahead;
-      holder.ahead = undefined;
-      return ahead ? [{ ahead, job: recordOfJob(holder.job.declaration) }] : [];
-    });
-    if (released.length === 0) return Promise.resolve();
-    const claims = released.map(({ ahead }) => ahead);
-    const handedOver = shutdown ? this.runner.handOverAhead(claims) : Promise.resolve(null);
+  release(holders: readonly AheadClaimHolder[], reason: string): Promise<void> {
+    const claims = this.detach(holders);
+    if (claims.length === 0) return Promise.resolve();
+    return this.track(this.runner.won(claims).then((won) => this.runner.end(won, { released: true, reason }).then(() => undefined)));
+  }
+
+  /**
+   * Hands the claims these jobs hold over to the fleet (on shutdown, or a claim this instance will
+   * not start): left RUNNING with their lease run out, so that another instance's take-over scan
+   * runs them.
+   */
+  handOver(holders: readonly AheadClaimHolder[], why = 'shutdown'): Promise<void> {
+    const claims = this.detach(holders);
+    if (claims.length === 0) return Promise.resolve();
     return this.track(
-      handedOver.then(async (handed) => {
-        if (handed) {
-          const count = handed.filter(Boolean).length;
-          if (count > 0) this.logger.warn(`${count} occurrence(s) claimed ahead were handed over unrun on shutdown: another instance's take-over scan runs them`);
-          return;
-        }
-        const held = await this.runner.releaseAhead(claims, reason);
-        if (!shutdown) return;
-        let count = 0;
-        released.forEach(({ ahead, job }, index) => {
-          if (!held[index]) return;
-          count++;
-          const scheduledAt = new Date(ahead.scheduledAt);
-          const error = new JobShutdownError(ahead.correlationId);
-          this.records.emit({ ...job, outcome: 'failed', scheduledAt, trigger: 'schedule', correlationId: ahead.correlationId, errorCode: 'JOB_SHUTDOWN', error }, false);
-        });
-        if (count > 0) this.logger.warn(`${count} occurrence(s) claimed ahead were given back unrun on shutdown (recorded failed JOB_SHUTDOWN)`);
+      this.runner.won(claims).then(async (won) => {
+        const count = await this.runner.handOver(won);
+        if (count > 0) this.logger.log(`${count} occurrence(s) claimed ahead were handed over unrun (${why}): the take-over scan of an instance runs them`);
       }),
     );
+  }
+
+  private detach(holders: readonly AheadClaimHolder[]): AheadClaim[] {
+    return holders.flatMap((holder) => {
+      const ahead = holder.ahead;
+      holder.ahead = undefined;
+      return ahead ? [ahead] : [];
+    });
   }
 }

@@ -20,8 +20,9 @@ export const COMPLETE_LINGER_MS = 5;
  * The completes asked within COMPLETE_LINGER_MS of each other (the runs of occurrences due
  * together end together) go to the database as one statement (`completeMany`, each row fenced on its own id and
  * owner token), instead of one each: fewer round trips, pool checkouts and statements per run.
- * Each caller still learns whether its own complete applied; a failed statement fails the
- * completes it carried, as their own statements would have. Completes with data go alone.
+ * Each caller still learns whether its own complete applied; after a failed statement each
+ * complete is sent alone, so that one statement's failure never fails the runs it carried.
+ * Completes with data or options (a retry) go alone.
  */
 export const withCompleteBatching = (lease: SchedulerLease): SchedulerLease => {
   const port = bound(lease);
@@ -33,12 +34,17 @@ export const withCompleteBatching = (lease: SchedulerLease): SchedulerLease => {
       const [only] = batch;
       return port.complete(only.lease).then(only.resolve, only.reject);
     }
+    let applied: boolean[];
     try {
-      const applied = await completeMany(batch.map((entry) => entry.lease));
-      batch.forEach((entry, index) => entry.resolve(applied[index]));
-    } catch (error) {
-      for (const entry of batch) entry.reject(error);
+      applied = await completeMany(batch.map((entry) => entry.lease));
+    } catch {
+      // The statement failed (a serialization failure, a dropped connection): it says nothing of
+      // any one run. Each is completed on its own, as `again` (the statement may have committed
+      // before its answer was lost); a run whose own complete fails is retried by its hold.
+      await Promise.all(batch.map((entry) => port.complete(entry.lease, undefined, { again: true }).then(entry.resolve, entry.reject)));
+      return;
     }
+    batch.forEach((entry, index) => entry.resolve(applied[index]));
   };
   const flush = (): void => {
     const batch = pending;
@@ -47,8 +53,8 @@ export const withCompleteBatching = (lease: SchedulerLease): SchedulerLease => {
   };
   return {
     ...port,
-    complete: (value, data) => {
-      if (data !== undefined) return port.complete(value, data);
+    complete: (value, data, options) => {
+      if (data !== undefined || options !== undefined) return port.complete(value, data, options);
       return new Promise<boolean>((resolve, reject) => {
         if (pending.push({ lease: { id: value.id, ownerToken: value.ownerToken }, resolve, reject }) === 1) setTimeout(flush, COMPLETE_LINGER_MS);
       });

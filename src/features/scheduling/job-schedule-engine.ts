@@ -1,4 +1,4 @@
-import type { JobLease } from '../job-scheduler/job-scheduler.types';
+import { randomUUID } from 'node:crypto';
 import { AheadClaims, recordOfJob } from './ahead-claims';
 import { AbandonedOccurrenceScan, type AbandonedOccurrenceStore, DEFAULT_TAKE_OVER_SCAN_MS } from './abandoned-occurrences';
 import { claimsAhead, withClaimBatching } from './claim-batcher';
@@ -62,6 +62,8 @@ export interface EngineOptions {
   claimAheadMs?: number;
 }
 
+const newJobState = (job: EngineJob): JobState => ({ job, lastDue: Number.NEGATIVE_INFINITY, running: 0, admitted: 0, waiting: [] });
+
 /** How many jobs' after-instant work (see fire) one turn of the event loop does. */
 const AFTER_STARTS_CHUNK = 1_000;
 
@@ -72,8 +74,13 @@ interface JobState {
   cancel?: () => void;
   /** The last due instant this instance handled; a due instant is never handled twice. */
   lastDue: number;
-  busy: boolean;
+  /** Handlers of this job running here now: the overlap policy counts runs, never claims in flight. */
+  running: number;
+  /** Occurrences admitted here whose claim is in flight or whose run has not settled (queue: one at a time). */
+  admitted: number;
   queued?: { scheduledAt: number; trigger: JobExecution['trigger'] };
+  /** Runs with a proven lease waiting for the running one to settle (overlap 'queue'). */
+  waiting: Array<() => void>;
   /** The next occurrence's lease, claimed ahead (claimAheadMs). */
   ahead?: AheadClaim;
 }
@@ -88,6 +95,8 @@ export class JobScheduleEngine {
   private readonly runner: OccurrenceRunner;
   private readonly tenantFanOut: TenantFanOut;
   private readonly inFlight = new Set<Promise<unknown>>();
+  /** Timers of the checks that an occurrence skipped here as overlapping ran somewhere (see skipOverlap). */
+  private readonly overlapChecks = new Set<() => void>();
   /** Work of due instants that waits for their runs to start (see fire). */
   private readonly deferred: Array<() => void> = [];
   private started = false;
@@ -113,7 +122,7 @@ export class JobScheduleEngine {
     this.records = new RunRecords(options);
     this.runner = new OccurrenceRunner(this.lease, options.timers, options.logger);
     this.jitter = new JitterWaits(options.timers, options.random);
-    this.ahead = new AheadClaims(aheadMs, this.runner, this.records, options.logger, (work) => this.track(work));
+    this.ahead = new AheadClaims(aheadMs, this.runner, options.logger, (work) => this.track(work));
     if (options.abandoned) {
       const periodMs = options.takeOverScanMs ?? DEFAULT_TAKE_OVER_SCAN_MS;
       if (!Number.isSafeInteger(periodMs) || periodMs < 1) throw schedulingErrors.invalidOption('takeOverScanMs', 'a whole number of ms, 1 or more', periodMs);
@@ -135,7 +144,7 @@ export class JobScheduleEngine {
     if (this.states.has(key)) throw schedulingErrors.duplicate(key, 'an earlier registration', 'another');
     if (job.declaration.tenancy === 'per-tenant' && !this.options.tenants) throw schedulingErrors.noTenants(job.declaration.name);
     checkJitterBelowTolerance(job.declaration, this.options.lateToleranceMs ?? 60_000);
-    this.states.set(key, { job, lastDue: Number.NEGATIVE_INFINITY, busy: false });
+    this.states.set(key, newJobState(job));
   }
 
   /**
@@ -158,7 +167,7 @@ export class JobScheduleEngine {
       const kept = state.ahead && job.enabled && this.ahead.appliesTo(job.declaration) && job.declaration.schedule.next(state.ahead.scheduledAt - 1) === state.ahead.scheduledAt;
       if (!kept) void this.ahead.release([state], 'schedule changed');
     } else {
-      this.states.set(key, { job, lastDue: Number.NEGATIVE_INFINITY, busy: false });
+      this.states.set(key, newJobState(job));
     }
     const current = this.states.get(key) as JobState;
     if (!job.enabled || !this.started) return;
@@ -231,7 +240,9 @@ export class JobScheduleEngine {
       state.queued = undefined;
       if (state.ahead) claimedAhead.push(state);
     }
-    const released = this.ahead.release(claimedAhead, 'shutdown', true);
+    const released = this.ahead.handOver(claimedAhead);
+    for (const cancel of this.overlapChecks) cancel();
+    this.overlapChecks.clear();
     this.jitter.cancelAll();
     await this.takeOvers?.stop();
     await Promise.all([released, this.tenantFanOut.stop(), this.runner.shutdown(this.options.shutdownGraceMs ?? 10_000)]);
@@ -348,14 +359,17 @@ export class JobScheduleEngine {
     const now = this.options.timers.now();
     const due = dueInstantsSince(state.job.declaration.schedule, state.lastDue, now);
     state.lastDue = Math.max(state.lastDue, now);
+    // Claimed ahead for an instant that passed unrun (this instance stalled past the next one): missed, recorded by its holder.
+    const passed = due.latest === null ? undefined : this.ahead.takePassed(state, due.latest);
+    if (passed) void this.track(this.recordPassedClaim(state, passed));
     const lostAhead = state.ahead?.scheduledAt === due.latest && state.ahead?.settled?.kind === 'lost';
     // The occurrence takes its lease claimed ahead (synchronously) before the next one is armed.
     if (due.latest !== null && !lostAhead) void this.track(this.handleDue(state, due as DueInstants, now));
     this.afterStarts(() => {
       if (!this.started || this.states.get(jobKeyOf(state.job.declaration)) !== state) return;
       if (due.latest !== null && lostAhead) void this.track(this.handleDue(state, due as DueInstants, now));
-      // Claimed ahead but not run (its instant skipped as overlapping, or passed): given back.
-      if (state.ahead && state.ahead.scheduledAt <= now) void this.ahead.release([state], 'not run');
+      // Claimed ahead but not taken by a run (never expected): the fleet runs it, as a hand-over.
+      if (state.ahead && state.ahead.scheduledAt <= now) void this.ahead.handOver([state], 'not started here');
       // Unless changed, paused or re-armed meanwhile.
       if (state.job.enabled && state.cancel === undefined) this.arm(state);
     });
@@ -424,20 +438,17 @@ export class JobScheduleEngine {
     }
     // Dropped: whoever takes the latest occurrence's lease records it FAIL { outcome: 'missed' },
     // so that it is reported once, by one instance, and never run or reported again.
-    const { name } = state.job.declaration;
+    const { declaration } = state.job;
     const ahead = this.ahead.take(state, due.latest);
     try {
-      const runKey = runKeyOf({ scheduleId: state.job.declaration.dynamicSchedule?.id }, due.latest);
-      // The lease claimed ahead, if any, else acquired now: whoever holds it records the drop.
-      const claimed = ahead ? await ahead.outcome : undefined;
-      if (claimed?.kind === 'unavailable') throw claimed.error;
-      const lock: JobLease | null = claimed
-        ? claimed.kind === 'acquired' ? claimed.lock : null
-        : await this.lease.acquire({ code: name, runKey, name, reclaimFailed: false }).then((result) => (result.acquired ? result : null));
-      if (!lock) return;
-      await this.lease.fail(lock, { outcome: 'missed', missed: due.count });
+      // The lease claimed ahead, if any, else claimed now with the job's lease: whoever holds it records the drop.
+      const runKey = runKeyOf({ scheduleId: declaration.dynamicSchedule?.id }, due.latest);
+      const claimed = await (ahead?.outcome ?? this.runner.claim(declaration, runKey, randomUUID()));
+      if (claimed.kind === 'unavailable') throw claimed.error;
+      if (claimed.kind === 'lost') return;
+      await claimed.claim.end({ outcome: 'missed', missed: due.count });
     } catch (error) {
-      this.options.logger.warn(`Could not record missed occurrences of ${name}: ${String(error)}`);
+      this.options.logger.warn(`Could not record missed occurrences of ${declaration.name}: ${String(error)}`);
     }
     const missed = await this.unrecorded(state, due.earlier);
     this.records.missed(recordOfJob(state.job.declaration), [...missed, due.latest], due.count - (due.earlier.length - missed.length));
@@ -454,28 +465,103 @@ export class JobScheduleEngine {
    */
   private takeOver(key: string, scheduledAt: number, tenantId: string | undefined): void {
     const state = this.states.get(key);
-    if (!state || state.busy || !this.started) return;
-    void this.track(this.admit(state, scheduledAt, 'take-over', tenantId));
+    if (!state || !this.started) return;
+    // One tenant's run: tenants of an occurrence run side by side, as in its fan-out.
+    if (tenantId !== undefined) {
+      void this.track(this.runOccurrence(state, scheduledAt, 'take-over', tenantId));
+      return;
+    }
+    if (state.running > 0) return;
+    void this.track(this.admit(state, scheduledAt, 'take-over'));
   }
 
-  /** The overlap policy: skip, or queue one occurrence behind the running one. */
+  /**
+   * The overlap policy, on the runs in progress here (never on claims in flight): an occurrence
+   * due while the previous one runs is skipped here (an idle instance runs it; see skipOverlap),
+   * or queued behind it (one at most).
+   */
   private async admit(state: JobState, scheduledAt: number, trigger: JobExecution['trigger'], tenantId?: string): Promise<JobRunRecord[]> {
-    if (state.busy) {
-      if (state.job.declaration.overlap === 'queue' && !state.queued) {
+    const { overlap } = state.job.declaration;
+    if (state.running > 0 || (overlap === 'queue' && state.admitted > 0)) {
+      if (overlap === 'queue' && !state.queued) {
         state.queued = { scheduledAt, trigger };
         return [];
       }
-      return [this.records.emit({ ...recordOfJob(state.job.declaration), outcome: 'skipped-overlap', scheduledAt: new Date(scheduledAt), trigger })];
+      return [await this.skipOverlap(state, scheduledAt, trigger)];
     }
-    state.busy = true;
+    state.admitted++;
     try {
       return await this.runOccurrence(state, scheduledAt, trigger, tenantId);
     } finally {
-      state.busy = false;
+      state.admitted--;
       const queued = state.queued;
-      state.queued = undefined;
-      if (queued && this.started) void this.track(this.admit(state, queued.scheduledAt, queued.trigger));
+      if (queued && state.admitted === 0 && this.started) {
+        state.queued = undefined;
+        void this.track(this.admit(state, queued.scheduledAt, queued.trigger));
+      }
     }
+  }
+
+  /**
+   * Before a handler of this job starts here, with its lease proven: a function to call when it
+   * settles, or null when it must not start now (the previous run still goes on and the job skips
+   * overlaps: the claim is handed over to the fleet). With overlap 'queue' it waits its turn,
+   * its lease held meanwhile.
+   */
+  private enter(state: JobState): () => Promise<(() => void) | null> {
+    const leave = (): void => {
+      state.running--;
+      state.waiting.shift()?.();
+    };
+    return async () => {
+      if (state.running > 0) {
+        if (state.job.declaration.overlap !== 'queue') return null;
+        while (state.running > 0) await new Promise<void>((resolve) => state.waiting.push(resolve));
+      }
+      state.running++;
+      return leave;
+    };
+  }
+
+  /**
+   * An occurrence due while this instance still runs the job's previous one, skipped here: a claim
+   * ahead of it is handed over to the fleet; else an idle instance claims it. Should every instance
+   * be busy, nobody would: one lateness tolerance later, whoever finds it still unclaimed records
+   * it (FAIL `{ outcome: 'skipped-overlap' }`), so that it is never lost without a word.
+   */
+  private async skipOverlap(state: JobState, scheduledAt: number, trigger: JobExecution['trigger']): Promise<JobRunRecord> {
+    const ahead = trigger === 'schedule' || trigger === 'catch-up' ? this.ahead.take(state, scheduledAt) : undefined;
+    if (ahead) {
+      await this.runner.handOver(await this.runner.won([ahead]));
+    } else if (trigger === 'schedule' && state.job.declaration.tenancy === 'global') {
+      const cancel = this.options.timers.at(scheduledAt + (this.options.lateToleranceMs ?? 60_000) + 1_000, () => {
+        this.overlapChecks.delete(cancel);
+        void this.track(this.recordIfUnclaimed(state, scheduledAt));
+      });
+      this.overlapChecks.add(cancel);
+    }
+    return this.records.emit({ ...recordOfJob(state.job.declaration), outcome: 'skipped-overlap', scheduledAt: new Date(scheduledAt), trigger });
+  }
+
+  /** Records an occurrence skipped as overlapping that no instance claimed (see skipOverlap). */
+  private async recordIfUnclaimed(state: JobState, scheduledAt: number): Promise<void> {
+    const { declaration } = state.job;
+    if (!this.started || this.states.get(jobKeyOf(declaration)) !== state) return;
+    try {
+      const claimed = await this.runner.claim(declaration, runKeyOf({ scheduleId: declaration.dynamicSchedule?.id }, scheduledAt), randomUUID());
+      if (claimed.kind === 'unavailable') throw claimed.error;
+      if (claimed.kind === 'lost' || !(await claimed.claim.end({ outcome: 'skipped-overlap' }))) return;
+      this.options.logger.warn(`${declaration.name} @ ${new Date(scheduledAt).toISOString()} did not run: every instance that reached it was still running the previous occurrence (overlap 'skip')`);
+    } catch (error) {
+      this.options.logger.warn(`Could not check whether ${declaration.name} @ ${new Date(scheduledAt).toISOString()} ran somewhere: ${String(error)}`);
+    }
+  }
+
+  /** A claim of an instant this instance passed without running it: recorded missed (FAIL { outcome: 'missed' }) and reported. */
+  private async recordPassedClaim(state: JobState, passed: AheadClaim): Promise<void> {
+    const [claim] = await this.runner.won([passed]);
+    if (!claim) return;
+    if ((await this.runner.end([claim], { outcome: 'missed', missed: 1 })) > 0) this.records.missed(recordOfJob(state.job.declaration), [passed.scheduledAt], 1);
   }
 
   private async runOccurrence(state: JobState, scheduledAt: number, trigger: JobExecution['trigger'], tenantId?: string): Promise<JobRunRecord[]> {
@@ -491,7 +577,9 @@ export class JobScheduleEngine {
     }
     // A take-over runs the one (tenant's) occurrence that was abandoned.
     if (declaration.tenancy === 'global' || trigger === 'take-over') {
-      return [this.records.emit(await this.runner.run({ job: declaration, handler, scheduledAt, trigger, tenantId, ahead }))];
+      // A runNow runs whatever runs already (as asked); an occurrence enters by the overlap policy.
+      const enter = trigger === 'run-now' || tenantId !== undefined ? undefined : this.enter(state);
+      return [this.records.emit(await this.runner.run({ job: declaration, handler, scheduledAt, trigger, tenantId, ahead, enter }))];
     }
     let tenants: readonly unknown[];
     try {
@@ -502,7 +590,13 @@ export class JobScheduleEngine {
       return [this.records.emit({ name: declaration.name, outcome: 'failed', scheduledAt: new Date(scheduledAt), trigger, errorCode: 'JOB_TENANTS_UNAVAILABLE', error })];
     }
     // Each tenant in a run of its own: one failing does not stop the others.
-    return this.tenantFanOut.run({ job: declaration, handler, scheduledAt, trigger, tenants });
+    const leave = trigger === 'run-now' ? () => undefined : await this.enter(state)();
+    if (!leave) return [await this.skipOverlap(state, scheduledAt, trigger)];
+    try {
+      return await this.tenantFanOut.run({ job: declaration, handler, scheduledAt, trigger, tenants });
+    } finally {
+      leave();
+    }
   }
 
   private track<T>(promise: Promise<T>): Promise<T> {

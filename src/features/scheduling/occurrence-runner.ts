@@ -1,11 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import { JobShutdownError, LostJobLeaseError } from '../job-scheduler/job-scheduler.errors';
-import type { JobAcquiredLease, JobLease } from '../job-scheduler/job-scheduler.types';
+import type { JobLease } from '../job-scheduler/job-scheduler.types';
 import { describeFailure } from '../job-scheduler/lease-arguments';
-import { DEFAULT_STATEMENT_TIMEOUT_MS, provenUntil } from '../job-scheduler/lease-deadline';
-import { type HoldClock, LeaseHold } from '../job-scheduler/lease-hold';
+import type { HoldClock, LeaseHold } from '../job-scheduler/lease-hold';
 import { createSpanRunner } from '../job-scheduler/lease-telemetry';
 import { withJobExecution } from './job-execution-context';
+import { type ClaimOutcome, HeldClaim } from './occurrence/held-claim';
 import { runKeyOf } from './occurrence-keys';
 import type { JobDeclaration } from './schedule/job-declaration';
 import type { SchedulerLease, SchedulerLogger, SchedulerTimers } from './scheduler-ports';
@@ -31,8 +31,15 @@ export interface OccurrenceRequest {
   tenantId?: string;
   /** The lease asked for ahead of the due instant: its outcome decides the run, no acquire at start. */
   ahead?: AheadClaim;
-  /** A lease already claimed for this run (a tenant of a batch): run it instead of acquiring one. */
-  claim?: OccurrenceClaim;
+  /** A lease already claimed and held for this run (a tenant of a batch): run it instead of acquiring one. */
+  claim?: HeldClaim;
+  /**
+   * Asked once the lease is proven held, right before the handler starts: a function to call when
+   * the handler settles (the job runs here from now), or null when this instance must not start it
+   * now (it runs the job's previous occurrence and the job skips overlaps): the claim is then handed
+   * over to the fleet, never ended unrun. Default: start.
+   */
+  enter?: () => Promise<(() => void) | null> | (() => void) | null;
   /**
    * Called once the handler has settled (returned, thrown or timed out) with how long it ran,
    * before its lease is finalized: a caller bounding how many handlers run at once has a free
@@ -45,20 +52,9 @@ export interface OccurrenceRequest {
 export interface AheadClaim {
   scheduledAt: number;
   correlationId: string;
-  /** When the claim was sent, on the runner's clock: the lease runs from then. */
-  sentAt: number;
   outcome: Promise<ClaimOutcome>;
   /** The outcome once it is known. */
   settled?: ClaimOutcome;
-}
-
-type ClaimOutcome = { kind: 'acquired'; lock: JobAcquiredLease } | { kind: 'lost' } | { kind: 'unavailable'; error: unknown };
-
-/** A run's lease taken ahead of the run, and the instant (on the runner's clock) it was proven. */
-export interface OccurrenceClaim {
-  lock: JobAcquiredLease;
-  sentAt: number;
-  correlationId: string;
 }
 
 type Settlement = { kind: 'returned' } | { kind: 'threw'; error: unknown } | { kind: 'timed-out' };
@@ -74,13 +70,15 @@ const failureCode = (settlement: Settlement, error: unknown, recorded: boolean):
 };
 
 /**
- * Runs one occurrence (for one tenant) under the lease: acquire (a FAIL row is final: no retry),
- * heartbeat, timeout, finalization. Never throws: every end is a JobRunRecord.
+ * Runs one occurrence (for one tenant) under its lease: claim (a FAIL row is final: no retry),
+ * hold from the claim, a fenced proof right before the handler starts, timeout, and finalization
+ * retried within the lease. A claim that will not start here is handed over to the fleet, never
+ * ended unrun. Never throws: every end is a JobRunRecord.
  */
 export class OccurrenceRunner {
   readonly active = new Set<ActiveJobRun>();
   private readonly acquiring = new Set<Promise<unknown>>();
-  /** Set by the scheduler's stop(): a lease acquired from now on is given back unrun. */
+  /** Set by the scheduler's stop(): a lease won from now on is handed over (given back for runNow) unrun. */
   closed = false;
   private readonly span = createSpanRunner();
 
@@ -91,43 +89,31 @@ export class OccurrenceRunner {
   ) {}
 
   async run(request: OccurrenceRequest): Promise<JobRunRecord> {
-    const { job, scheduledAt, trigger, tenantId, claim, ahead } = request;
-    const correlationId = claim?.correlationId ?? ahead?.correlationId ?? randomUUID();
+    const { job, scheduledAt, trigger, tenantId, ahead } = request;
+    const correlationId = request.claim?.correlationId ?? ahead?.correlationId ?? randomUUID();
     const schedule = job.dynamicSchedule;
     const base: JobRunRecord = { name: job.name, outcome: 'failed', scheduledAt: new Date(scheduledAt), trigger, tenantId, correlationId };
     if (schedule) base.scheduleId = schedule.id;
 
-    const clock = this.clock;
-    let sentAt = clock.now();
-    let lock;
-    if (claim) {
-      ({ lock, sentAt } = claim);
-    } else {
-      // Shutdown waits for acquires in flight: one that wins after stop() gives its lease back.
-      if (ahead) sentAt = ahead.sentAt;
-      const acquiring = ahead?.outcome ?? this.acquireOutcome(job, runKeyOf({ scheduleId: schedule?.id }, scheduledAt, tenantId, trigger === 'run-now' ? { correlationId } : undefined));
-      const taken = await this.admitTaken(await acquiring, base);
-      if ('record' in taken) return taken.record;
-      lock = taken.lock;
+    let claim = request.claim;
+    if (!claim) {
+      // Shutdown waits for acquires in flight: one that wins after stop() is handed over.
+      const runKey = runKeyOf({ scheduleId: schedule?.id }, scheduledAt, tenantId, trigger === 'run-now' ? { correlationId } : undefined);
+      const outcome = await (ahead?.outcome ?? this.claim(job, runKey, correlationId));
+      if (outcome.kind === 'unavailable') return { ...base, errorCode: 'JOB_LEASE_UNAVAILABLE', error: outcome.error };
+      if (outcome.kind === 'lost') return { ...base, outcome: 'skipped-locked' };
+      claim = outcome.claim;
     }
-
-    const lease: JobLease = { id: lock.id, ownerToken: lock.ownerToken };
+    const refused = await this.refuseStart(claim, request, base);
+    if (refused) return refused.record;
+    const leave = await this.enter(request);
+    if (leave === null) {
+      await this.handOver([claim]);
+      return { ...base, outcome: 'skipped-overlap' };
+    }
+    claim.start();
+    const { hold, lock, lease } = claim;
     const startedAt = this.timers.now();
-    // Heartbeats with retries and the local deadline; finalization stays below (one attempt).
-    const hold = new LeaseHold(
-      {
-        leaseId: lease.id,
-        leaseMs: lock.leaseMs,
-        heartbeatMs: lock.heartbeatMs,
-        heldUntil: provenUntil(sentAt, lock.leaseMs),
-        statementTimeoutMs: DEFAULT_STATEMENT_TIMEOUT_MS,
-        clock,
-      },
-      {
-        heartbeat: (timeoutMs) => this.lease.heartbeat(lease, { timeoutMs }),
-        finalize: (outcome, data) => (outcome === 'complete' ? this.lease.complete(lease, data) : this.lease.fail(lease, data)),
-      },
-    );
     const execution: JobExecution = {
       name: job.name,
       scheduledAt: new Date(scheduledAt),
@@ -147,7 +133,6 @@ export class OccurrenceRunner {
     const active: ActiveJobRun = { name: job.name, lease, hold, settled: new Promise((resolve) => (finished = resolve)), done: false };
     this.active.add(active);
     const started = { ...base, startedAt: execution.startedAt };
-    hold.start();
 
     // Each run in its own scope: code below run() reads it with currentJobExecution().
     const attributes: Record<string, string> = {
@@ -162,9 +147,9 @@ export class OccurrenceRunner {
       this.span('scheduled_job.run', attributes, async () => withJobExecution(execution, () => request.handler(execution))),
     );
     const settlement = await this.settle(work, job);
+    leave?.();
     request.onSettled?.(this.timers.now() - startedAt);
-    await hold.stop();
-    const record = await this.finalize(job, lease, hold, settlement, started);
+    const record = await this.finalize(job, claim, settlement, started);
     // A run that timed out goes on behind (nothing stops a promise); its lease is already failed.
     work.then(ignore, (error: unknown) => {
       if (settlement.kind === 'timed-out') this.logger.warn(`${job.name} failed after its timeout: ${String(error)}`);
@@ -210,64 +195,24 @@ export class OccurrenceRunner {
   /**
    * Asks for the occurrence's lease now, ahead of its due instant (the claims of many occurrences
    * go out together, off the path of their start): `run({ ahead })` at the due instant uses it.
+   * A claim won is held from then (see HeldClaim).
    */
   claimAhead(job: JobDeclaration, scheduledAt: number): AheadClaim {
     const runKey = runKeyOf({ scheduleId: job.dynamicSchedule?.id }, scheduledAt);
-    const claim: AheadClaim = { scheduledAt, correlationId: randomUUID(), sentAt: this.clock.now(), outcome: this.acquireOutcome(job, runKey, true) };
+    const correlationId = randomUUID();
+    const claim: AheadClaim = { scheduledAt, correlationId, outcome: this.claim(job, runKey, correlationId, true) };
     void claim.outcome.then((outcome) => (claim.settled = outcome));
     return claim;
   }
 
-  /**
-   * Gives back leases claimed ahead that will not run (FAIL `{ released: true, reason }`), in few
-   * statements when the lease can (a shutdown may give back thousands): for each, whether this
-   * instance held it.
-   */
-  releaseAhead(claims: readonly AheadClaim[], reason: string): Promise<boolean[]> {
-    const data = { released: true, reason };
-    return this.endAhead(
-      claims,
-      (locks) => (this.lease.failMany ? this.lease.failMany(locks, data) : Promise.all(locks.map((lock) => this.lease.fail(lock, data)))),
-      (count) => `Could not give back ${count} lease(s) claimed ahead (${reason})`,
-    );
-  }
-
-  /**
-   * On shutdown: hands leases claimed ahead (runs not started) over to the other instances, left
-   * RUNNING with their lease run out (`expireMany`), so that a take-over scan elsewhere runs them.
-   * Whether this instance held each; null when the lease cannot (then give them back instead).
-   */
-  async handOverAhead(claims: readonly AheadClaim[]): Promise<boolean[] | null> {
-    const { expireMany } = this.lease;
-    if (!expireMany) return null;
-    // On failure their leases run out on their own: taken over all the same, one lease later.
-    return this.endAhead(
-      claims,
-      (locks) => expireMany.call(this.lease, locks),
-      (count) => `Could not hand over ${count} lease(s) claimed ahead on shutdown; they are taken over once their lease runs out`,
-    );
-  }
-
-  /** Waits for these claims, ends the leases won with `end` (a failure is logged), and tells which were won. */
-  private async endAhead(claims: readonly AheadClaim[], end: (locks: JobAcquiredLease[]) => Promise<unknown>, failure: (count: number) => string): Promise<boolean[]> {
-    const outcomes = await Promise.all(claims.map((claim) => claim.outcome));
-    const locks = outcomes.flatMap((outcome) => (outcome.kind === 'acquired' ? [outcome.lock] : []));
-    if (locks.length > 0) {
-      try {
-        await end(locks);
-      } catch (error) {
-        this.logger.warn(`${failure(locks.length)}: ${String(error)}`);
-      }
-    }
-    return outcomes.map((outcome) => outcome.kind === 'acquired');
-  }
-
-  /** The occurrence's acquire (one of a batch), as a value: shutdown waits for those in flight. */
-  private acquireOutcome(job: JobDeclaration, runKey: string, ahead = false): Promise<ClaimOutcome> {
+  /** Claims an occurrence's lease now (one of a batch), as a value; a claim won is held from its send instant. */
+  claim(job: JobDeclaration, runKey: string, correlationId: string, ahead = false): Promise<ClaimOutcome> {
     const options = { code: job.name, runKey, name: job.name, leaseMs: job.leaseMs, reclaimFailed: false };
+    const clock = this.clock;
+    const sentAt = clock.now();
     const acquiring = ahead && this.lease.acquireAhead ? this.lease.acquireAhead(options) : this.lease.acquire(options);
     const outcome = acquiring.then(
-      (lock): ClaimOutcome => (lock.acquired ? { kind: 'acquired', lock } : { kind: 'lost' }),
+      (lock): ClaimOutcome => (lock.acquired ? { kind: 'acquired', claim: new HeldClaim(this.lease, clock, lock, sentAt, correlationId) } : { kind: 'lost' }),
       // The lock store cannot be reached: failed, rather than run on every instance.
       (error: unknown): ClaimOutcome => ({ kind: 'unavailable', error }),
     );
@@ -276,21 +221,64 @@ export class OccurrenceRunner {
     return outcome;
   }
 
+  /** The claims won of these outcomes (waited for). */
+  async won(claims: readonly AheadClaim[]): Promise<HeldClaim[]> {
+    const outcomes = await Promise.all(claims.map((claim) => claim.outcome));
+    return outcomes.flatMap((outcome) => (outcome.kind === 'acquired' && !outcome.claim.settled ? [outcome.claim] : []));
+  }
+
   /**
-   * The lease to run under, or the record of why there is none: unreachable store, another
-   * instance has it, or it was won after stop() (then released unrun: nothing starts after stop).
+   * Hands claims that will not start here over to the fleet (HeldClaim.handOver), in few
+   * statements: how many were this instance's. A failure is logged: their leases then run out by
+   * themselves and they are taken over all the same, one lease later.
    */
-  private async admitTaken(outcome: ClaimOutcome, base: JobRunRecord): Promise<{ record: JobRunRecord } | { lock: JobAcquiredLease }> {
-    if (outcome.kind === 'unavailable') return { record: { ...base, outcome: 'failed', errorCode: 'JOB_LEASE_UNAVAILABLE', error: outcome.error } };
-    if (outcome.kind === 'lost') return { record: { ...base, outcome: 'skipped-locked' } };
-    if (!this.closed) return { lock: outcome.lock };
-    const error = new JobShutdownError(outcome.lock.id);
+  async handOver(claims: readonly HeldClaim[]): Promise<number> {
+    if (claims.length === 0) return 0;
     try {
-      await this.lease.fail(outcome.lock, { released: true, reason: 'shutdown' });
-    } catch (releaseError) {
-      this.logger.warn(`Could not release the lease of ${base.name} acquired during shutdown: ${String(releaseError)}`);
+      return (await HeldClaim.handOver(this.lease, claims)).filter(Boolean).length;
+    } catch (error) {
+      this.logger.warn(`Could not hand over ${claims.length} claimed occurrence(s); they are taken over once their lease runs out: ${String(error)}`);
+      return 0;
     }
-    return { record: { ...base, outcome: 'failed', errorCode: 'JOB_SHUTDOWN', error } };
+  }
+
+  /**
+   * Ends claims that must not run (FAIL `data`: a paused, changed or removed schedule), each
+   * retried within its lease: how many were this instance's.
+   */
+  async end(claims: readonly HeldClaim[], data: unknown): Promise<number> {
+    const ended = await Promise.all(
+      claims.map((claim) =>
+        claim.end(data).catch((error: unknown) => {
+          this.logger.warn(`Could not end a claimed occurrence (${JSON.stringify(data)}); it is taken over once its lease runs out: ${String(error)}`);
+          return false;
+        }),
+      ),
+    );
+    return ended.filter(Boolean).length;
+  }
+
+  /**
+   * Why the claim must not start, as a record; null when it may. Shutdown began: handed over (a
+   * runNow given back). Its lease not proven held right now: not started (another owner has it,
+   * or its lease runs out and the take-over decides).
+   */
+  private async refuseStart(claim: HeldClaim, request: OccurrenceRequest, base: JobRunRecord): Promise<{ record: JobRunRecord } | null> {
+    if (this.closed) {
+      const error = new JobShutdownError(claim.lease.id);
+      if (request.trigger === 'run-now') await this.end([claim], { released: true, reason: 'shutdown' });
+      else await this.handOver([claim]);
+      return { record: { ...base, outcome: 'failed', errorCode: 'JOB_SHUTDOWN', error } };
+    }
+    const proof = await claim.prove();
+    if (proof.kind === 'held') return null;
+    await claim.hold.stop();
+    if (proof.kind === 'lost') return { record: { ...base, outcome: 'skipped-locked' } };
+    return { record: { ...base, outcome: 'failed', errorCode: 'JOB_LEASE_UNAVAILABLE', error: proof.error } };
+  }
+
+  private async enter(request: OccurrenceRequest): Promise<(() => void) | null> {
+    return request.enter ? request.enter() : ignore;
   }
 
   private forget(active: ActiveJobRun): void {
@@ -311,26 +299,21 @@ export class OccurrenceRunner {
     return Promise.race([settled, timeout]).finally(cancel);
   }
 
-  private async finalize(
-    job: JobDeclaration,
-    lease: JobLease,
-    hold: LeaseHold,
-    settlement: Settlement,
-    started: JobRunRecord,
-  ): Promise<JobRunRecord> {
+  /** complete or fail through the hold: retried within the lease (a retry counts "already done by this owner"). */
+  private async finalize(job: JobDeclaration, { hold, lease }: HeldClaim, settlement: Settlement, started: JobRunRecord): Promise<JobRunRecord> {
     const finish = (record: Partial<JobRunRecord>): JobRunRecord => {
       const finishedAt = this.timers.now();
       return { ...started, ...record, finishedAt: new Date(finishedAt), durationMs: finishedAt - (started.startedAt as Date).getTime() };
     };
     try {
       if (settlement.kind === 'returned') {
-        return (await this.lease.complete(lease))
+        return (await hold.complete())
           ? finish({ outcome: 'succeeded' })
           : finish({ outcome: 'failed', errorCode: 'JOB_LEASE_LOST', error: new LostJobLeaseError(lease.id) });
       }
       const error = settlement.kind === 'threw' ? settlement.error : new JobTimeoutError(job.name, job.timeoutMs as number);
       if (settlement.kind === 'timed-out') hold.abort(error);
-      const recorded = await this.lease.fail(lease, describeFailure(error));
+      const recorded = await hold.fail(describeFailure(error));
       return finish({ outcome: 'failed', errorCode: failureCode(settlement, error, recorded), error });
     } catch (error) {
       return finish({ outcome: 'failed', errorCode: 'JOB_LEASE_UNAVAILABLE', error });

@@ -53,6 +53,7 @@ export class RunRecords {
 
   /** Missed occurrences of a job: the latest MAX_MISSED_RECORDS one by one, the rest counted, one log line. */
   missed(job: Pick<JobRunRecord, 'name' | 'scheduleId'>, instants: number[], total: number): void {
+    if (total <= 0) return;
     const listed = instants.slice(-MAX_MISSED_RECORDS);
     for (const instant of listed) this.emit({ ...job, outcome: 'missed', scheduledAt: new Date(instant), trigger: 'schedule' }, false);
     const unlisted = total - listed.length;
@@ -79,7 +80,8 @@ export class RunRecords {
         this.write(this.failureLog.failed(record.name, signature, line, stack));
       }
     } else if (record.outcome === 'succeeded') {
-      logger.log(`${what} succeeded in ${record.durationMs} ms`);
+      // A steady fleet logs nothing per successful run at the default level.
+      logger.debug?.(`${what} succeeded in ${record.durationMs} ms`);
       this.write(this.failureLog.succeeded(record.name));
     } else {
       logger.debug?.(`${what} ${record.outcome}`);

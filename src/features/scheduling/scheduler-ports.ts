@@ -1,4 +1,4 @@
-import type { JobAcquireOptions, JobAcquireResult, JobBatchAcquireOptions, JobLease } from '../job-scheduler/job-scheduler.types';
+import type { JobAcquireOptions, JobAcquireResult, JobBatchAcquireOptions, JobFinalizeOptions, JobLease } from '../job-scheduler/job-scheduler.types';
 import type { HoldClock } from '../job-scheduler/lease-hold';
 import type { InstantTimers } from '../job-scheduler/system-timers';
 import type { JobRunRecord } from './scheduling.types';
@@ -28,8 +28,8 @@ export const observedLease = (lease: SchedulerLease, timers: SchedulerTimers): S
     acquireMany: lease.acquireMany && ((runs) => seen(lease.acquireMany!(runs))),
     acquireAhead: lease.acquireAhead && ((options) => seen(lease.acquireAhead!(options))),
     heartbeat: (value, options) => seen(lease.heartbeat(value, options)),
-    complete: (value, data) => seen(lease.complete(value, data)),
-    fail: (value, data) => seen(lease.fail(value, data)),
+    complete: (value, data, options) => seen(lease.complete(value, data, options)),
+    fail: (value, data, options) => seen(lease.fail(value, data, options)),
     failMany: lease.failMany && ((leases, data) => seen(lease.failMany!(leases, data))),
     completeMany: lease.completeMany && ((leases, data) => seen(lease.completeMany!(leases, data))),
     expireMany: lease.expireMany && ((leases) => seen(lease.expireMany!(leases))),
@@ -50,8 +50,9 @@ export interface SchedulerLease {
   acquireAhead?(options: JobAcquireOptions): Promise<JobAcquireResult>;
   /** `timeoutMs`: a tighter bound on this one statement (a heartbeat is bounded by its interval). */
   heartbeat(lease: JobLease, options?: { timeoutMs?: number }): Promise<boolean>;
-  complete(lease: JobLease, data?: unknown): Promise<boolean>;
-  fail(lease: JobLease, data?: unknown): Promise<boolean>;
+  /** `{ again }`: a retry, also true when this owner already finalized the run so (JobSchedulerService.complete). */
+  complete(lease: JobLease, data?: unknown, options?: JobFinalizeOptions): Promise<boolean>;
+  fail(lease: JobLease, data?: unknown, options?: JobFinalizeOptions): Promise<boolean>;
   /** fail for many leases in few statements, whether each applied. Optional: without it, one fail each. */
   failMany?(leases: readonly JobLease[], data?: unknown): Promise<boolean[]>;
   /** complete for many leases in few statements. Optional: without it, one complete each. */

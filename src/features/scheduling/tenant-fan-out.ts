@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import { JobShutdownError, LostJobLeaseError } from '../job-scheduler/job-scheduler.errors';
-import type { JobAcquiredLease, JobAcquireResult } from '../job-scheduler/job-scheduler.types';
+import type { JobAcquireResult } from '../job-scheduler/job-scheduler.types';
 import { occurrenceRunKey, runNowRunKey, tenantIdProblem } from './occurrence-keys';
+import { HeldClaim } from './occurrence/held-claim';
 import type { JobHandler, OccurrenceRunner } from './occurrence-runner';
 import { fromRandomOffset } from './random-walk';
 import type { JobDeclaration } from './schedule/job-declaration';
@@ -41,9 +41,8 @@ interface PendingTenant {
 }
 
 interface ClaimedTenant extends PendingTenant {
-  lock: JobAcquiredLease;
-  /** When the claim was sent, on the runner's clock: the lease is proven from there. */
-  sentAt: number;
+  /** Held from the claim: heartbeated while the tenant waits for a slot. */
+  claim: HeldClaim;
 }
 
 /**
@@ -65,7 +64,7 @@ export class TenantFanOut {
     }
   }
 
-  /** Claims nothing more, starts no more tenants, and gives back the leases claimed but not started. */
+  /** Claims nothing more, starts no more tenants, and hands the tenants claimed but not started over to the fleet. */
   async stop(): Promise<void> {
     await Promise.all([...this.active].map((run) => run.stop()));
   }
@@ -76,12 +75,11 @@ export class TenantFanOut {
  * instances start on different tenants and meet only where their stretches join; a claim takes
  * the next tenants of the walk, and the database gives each tenant to one instance.
  *
- * A claimed tenant waits for a free slot holding a lease nobody heartbeats, and tenants claimed
- * here are not run elsewhere, so claims run ahead only as far as the slots drain within a second
- * (a quarter of the lease if that is shorter), from the average run measured so far (nothing ahead
- * until one run has finished); a claim takes at most MAX_TENANT_CLAIM tenants and a quarter of the
- * walk left. A tenant that waited longer than a quarter of the lease anyway is heartbeated once
- * before it starts.
+ * A claimed tenant waits for a free slot holding its lease (heartbeated, see HeldClaim), and
+ * tenants claimed here are not run elsewhere, so claims run ahead only as far as the slots drain
+ * within a second (a quarter of the lease if that is shorter), from the average run measured so
+ * far (nothing ahead until one run has finished); a claim takes at most MAX_TENANT_CLAIM tenants
+ * and a quarter of the walk left. Its lease is proven again right before it starts (the runner).
  */
 class TenantOccurrenceRun {
   private readonly records: JobRunRecord[] = [];
@@ -119,7 +117,7 @@ class TenantOccurrenceRun {
 
   async stop(): Promise<void> {
     this.stopped = true;
-    await Promise.all([this.giveBack(this.queue.splice(0)), this.claiming]);
+    await Promise.all([this.handOver(this.queue.splice(0)), this.claiming]);
   }
 
   /**
@@ -214,7 +212,8 @@ class TenantOccurrenceRun {
     const { job } = this.occurrence;
     const batch = this.order.slice(this.cursor, this.cursor + size);
     this.cursor += batch.length;
-    const sentAt = this.dependencies.runner.clock.now();
+    const clock = this.dependencies.runner.clock;
+    const sentAt = clock.now();
     let results: JobAcquireResult[];
     try {
       const runKeys = batch.map((tenant) => tenant.runKey);
@@ -227,53 +226,34 @@ class TenantOccurrenceRun {
     const claimed: ClaimedTenant[] = [];
     batch.forEach((tenant, index) => {
       const lock = results[index];
-      if (lock?.acquired) claimed.push({ ...tenant, lock, sentAt });
+      if (lock?.acquired) claimed.push({ ...tenant, claim: new HeldClaim(this.dependencies.lease, clock, lock, sentAt, tenant.correlationId) });
       else this.record({ ...this.base(tenant.tenantId, tenant.correlationId), outcome: 'skipped-locked' });
     });
-    this.leaseMs ??= claimed[0]?.lock.leaseMs;
-    if (this.stopped) await this.giveBack(claimed);
+    this.leaseMs ??= claimed[0]?.claim.lock.leaseMs;
+    if (this.stopped) await this.handOver(claimed);
     else this.queue.push(...claimed);
   }
 
-  /** Runs a claimed tenant, first proving its lease again if it waited long. */
-  private async start(tenant: ClaimedTenant, onSettled: (ranMs: number) => void): Promise<JobRunRecord> {
+  /** Runs a claimed tenant (the runner proves its lease again right before it starts). */
+  private start(tenant: ClaimedTenant, onSettled: (ranMs: number) => void): Promise<JobRunRecord> {
     const { job, handler, scheduledAt, trigger } = this.occurrence;
-    const clock = this.dependencies.runner.clock;
-    let { sentAt } = tenant;
-    if (clock.now() - sentAt > tenant.lock.leaseMs / 4) {
-      const base = this.base(tenant.tenantId, tenant.correlationId);
-      const refreshedAt = clock.now();
-      try {
-        if (!(await this.dependencies.lease.heartbeat(tenant.lock))) {
-          const error = new LostJobLeaseError(tenant.lock.id, { reason: 'another owner took the run over before it started' });
-          return { ...base, errorCode: 'JOB_LEASE_LOST', error };
-        }
-      } catch (error) {
-        return { ...base, errorCode: 'JOB_LEASE_UNAVAILABLE', error };
-      }
-      sentAt = refreshedAt;
-      if (this.stopped) {
-        await this.giveBack([tenant]);
-        return { ...base, errorCode: 'JOB_SHUTDOWN', error: new JobShutdownError(tenant.lock.id) };
-      }
-    }
-    const claim = { lock: tenant.lock, sentAt, correlationId: tenant.correlationId };
-    return this.dependencies.runner.run({ job, handler, scheduledAt, trigger, tenantId: tenant.tenantId, claim, onSettled });
+    return this.dependencies.runner.run({ job, handler, scheduledAt, trigger, tenantId: tenant.tenantId, claim: tenant.claim, onSettled });
   }
 
-  /** Fails (released) the leases of tenants that never started, recorded JOB_SHUTDOWN. */
-  private async giveBack(tenants: ClaimedTenant[]): Promise<void> {
-    await Promise.all(
-      tenants.map(async (tenant) => {
-        try {
-          await this.dependencies.lease.fail(tenant.lock, { released: true, reason: 'shutdown' });
-        } catch (error) {
-          this.dependencies.logger.error(`Could not release the lease of ${this.occurrence.job.name} tenant ${tenant.tenantId} on shutdown: ${String(error)}`);
-        }
-        const error = new JobShutdownError(tenant.lock.id);
-        this.record({ ...this.base(tenant.tenantId, tenant.correlationId), errorCode: 'JOB_SHUTDOWN', error });
-      }),
-    );
+  /**
+   * Hands the tenants claimed but not started over to the fleet (stop): another instance's
+   * take-over scan runs each. A runNow's tenants are given back instead (nobody takes them over).
+   */
+  private async handOver(tenants: ClaimedTenant[]): Promise<void> {
+    if (tenants.length === 0) return;
+    const claims = tenants.map((tenant) => tenant.claim);
+    const { runner, logger } = this.dependencies;
+    if (this.occurrence.trigger === 'run-now') {
+      await runner.end(claims, { released: true, reason: 'shutdown' });
+      return;
+    }
+    const count = await runner.handOver(claims);
+    if (count > 0) logger.log(`${this.occurrence.job.name}: ${count} tenant(s) claimed but not started were handed over on shutdown: the take-over scan of an instance runs them`);
   }
 
   /** A failed record of this occurrence for one tenant (outcome and error to be filled in). */

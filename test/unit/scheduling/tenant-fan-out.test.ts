@@ -136,7 +136,7 @@ describe('per-tenant fan-out (in-memory lease)', () => {
     expect(long.reduce((sum, size) => sum + size, 0)).toBe(30);
   });
 
-  it('proves a claimed lease again before starting a tenant that waited long; one taken over meanwhile does not run here', async () => {
+  it('holds a claimed lease from the claim and proves it again before starting a tenant whose deadline passed; one taken over meanwhile does not run here', async () => {
     const clock = new FixedClock(0);
     const lease = new InMemoryJobLease(clock);
     const tenants = tenantsNamed(4);
@@ -157,14 +157,14 @@ describe('per-tenant fan-out (in-memory lease)', () => {
       run: ({ tenantId }) => {
         ran.push(tenantId as string);
         // t00 is quick, so the next tenant is claimed ahead as each one starts; t01 takes 3 s, so
-        // t02, claimed as t01 started, waited 3 s: more than a quarter of the 10 s lease.
+        // t02, claimed as t01 started, waited 3 s: within its lease's deadline, so no statement.
         if (tenantId === 't01') clock.set(clock.now() + 3_000);
       },
     });
     await scheduler.start();
     await scheduler.advance(60 * MINUTE);
     expect(ran).toEqual(tenants);
-    expect(heartbeats).toHaveLength(1);
+    expect(heartbeats).toHaveLength(0);
 
     // Same again, but t01 runs past the lease and another instance takes t02 over (and t03 first).
     ran.length = 0;
@@ -187,14 +187,16 @@ describe('per-tenant fan-out (in-memory lease)', () => {
     await late.start();
     await late.advance(60 * MINUTE);
     expect(ran).toEqual(['t00', 't01']);
-    // In tenant order: t01's slot was free (and t02 tried) before t01's lease was completed.
+    // In tenant order: t01's slot was free (and t02 tried) before t01's lease was completed. t02's
+    // deadline had passed: one fenced heartbeat found it another owner's, so it did not start here.
     const byTenant = [...late.runs].sort((a, b) => String(a.tenantId).localeCompare(String(b.tenantId)));
     expect(byTenant.map((run) => [run.tenantId, run.outcome, run.errorCode])).toEqual([
       ['t00', 'succeeded', undefined],
       ['t01', 'succeeded', undefined],
-      ['t02', 'failed', 'JOB_LEASE_LOST'],
+      ['t02', 'skipped-locked', undefined],
       ['t03', 'skipped-locked', undefined],
     ]);
+    expect(heartbeats).toHaveLength(1);
   });
 
   it('records invalid tenant ids failed with JOB_TENANT_INVALID naming them, runs the rest, and never merges distinct ids', async () => {
@@ -245,7 +247,7 @@ describe('per-tenant fan-out (in-memory lease)', () => {
     expect(missed.sort()).toEqual([0, 3]);
   });
 
-  it('on stop, starts nothing more and gives back the tenants claimed but not started', async () => {
+  it('on stop, starts nothing more and hands the tenants claimed but not started over: another instance takes each over', async () => {
     const clock = new FixedClock(0);
     const tenants = tenantsNamed(20);
     const gates = new Gates();
@@ -263,16 +265,23 @@ describe('per-tenant fan-out (in-memory lease)', () => {
     expect(gates.ran).toEqual(['t00', 't01']);
     expect(scheduler.runs.map((run) => [run.tenantId, run.outcome, run.errorCode])).toEqual([
       ['t00', 'succeeded', undefined],
-      ['t02', 'failed', 'JOB_SHUTDOWN'],
-      ['t03', 'failed', 'JOB_SHUTDOWN'],
-      ['t04', 'failed', 'JOB_SHUTDOWN'],
-      ['t05', 'failed', 'JOB_SHUTDOWN'],
       ['t01', 'succeeded', undefined],
     ]);
-    for (const tenant of ['t02', 't03', 't04', 't05']) {
-      expect(scheduler.lease.statusOf('billing.invoice', occurrenceRunKey(60 * MINUTE, tenant))).toBe(JobSchedulerStatus.FAIL);
+    const handedOver = ['t02', 't03', 't04', 't05'];
+    for (const tenant of handedOver) {
+      expect(scheduler.lease.statusOf('billing.invoice', occurrenceRunKey(60 * MINUTE, tenant))).toBe(JobSchedulerStatus.RUNNING);
     }
     // Tenants never claimed are left to other instances: no row, no record here.
     expect(scheduler.lease.statusOf('billing.invoice', occurrenceRunKey(60 * MINUTE, 't06'))).toBeUndefined();
+
+    // Another instance's take-over scan runs each handed-over tenant, once.
+    const other = new ManualJobScheduler({ clock, lease: scheduler.lease, tenants: { listTenants: () => [] }, random: () => 0 });
+    const tookOver: string[] = [];
+    other.register({ name: 'billing.invoice', every: '1h', tenancy: 'per-tenant', run: ({ tenantId }) => void tookOver.push(tenantId as string) });
+    await other.start();
+    await other.advance(31_000);
+    expect(tookOver.sort()).toEqual(handedOver);
+    expect(other.runs.every((run) => run.trigger === 'take-over' && run.outcome === 'succeeded')).toBe(true);
+    await other.stop();
   });
 });

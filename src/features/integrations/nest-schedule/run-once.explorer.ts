@@ -52,6 +52,9 @@ const checkErrorPolicy = (value: unknown): RunOnceErrorPolicy => {
 /** The lease code of the periods in which @RunOnce ticks' rows are pruned. */
 export const RUN_ONCE_RETENTION_CODE = 'run-once.retention';
 
+/** How long shutdown waits for @RunOnce ticks in flight: the lease service's default shutdown grace, and a margin. */
+const RUN_ONCE_SHUTDOWN_WAIT_MS = 15_000;
+
 /** A tick is judged against its due instant with this tolerance, as the scheduler's default. */
 const RETENTION_TOLERANCE_MS = 60_000;
 
@@ -65,6 +68,8 @@ export class RunOnceExplorer implements OnModuleInit, OnApplicationBootstrap, Be
   private readonly bindings: RunOnceBinding[] = [];
   private readonly takeOverScanMs: number;
   private takeOvers?: AbandonedOccurrenceScan<RunOnceBinding>;
+  /** One runner for every tick and take-over of this application: shutdown waits for all of them. */
+  private runner?: RunOnceRunner;
 
   constructor(
     private readonly discovery: DiscoveryService,
@@ -87,9 +92,11 @@ export class RunOnceExplorer implements OnModuleInit, OnApplicationBootstrap, Be
     this.retentionTimer.start();
   }
 
+  /** Stops the scans, then waits for the ticks in flight (see RunOnceRunner.close) before the DataSource closes. */
   async beforeApplicationShutdown(): Promise<void> {
     this.retentionTimer?.stop();
     await this.takeOvers?.stop();
+    await this.runner?.close(RUN_ONCE_SHUTDOWN_WAIT_MS);
   }
 
   /**
@@ -100,7 +107,7 @@ export class RunOnceExplorer implements OnModuleInit, OnApplicationBootstrap, Be
   private startTakeOvers(): void {
     const jobs = this.jobs;
     if (!jobs || this.bindings.length === 0) return;
-    const runner = new RunOnceRunner(jobs);
+    const runner = (this.runner ??= new RunOnceRunner(jobs));
     const unique = [...new Map(this.bindings.map((binding) => [binding.name, binding])).values()];
     this.takeOvers = new AbandonedOccurrenceScan<RunOnceBinding>(
       jobs,
@@ -133,7 +140,6 @@ export class RunOnceExplorer implements OnModuleInit, OnApplicationBootstrap, Be
     }
     const methodsByName = new Map<string, { method: string; owner: unknown }>();
     const seen = new Set<object>();
-    let runner: RunOnceRunner | undefined;
     let count = 0;
     for (const wrapper of wrappers) {
       const instance = wrapper.instance as object | undefined;
@@ -145,7 +151,7 @@ export class RunOnceExplorer implements OnModuleInit, OnApplicationBootstrap, Be
         const found = this.plan(instance, key, scheduledNames, methodsByName);
         if (!found) continue;
         if (!this.jobs) throw runOnceErrors.noLease();
-        const bound = (runner ??= new RunOnceRunner(this.jobs));
+        const bound = (this.runner ??= new RunOnceRunner(this.jobs));
         const { plan, original } = found;
         bindRunOnce(instance, key, (args) => bound.run(plan, instance, original, args));
         // No catch-up for @nestjs/schedule ticks: one found late is ended, not run.

@@ -36,8 +36,28 @@ const signatureOf = (kind: string, error: unknown): string =>
 export class RunOnceRunner {
   private readonly logger = new Logger('RunOnce');
   private readonly failures = new FailureLog(DEFAULT_FAILURE_LOG_INTERVAL_MS, () => Date.now());
+  /** Ticks taking their lease or running: shutdown waits for them, so that each is finalized before the DataSource closes. */
+  private readonly inFlight = new Set<Promise<unknown>>();
+  private closed = false;
 
   constructor(private readonly jobs: JobSchedulerService) {}
+
+  /**
+   * Shutdown began: a tick that fires from now on is not run (it takes no lease: another
+   * instance's tick runs it), and the ticks in flight are waited for, up to `graceMs`, so that
+   * their leases are finalized while the database is still there (before the DataSource closes,
+   * in a later shutdown hook). Their signals abort with the lease service's own shutdown.
+   */
+  async close(graceMs: number): Promise<void> {
+    this.closed = true;
+    if (this.inFlight.size === 0) return;
+    let timer: NodeJS.Timeout | undefined;
+    const grace = new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, graceMs);
+    });
+    await Promise.race([Promise.allSettled([...this.inFlight]), grace]);
+    clearTimeout(timer);
+  }
 
   async run(plan: RunOncePlan, instance: object, method: (...args: unknown[]) => unknown, args: unknown[]): Promise<unknown> {
     const firedAt = Date.now();
@@ -58,7 +78,25 @@ export class RunOnceRunner {
     await this.runTick({ ...plan, errors: 'log' }, instance, method, [], scheduledAt, 'take-over');
   }
 
-  private async runTick(
+  private runTick(
+    plan: RunOncePlan,
+    instance: object,
+    method: (...args: unknown[]) => unknown,
+    args: unknown[],
+    scheduledAt: number,
+    trigger: 'schedule' | 'take-over',
+  ): Promise<unknown> {
+    if (this.closed) {
+      this.logger.debug(`${plan.code} ${new Date(scheduledAt).toISOString()}: shutting down, not run here`);
+      return Promise.resolve(undefined);
+    }
+    const tick = this.takeAndRun(plan, instance, method, args, scheduledAt, trigger);
+    this.inFlight.add(tick);
+    void tick.finally(() => this.inFlight.delete(tick)).catch(() => undefined);
+    return tick;
+  }
+
+  private async takeAndRun(
     plan: RunOncePlan,
     instance: object,
     method: (...args: unknown[]) => unknown,

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { JobSchedulerStatus } from '../../job-scheduler/job-scheduler.entity';
-import type { JobAcquireOptions, JobAcquireResult, JobBatchAcquireOptions, JobLease } from '../../job-scheduler/job-scheduler.types';
+import type { JobAcquireOptions, JobAcquireResult, JobBatchAcquireOptions, JobFinalizeOptions, JobLease } from '../../job-scheduler/job-scheduler.types';
 import { resolveBatchAcquireRequests, resolveManyAcquireRequests } from '../../job-scheduler/lease-batch-acquire';
 import { type AcquireRequest, checkJobLease, resolveAcquireRequest, serializeJobData } from '../../job-scheduler/lease-arguments';
 import { provenUntil } from '../../job-scheduler/lease-deadline';
@@ -105,12 +105,12 @@ export class InMemoryJobLease implements SchedulerLease, SchedulerHistory, Aband
     return row !== undefined;
   }
 
-  async complete(lease: JobLease, data?: unknown): Promise<boolean> {
-    return this.finish(lease, JobSchedulerStatus.SUCCESS, data);
+  async complete(lease: JobLease, data?: unknown, options?: JobFinalizeOptions): Promise<boolean> {
+    return this.finish(lease, JobSchedulerStatus.SUCCESS, data, options?.again === true);
   }
 
-  async fail(lease: JobLease, data?: unknown): Promise<boolean> {
-    return this.finish(lease, JobSchedulerStatus.FAIL, data);
+  async fail(lease: JobLease, data?: unknown, options?: JobFinalizeOptions): Promise<boolean> {
+    return this.finish(lease, JobSchedulerStatus.FAIL, data, options?.again === true);
   }
 
   /** As JobSchedulerService.expireMany: each owned RUNNING row stays RUNNING, its lease run out now. */
@@ -176,12 +176,18 @@ export class InMemoryJobLease implements SchedulerLease, SchedulerHistory, Aband
     return undefined;
   }
 
-  private finish(lease: JobLease, status: JobSchedulerStatus, data: unknown): boolean {
+  private finish(lease: JobLease, status: JobSchedulerStatus, data: unknown, again: boolean): boolean {
     const json = serializeJobData(data);
     const row = this.owned(lease);
-    if (!row) return false;
+    if (!row) return again && this.finishedBy(lease, status);
     Object.assign(row, { status, data: json === null ? null : JSON.parse(json), modifiedAt: this.clock.now() });
     return true;
+  }
+
+  /** Whether this owner already finalized the run with this status (a retry whose first answer was lost). */
+  private finishedBy(lease: JobLease, status: JobSchedulerStatus): boolean {
+    for (const row of this.rows.values()) if (row.id === lease.id && row.ownerToken === lease.ownerToken) return row.status === status;
+    return false;
   }
 
   private owned(lease: JobLease): LeaseRow | undefined {

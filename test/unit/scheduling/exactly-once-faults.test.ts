@@ -1,0 +1,256 @@
+import { JobLeaseDatabaseError, JobSchedulerStatus } from '../../../src/features';
+import { JobScheduleEngine } from '../../../src/features/scheduling/job-schedule-engine';
+import { occurrenceRunKey } from '../../../src/features/scheduling/occurrence-keys';
+import { checkJobDeclaration } from '../../../src/features/scheduling/schedule/job-declaration';
+import type { SchedulerLease } from '../../../src/features/scheduling/scheduler-ports';
+import type { JobExecution, JobRunRecord, ScheduledJobOptions } from '../../../src/features/scheduling/scheduling.types';
+import { ManualTimers } from '../../../src/features/scheduling/testing/manual-timers';
+import { FixedClock, InMemoryJobLease } from '../../../src/features/testing';
+
+/**
+ * The faults that claims ahead, hand-over and batched completes opened, each played by instances
+ * that share one lease and one clock, each with timers of its own: an instance whose timers are
+ * not advanced is stalled (a SIGSTOP, a blocked event loop), as the others go on.
+ */
+
+const MINUTE = 60_000;
+/** The timers without `observe`: advancing them never waits for a lease operation (one held on purpose, one retried on these very timers). */
+const unobserved = (timers: ManualTimers) => ({ now: () => timers.now(), at: (instant: number, fn: () => void) => timers.at(instant, fn) });
+const silent = { log: () => undefined, warn: () => undefined, error: () => undefined };
+
+interface Started {
+  node: string;
+  scheduledAt: number;
+  trigger: string;
+  fencingToken: number;
+}
+
+class Fleet {
+  readonly clock = new FixedClock(0);
+  readonly lease = new InMemoryJobLease(this.clock);
+  readonly started: Started[] = [];
+  readonly records: Array<JobRunRecord & { node: string }> = [];
+  private readonly nodes = new Map<string, { engine: JobScheduleEngine; timers: ManualTimers }>();
+
+  node(
+    name: string,
+    job: { name: string } & ScheduledJobOptions,
+    options: { claimAheadMs?: number; lease?: SchedulerLease; random?: () => number; run?: (execution: JobExecution) => Promise<void> | void } = {},
+  ): JobScheduleEngine {
+    const timers = new ManualTimers(this.clock);
+    const engine = new JobScheduleEngine({
+      timers,
+      lease: options.lease ?? this.lease,
+      history: this.lease,
+      logger: silent,
+      abandoned: this.lease,
+      takeOverScanMs: 1_000,
+      claimAheadMs: options.claimAheadMs ?? 0,
+      random: options.random ?? (() => 0.5),
+    });
+    const { name: jobName, ...declared } = job;
+    const handler = async (execution: JobExecution) => {
+      this.started.push({ node: name, scheduledAt: execution.scheduledAt.getTime(), trigger: execution.trigger, fencingToken: execution.fencingToken });
+      await options.run?.(execution);
+    };
+    engine.register({ declaration: checkJobDeclaration(jobName, declared), handler, enabled: true });
+    engine.onRun((record) => void this.records.push({ ...record, node: name }));
+    this.nodes.set(name, { engine, timers });
+    return engine;
+  }
+
+  /** Advances the shared clock in steps, firing the timers of the nodes named (the others are stalled). */
+  async advance(ms: number, nodes: string[] = [...this.nodes.keys()], stepMs = 100): Promise<void> {
+    for (let done = 0; done < ms; done += stepMs) {
+      const step = Math.min(stepMs, ms - done);
+      const [first, ...rest] = nodes.map((node) => this.nodes.get(node)!.timers);
+      await first.advance(step);
+      for (const timers of rest) await timers.advance(0);
+    }
+  }
+
+  async stop(): Promise<void> {
+    await Promise.all([...this.nodes.values()].map(({ engine }) => engine.stop()));
+  }
+
+  runsOf(scheduledAt: number): Started[] {
+    return this.started.filter((run) => run.scheduledAt === scheduledAt);
+  }
+}
+
+describe('a claim ahead is held from the claim', () => {
+  it('keeps its lease through a jitter longer than the lease minus the claim lead: one run, no take-over elsewhere', async () => {
+    const fleet = new Fleet();
+    const job = { name: 'reports.jittered', every: '1m', leaseMs: 4_000, jitterMs: 10_000 };
+    // a claims 1 s ahead and waits a 9.9 s jitter; b (no jitter drawn) loses the instant, then takes over what it finds abandoned.
+    const a = fleet.node('a', job, { claimAheadMs: 1_000, random: () => 0.99 });
+    const b = fleet.node('b', job, { random: () => 0 });
+    await a.start();
+    await fleet.advance(MINUTE - 1_500, ['a']);
+    await b.start();
+    await fleet.advance(15_000);
+    await fleet.stop();
+    expect(fleet.runsOf(MINUTE)).toEqual([expect.objectContaining({ node: 'a', trigger: 'schedule' })]);
+    expect(fleet.lease.statusOf('reports.jittered', occurrenceRunKey(MINUTE))).toBe(JobSchedulerStatus.SUCCESS);
+  });
+
+  it('never starts a handler on a claim whose lease ran out while its instance stalled: the take-over elsewhere is the one run', async () => {
+    const fleet = new Fleet();
+    const job = { name: 'reports.stalled', every: '1m', leaseMs: 4_000 };
+    const a = fleet.node('a', job, { claimAheadMs: 1_000 });
+    const b = fleet.node('b', job);
+    // b is started late, so that a alone claims the instant ahead.
+    await a.start();
+    await fleet.advance(MINUTE - 900, ['a']); // a claimed at 59 s
+    expect(fleet.lease.statusOf('reports.stalled', occurrenceRunKey(MINUTE))).toBe(JobSchedulerStatus.RUNNING);
+    await b.start();
+    // a is stopped (SIGSTOP) for 7.7 s; b's take-over scan finds the lease run out and runs it.
+    await fleet.advance(7_700, ['b']);
+    expect(fleet.runsOf(MINUTE)).toEqual([expect.objectContaining({ node: 'b', trigger: 'take-over', fencingToken: 2 })]);
+    // a goes on (SIGCONT): its claim is proven by one fenced heartbeat, which finds another owner.
+    await fleet.advance(2_000);
+    await fleet.stop();
+    expect(fleet.runsOf(MINUTE)).toHaveLength(1);
+    expect(fleet.records.filter((record) => record.node === 'a' && record.scheduledAt.getTime() === MINUTE).map((record) => record.outcome)).toEqual(['skipped-locked']);
+  });
+});
+
+describe('overlap counts runs, not claims', () => {
+  it('an instance busy with the previous run does not claim the next occurrence ahead: an idle instance runs it', async () => {
+    const fleet = new Fleet();
+    let release!: () => void;
+    const long = new Promise<void>((resolve) => (release = resolve));
+    const job = { name: 'reports.long', every: '1m', leaseMs: 3 * MINUTE };
+    // a's first run outlasts the interval; b is idle.
+    const a = fleet.node('a', job, { claimAheadMs: 2_000, run: ({ scheduledAt }) => (scheduledAt.getTime() === MINUTE ? long : undefined) });
+    const b = fleet.node('b', job, { claimAheadMs: 2_000, random: () => 0.5 });
+    await a.start();
+    await fleet.advance(MINUTE + 100, ['a']); // a claimed and runs 1m
+    await b.start();
+    await fleet.advance(MINUTE + 5_000);
+    release();
+    await fleet.advance(1_000);
+    await fleet.stop();
+    expect(fleet.runsOf(MINUTE)).toEqual([expect.objectContaining({ node: 'a' })]);
+    expect(fleet.runsOf(2 * MINUTE)).toEqual([expect.objectContaining({ node: 'b', trigger: 'schedule' })]);
+  });
+
+  it('two occurrences whose claims are both in flight are both admitted: a slow claim is not a run', async () => {
+    const clock = new FixedClock(0);
+    const memory = new InMemoryJobLease(clock);
+    const pending: Array<() => void> = [];
+    // Every claim answers only when the test says so (a slow boundary).
+    const slow: SchedulerLease = {
+      acquire: (options) => new Promise((resolve) => pending.push(() => void memory.acquire(options).then(resolve))),
+      acquireBatch: (options) => memory.acquireBatch(options),
+      heartbeat: (value) => memory.heartbeat(value),
+      complete: (value, data, options) => memory.complete(value, data, options),
+      fail: (value, data, options) => memory.fail(value, data, options),
+    };
+    const timers = new ManualTimers(clock);
+    const engine = new JobScheduleEngine({ timers: unobserved(timers), lease: slow, logger: silent });
+    const ran: number[] = [];
+    engine.register({ declaration: checkJobDeclaration('reports.every-second', { every: '1s' }), handler: (e) => void ran.push(e.scheduledAt.getTime()), enabled: true });
+    await engine.start();
+    await timers.advance(1_000); // the 1 s claim is in flight
+    await timers.advance(1_000); // the 2 s one too: admitted, not skipped as overlapping
+    expect(engine.runs.filter((record) => record.outcome === 'skipped-overlap')).toEqual([]);
+    // The claims answer one after the other; the 1 s run has ended when the 2 s one starts.
+    for (const answer of pending.splice(0)) {
+      answer();
+      for (let turn = 0; turn < 20; turn++) await new Promise((resolve) => setImmediate(resolve));
+    }
+    await engine.idle();
+    await engine.stop();
+    expect(ran.sort()).toEqual([1_000, 2_000]);
+  });
+});
+
+describe('an instant passed unrun is recorded', () => {
+  it('a claimer that stalls past the next instant within its lease records the first one missed (FAIL outcome missed) and runs the latest', async () => {
+    const fleet = new Fleet();
+    const job = { name: 'reports.every-10s', every: '10s', leaseMs: MINUTE };
+    const a = fleet.node('a', job, { claimAheadMs: 2_000 });
+    await a.start();
+    await fleet.advance(9_000, ['a']); // claimed 10 s ahead at 8 s
+    expect(fleet.lease.statusOf('reports.every-10s', occurrenceRunKey(10_000))).toBe(JobSchedulerStatus.RUNNING);
+    fleet.clock.set(20_500); // stalled past 10 s and 20 s
+    await fleet.advance(1_000, ['a']);
+    await fleet.stop();
+    expect(fleet.runsOf(10_000)).toEqual([]);
+    expect(fleet.runsOf(20_000)).toEqual([expect.objectContaining({ node: 'a' })]);
+    expect(fleet.lease.statusOf('reports.every-10s', occurrenceRunKey(10_000))).toBe(JobSchedulerStatus.FAIL);
+    expect(fleet.records.filter((record) => record.scheduledAt.getTime() === 10_000).map((record) => record.outcome)).toEqual(['missed']);
+  });
+});
+
+describe('finalization is retried within the lease', () => {
+  it('a batched complete statement that fails once fails no run: each is completed on its own, and nothing runs again', async () => {
+    const fleet = new Fleet();
+    let failures = 0;
+    const lease: SchedulerLease = {
+      acquire: (options) => fleet.lease.acquire(options),
+      acquireBatch: (options) => fleet.lease.acquireBatch(options),
+      acquireMany: (runs) => fleet.lease.acquireMany(runs),
+      heartbeat: (value) => fleet.lease.heartbeat(value),
+      complete: (value, data, options) => fleet.lease.complete(value, data, options),
+      fail: (value, data, options) => fleet.lease.fail(value, data, options),
+      expireMany: (leases) => fleet.lease.expireMany(leases),
+      // The first statement completing several runs meets a serialization failure.
+      completeMany: async (leases) => {
+        if (failures++ === 0) throw new JobLeaseDatabaseError('could not serialize access', { operation: 'complete', sqlState: '40001', retryable: true });
+        return Promise.all(leases.map((value) => fleet.lease.complete(value)));
+      },
+    };
+    const names = ['reports.a', 'reports.b', 'reports.c'];
+    const timers = new ManualTimers(fleet.clock);
+    const engine = new JobScheduleEngine({ timers, lease, history: fleet.lease, logger: silent, abandoned: fleet.lease, takeOverScanMs: 1_000 });
+    const ran: string[] = [];
+    for (const name of names) engine.register({ declaration: checkJobDeclaration(name, { every: '1m' }), handler: () => void ran.push(name), enabled: true });
+    const records: JobRunRecord[] = [];
+    engine.onRun((record) => void records.push(record));
+    await engine.start();
+    await timers.advance(MINUTE);
+    await engine.idle();
+    await timers.advance(5_000); // take-over scans: nothing to take over
+    await engine.stop();
+    expect(failures).toBe(1);
+    expect(ran.sort()).toEqual(names);
+    expect(records.map((record) => [record.name, record.outcome]).sort()).toEqual(names.map((name) => [name, 'succeeded']));
+    for (const name of names) expect(fleet.lease.statusOf(name, occurrenceRunKey(MINUTE))).toBe(JobSchedulerStatus.SUCCESS);
+  });
+
+  it('a missed occurrence is recorded with the job lease, its write retried: never run later by a take-over', async () => {
+    const fleet = new Fleet();
+    let failures = 0;
+    const acquired: Array<number | undefined> = [];
+    const lease: SchedulerLease = {
+      acquire: (options) => {
+        acquired.push(options.leaseMs);
+        return fleet.lease.acquire(options);
+      },
+      acquireBatch: (options) => fleet.lease.acquireBatch(options),
+      heartbeat: (value) => fleet.lease.heartbeat(value),
+      complete: (value, data, options) => fleet.lease.complete(value, data, options),
+      // The first write of the missed record fails (a dropped connection).
+      fail: async (value, data, options) => {
+        if (failures++ === 0) throw new JobLeaseDatabaseError('Connection terminated unexpectedly', { operation: 'fail', sqlState: '57P01', retryable: true });
+        return fleet.lease.fail(value, data, options);
+      },
+    };
+    // One occurrence at 1 m, reached 2 m late (beyond the 60 s tolerance): missed.
+    const timers = new ManualTimers(fleet.clock);
+    const engine = new JobScheduleEngine({ timers: unobserved(timers), lease, history: fleet.lease, logger: silent, abandoned: fleet.lease, takeOverScanMs: 1_000 });
+    const ran: number[] = [];
+    engine.register({ declaration: checkJobDeclaration('reports.hourly', { cron: '1 * * * *', leaseMs: 20_000 }), handler: (e) => void ran.push(e.scheduledAt.getTime()), enabled: true });
+    await engine.start();
+    fleet.clock.set(3 * MINUTE); // the process stalled past the tolerance
+    for (let step = 0; step < 300; step++) await timers.advance(100); // the retry, then take-over scans
+    await engine.idle();
+    await engine.stop();
+    expect(ran).toEqual([]);
+    expect(acquired).toEqual([20_000]);
+    expect(failures).toBe(2);
+    expect(fleet.lease.statusOf('reports.hourly', occurrenceRunKey(MINUTE))).toBe(JobSchedulerStatus.FAIL);
+  });
+});
