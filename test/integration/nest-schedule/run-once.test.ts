@@ -346,3 +346,33 @@ describe('a tick whose holder vanished', () => {
     expect((await leaseRows('hourly-report.build'))[0]).toMatchObject({ attempts: 3, data: { abandoned: true, error: { code: 'JOB_ABANDONED' } } });
   });
 });
+
+@Injectable()
+class SlowTick {
+  ran = 0;
+
+  @Cron('0 0 * * * *')
+  @RunOnce('reports.slow-tick')
+  async run(): Promise<void> {
+    this.ran++;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+describe('@RunOnce on shutdown', () => {
+  it.each([1, 5, 10, 20])('app.close() %i ms after a tick fires: the tick is finalized before the DataSource closes (never left RUNNING for a second run)', async (delayMs) => {
+    const node = await startNestNode(database.url, { imports: [RunOnceModule.forRoot()], providers: [SlowTick] });
+    const tick = node.app.get(SlowTick);
+    const fired = tick.run();
+    await new Promise((resolve) => setTimeout(resolve, delayMs));
+    await node.close();
+    await fired;
+    const rows = await leaseRows('reports.slow-tick');
+    // The tick either ran and completed, or (fired once shutdown began) took no lease: never a RUNNING row left behind.
+    expect(rows.map((row) => row.status)).toEqual(tick.ran === 1 ? ['SUCCESS'] : []);
+    // A tick that fires after shutdown began runs nothing and takes no lease.
+    await tick.run();
+    expect(tick.ran).toBeLessThanOrEqual(1);
+    expect((await leaseRows('reports.slow-tick')).map((row) => row.status)).toEqual(rows.map((row) => row.status));
+  });
+});
