@@ -373,7 +373,21 @@ export class JobSchedulerService implements OnModuleInit, OnApplicationBootstrap
     if (typeof fn !== 'function') throw callbackErrors.notAFunction(fn);
     const lock = await this.acquire(options);
     if (!lock.acquired) return { acquired: false };
+    return { acquired: true, result: await this.runHeld(lock, fn) };
+  }
 
+  /**
+   * Runs `fn` under a lease this node already acquired (a run of acquireBatch, an occurrence the
+   * take-over claimed), as runExclusive runs it once acquired: heartbeats, the local deadline,
+   * SUCCESS or FAIL, the signal, shutdown. Throws what runExclusive throws.
+   */
+  async runAcquired<T>(lock: JobAcquiredLease, fn: (lease: JobExecutionLease) => Promise<T>): Promise<T> {
+    if (typeof fn !== 'function') throw callbackErrors.notAFunction(fn);
+    const checked = checkAcquiredLease(lock);
+    return this.runHeld({ ...lock, ...checked }, fn);
+  }
+
+  private runHeld<T>(lock: JobAcquiredLease, fn: (lease: JobExecutionLease) => Promise<T>): Promise<T> {
     const lease: JobLease = { id: lock.id, ownerToken: lock.ownerToken };
     const hold = this.hold(lock, lease);
     const run: ActiveRun = { lease, hold, settled: Promise.resolve(), done: false };
@@ -383,7 +397,7 @@ export class JobSchedulerService implements OnModuleInit, OnApplicationBootstrap
     });
     run.settled = outcome.then(ignore, ignore);
     this.active.add(run);
-    return { acquired: true, result: await outcome };
+    return outcome;
   }
 
   /**
