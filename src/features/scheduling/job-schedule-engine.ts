@@ -1,12 +1,12 @@
 import type { JobLease } from '../job-scheduler/job-scheduler.types';
 import { AheadClaims, recordOfJob } from './ahead-claims';
-import { AbandonedOccurrenceScan, type AbandonedOccurrenceStore, DEFAULT_TAKE_OVER_SCAN_MS } from './abandoned-occurrences';
+import { AbandonedOccurrenceScan, type AbandonedOccurrenceStore, DEFAULT_TAKE_OVER_SCAN_MS, type TakenOverOccurrence } from './abandoned-occurrences';
 import { claimsAhead, withClaimBatching } from './claim-batcher';
 import { coalescedTimers } from './coalesced-timers';
 import { withCompleteBatching } from './complete-batcher';
-import { occurrenceOfRunKey, runKeyOf } from './occurrence-keys';
+import { runKeyOf } from './occurrence-keys';
 import { JitterWaits } from './jitter-waits';
-import { type AheadClaim, type JobHandler, OccurrenceRunner } from './occurrence-runner';
+import { type AheadClaim, type JobHandler, type OccurrenceClaim, OccurrenceRunner } from './occurrence-runner';
 import { unrecordedInstants } from './recorded-occurrences';
 import { RunRecords } from './run-records';
 import { type DueSince, dueInstantsSince } from './schedule/due-instants';
@@ -119,8 +119,8 @@ export class JobScheduleEngine {
       if (!Number.isSafeInteger(periodMs) || periodMs < 1) throw schedulingErrors.invalidOption('takeOverScanMs', 'a whole number of ms, 1 or more', periodMs);
       const host = {
         enabledJobs: () => [...this.states.values()].filter((state) => state.job.enabled).map((state) => state.job.declaration),
-        resolve: (code: string, runKey: string) => this.resolveOccurrence(code, runKey),
-        takeOver: (job: JobDeclaration, scheduledAt: number, tenantId: string | undefined) => this.takeOver(jobKeyOf(job), scheduledAt, tenantId),
+        busy: (job: JobDeclaration) => this.states.get(jobKeyOf(job))?.busy === true,
+        takeOver: (job: JobDeclaration, occurrence: TakenOverOccurrence) => this.takeOver(jobKeyOf(job), occurrence),
         record: (record: JobRunRecord) => void this.records.emit(record),
       };
       this.takeOvers = new AbandonedOccurrenceScan(options.abandoned, host, options.timers, options.logger, periodMs, options.lateToleranceMs ?? 60_000);
@@ -242,14 +242,6 @@ export class JobScheduleEngine {
     const state = this.states.get(name);
     if (!state) throw schedulingErrors.unknownJob(name);
     return this.track(this.runOccurrence(state, this.options.timers.now(), 'run-now'));
-  }
-
-  /** The job and occurrence an abandoned row names (a declared job's, or a dynamic schedule's), if this instance runs it. */
-  private resolveOccurrence(code: string, runKey: string): { job: JobDeclaration; scheduledAt: number; tenantId?: string; scheduleId?: string } | null {
-    const key = occurrenceOfRunKey(runKey);
-    const state = key && this.states.get(key.scheduleId ?? code);
-    if (!key || !state || !state.job.enabled || state.job.declaration.name !== code) return null;
-    return { job: state.job.declaration, ...key };
   }
 
   /**
@@ -449,17 +441,19 @@ export class JobScheduleEngine {
   }
 
   /**
-   * Runs an occurrence whose holder vanished again, here, unless the job is running on this
-   * instance (the next scan, or another instance, takes it then).
+   * Runs an occurrence the take-over scan claimed (its holder vanished, or handed it over) here,
+   * under that claim. false, unless the job is enabled and idle here and the scheduler runs: the
+   * scan hands the claim back (the next scan, or another instance, takes it then).
    */
-  private takeOver(key: string, scheduledAt: number, tenantId: string | undefined): void {
+  private takeOver(key: string, { scheduledAt, tenantId, claim }: TakenOverOccurrence): boolean {
     const state = this.states.get(key);
-    if (!state || state.busy || !this.started) return;
-    void this.track(this.admit(state, scheduledAt, 'take-over', tenantId));
+    if (!state || !state.job.enabled || state.busy || !this.started) return false;
+    void this.track(this.admit(state, scheduledAt, 'take-over', tenantId, claim));
+    return true;
   }
 
   /** The overlap policy: skip, or queue one occurrence behind the running one. */
-  private async admit(state: JobState, scheduledAt: number, trigger: JobExecution['trigger'], tenantId?: string): Promise<JobRunRecord[]> {
+  private async admit(state: JobState, scheduledAt: number, trigger: JobExecution['trigger'], tenantId?: string, claim?: OccurrenceClaim): Promise<JobRunRecord[]> {
     if (state.busy) {
       if (state.job.declaration.overlap === 'queue' && !state.queued) {
         state.queued = { scheduledAt, trigger };
@@ -469,7 +463,7 @@ export class JobScheduleEngine {
     }
     state.busy = true;
     try {
-      return await this.runOccurrence(state, scheduledAt, trigger, tenantId);
+      return await this.runOccurrence(state, scheduledAt, trigger, tenantId, claim);
     } finally {
       state.busy = false;
       const queued = state.queued;
@@ -478,7 +472,7 @@ export class JobScheduleEngine {
     }
   }
 
-  private async runOccurrence(state: JobState, scheduledAt: number, trigger: JobExecution['trigger'], tenantId?: string): Promise<JobRunRecord[]> {
+  private async runOccurrence(state: JobState, scheduledAt: number, trigger: JobExecution['trigger'], tenantId?: string, claim?: OccurrenceClaim): Promise<JobRunRecord[]> {
     const { declaration, handler } = state.job;
     const ahead = trigger === 'schedule' || trigger === 'catch-up' ? this.ahead.take(state, scheduledAt) : undefined;
     // Claimed ahead by another instance (known before the instant): recorded at once, nothing to wait for.
@@ -491,7 +485,7 @@ export class JobScheduleEngine {
     }
     // A take-over runs the one (tenant's) occurrence that was abandoned.
     if (declaration.tenancy === 'global' || trigger === 'take-over') {
-      return [this.records.emit(await this.runner.run({ job: declaration, handler, scheduledAt, trigger, tenantId, ahead }))];
+      return [this.records.emit(await this.runner.run({ job: declaration, handler, scheduledAt, trigger, tenantId, ahead, claim }))];
     }
     let tenants: readonly unknown[];
     try {

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { Logger } from '@nestjs/common';
 import { JobSchedulerType } from '../../job-scheduler/job-scheduler.entity';
 import type { JobSchedulerService } from '../../job-scheduler/job-scheduler.service';
+import type { JobAcquiredLease, JobExecutionLease } from '../../job-scheduler/job-scheduler.types';
 import { DEFAULT_FAILURE_LOG_INTERVAL_MS, FailureLog, type LogLine } from '../../scheduling/failure-log';
 import { withJobExecution } from '../../scheduling/job-execution-context';
 import { occurrenceRunKey } from '../../scheduling/occurrence-keys';
@@ -50,12 +51,12 @@ export class RunOnceRunner {
   }
 
   /**
-   * Runs a tick whose holder stopped heartbeating again, here (found by the take-over scan): its
-   * acquire reclaims the row, same idempotency key, a greater fencing token. Its errors are
-   * logged: no @nestjs/schedule timer waits for it.
+   * Runs a tick whose holder stopped heartbeating (or handed it over) again, here, under the lease
+   * the take-over scan claimed for it: same idempotency key, a greater fencing token. Its errors
+   * are logged: no @nestjs/schedule timer waits for it.
    */
-  async takeOver(plan: RunOncePlan, instance: object, method: (...args: unknown[]) => unknown, scheduledAt: number): Promise<void> {
-    await this.runTick({ ...plan, errors: 'log' }, instance, method, [], scheduledAt, 'take-over');
+  async takeOver(plan: RunOncePlan, instance: object, method: (...args: unknown[]) => unknown, scheduledAt: number, lock: JobAcquiredLease): Promise<void> {
+    await this.runTick({ ...plan, errors: 'log' }, instance, method, [], scheduledAt, 'take-over', lock);
   }
 
   private async runTick(
@@ -65,35 +66,40 @@ export class RunOnceRunner {
     args: unknown[],
     scheduledAt: number,
     trigger: 'schedule' | 'take-over',
+    /** The lease the take-over claimed: run under it rather than acquire. */
+    claimed?: JobAcquiredLease,
   ): Promise<unknown> {
     const runKey = occurrenceRunKey(scheduledAt);
     let started = false;
     try {
-      const outcome = await this.jobs.runExclusive(
-        {
-          code: plan.code,
-          name: plan.method,
-          type: JobSchedulerType.SCHEDULE,
-          runKey,
-          ...(plan.leaseMs === undefined ? {} : { leaseMs: plan.leaseMs }),
-          ...(plan.heartbeatMs === undefined ? {} : { heartbeatMs: plan.heartbeatMs }),
-          reclaimFailed: false,
-        },
-        async (lease) => {
-          started = true;
-          const execution: JobExecution = {
-            name: plan.code,
-            scheduledAt: new Date(scheduledAt),
-            startedAt: new Date(),
-            signal: lease.signal,
-            idempotencyKey: lease.idempotencyKey,
-            fencingToken: lease.fencingToken,
-            correlationId: randomUUID(),
-            trigger,
-          };
-          return withJobExecution(execution, () => method.apply(instance, args));
-        },
-      );
+      const tick = async (lease: JobExecutionLease) => {
+        started = true;
+        const execution: JobExecution = {
+          name: plan.code,
+          scheduledAt: new Date(scheduledAt),
+          startedAt: new Date(),
+          signal: lease.signal,
+          idempotencyKey: lease.idempotencyKey,
+          fencingToken: lease.fencingToken,
+          correlationId: randomUUID(),
+          trigger,
+        };
+        return withJobExecution(execution, () => method.apply(instance, args));
+      };
+      const outcome = claimed
+        ? { acquired: true as const, result: await this.jobs.runAcquired(claimed, tick) }
+        : await this.jobs.runExclusive(
+            {
+              code: plan.code,
+              name: plan.method,
+              type: JobSchedulerType.SCHEDULE,
+              runKey,
+              ...(plan.leaseMs === undefined ? {} : { leaseMs: plan.leaseMs }),
+              ...(plan.heartbeatMs === undefined ? {} : { heartbeatMs: plan.heartbeatMs }),
+              reclaimFailed: false,
+            },
+            tick,
+          );
       if (!outcome.acquired) {
         this.logger.debug(`${plan.code} ${runKey}: another instance runs or ran it, skipped`);
         return undefined;
