@@ -390,6 +390,22 @@ export class JobSchedulerService implements OnModuleInit, OnApplicationBootstrap
     return occurrences.map((occurrence) => applied.has(occurrence.id));
   }
 
+  /**
+   * Ends FAIL with its `data` every occurrence of each (code, runKey prefix) RUNNING past its
+   * lease (those of a dynamic schedule removed meanwhile), in one statement: the rows ended.
+   */
+  async abandonRunKeyRanges(ranges: readonly { code: string; prefix: string; data: unknown }[]): Promise<{ id: string; code: string; runKey: string }[]> {
+    if (ranges.length === 0) return [];
+    return this.execute(
+      this.statements.abandonRunKeyRanges(
+        ranges.map((range) => range.code),
+        ranges.map((range) => range.prefix),
+        ranges.map((range) => serializeJobData(range.data) ?? 'null'),
+        this.timingDefaults.leaseMs,
+      ),
+    );
+  }
+
   /** The occurrence runKeys recorded for `code` from `from` (inclusive) to `to` (exclusive), in "C" order. */
   async scheduledRunKeysBetween(code: string, from: string, to: string): Promise<string[]> {
     const rows = await this.execute<{ runKey: string }>(this.statements.scheduledRunKeysBetween(code, from, to));

@@ -241,6 +241,8 @@ export interface JobSchedulerStatements {
   takeOverAbandoned(parameters: TakeOverParameters): SqlStatement;
   /** Ends abandoned occurrences FAIL, each if still RUNNING past its lease with the attempts and hand-over mark seen: rows `{ id }`. */
   abandonOccurrences(ids: readonly string[], attempts: readonly number[], handedOver: readonly boolean[], data: readonly string[], fallbackLeaseMs: number): SqlStatement;
+  /** Ends FAIL every occurrence RUNNING past its lease of each (code, runKey prefix): rows `{ id, code, runKey }`. */
+  abandonRunKeyRanges(codes: readonly string[], prefixes: readonly string[], data: readonly string[], fallbackLeaseMs: number): SqlStatement;
   /** The occurrence runKeys of a code recorded in [from, to] (ISO 8601 keys; tenant suffixes included). */
   scheduledRunKeysBetween(code: string, from: string, to: string): SqlStatement;
   /** One run by its id, every column but the owner token. */
@@ -595,8 +597,8 @@ LIMIT ${parameter()}`;
   // - Planned to stay linear whatever the estimates (the RUNNING rows' statistics are often
   //   stale): the rows are judged once (MATERIALIZED), and the rows to lock are found by id on the
   //   primary key, not by a join that a misestimate turns into a nested loop over the judgement.
-  // - The rows to end and the unknown keys are only read (no lock); the rows to end are ended by
-  //   abandonOccurrences, fenced again.
+  // - The rows to end and the unknown keys are only read (no lock): ended by abandonOccurrences /
+  //   abandonRunKeyRanges, each fenced again.
   const expiredBy = (alias: string, fallback: string) =>
     `${alias}."modifiedAt" < CURRENT_TIMESTAMP - COALESCE(${alias}."leaseMs", ${fallback}) * INTERVAL '1 millisecond'`;
   const takeOverAbandonedText = `
@@ -682,6 +684,17 @@ WHERE t."id" = e."id" AND t."status" = 'RUNNING' AND t."attempts" = e."attempts"
   AND ${expiredBy('t', '$5::integer')}
 RETURNING t."id"`.trim();
 
+  // Ends every occurrence of each (code, runKey prefix) that is RUNNING past its lease (the
+  // occurrences of a dynamic schedule removed meanwhile): one range of
+  // IDX_job_scheduler_code_run_key each ('~' sorts after every character of an instant).
+  const abandonRunKeyRangesText = `
+UPDATE ${table} AS t SET ${abandonedBookkeeping}, "data" = k."data"::jsonb
+FROM unnest($1::text[], $2::text[], $3::text[]) AS k("code", "prefix", "data")
+WHERE t."code" = k."code" AND t."type" = 'SCHEDULE' AND t."status" = 'RUNNING'
+  AND t."runKey" COLLATE "C" >= k."prefix" COLLATE "C" AND t."runKey" COLLATE "C" < (k."prefix" || '~') COLLATE "C"
+  AND ${expiredBy('t', '$4::integer')}
+RETURNING t."id", t."code", t."runKey"`.trim();
+
   // Which occurrences of a job some instance recorded in a span (served by
   // IDX_job_scheduler_code_run_key): a lagging instance reports as missed only the others.
   const scheduledRunKeysBetweenText = `
@@ -751,6 +764,11 @@ RETURNING "id"`.trim();
     abandonOccurrences: (ids, attempts, handedOver, data, fallbackLeaseMs) => ({
       text: abandonOccurrencesText,
       values: [ids, attempts, handedOver, data, fallbackLeaseMs],
+      operation: 'take-over',
+    }),
+    abandonRunKeyRanges: (codes, prefixes, data, fallbackLeaseMs) => ({
+      text: abandonRunKeyRangesText,
+      values: [codes, prefixes, data, fallbackLeaseMs],
       operation: 'take-over',
     }),
     runById: (id) => ({ text: runByIdText, values: [id], operation: 'inspect' }),

@@ -1,12 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import type { JobLease } from '../job-scheduler/job-scheduler.types';
 import { type OccurrenceToEnd, runKeyPrefixOf, type TakeOverBatch, type TakeOverKey, takeOverKeyOf } from '../job-scheduler/lease-take-over';
-import { occurrenceOfRunKey, scheduleRunKeyPrefix } from './occurrence-keys';
+import { occurrenceOfRunKey, scheduleIdOfPrefix, scheduleRunKeyPrefix } from './occurrence-keys';
 import type { OccurrenceClaim } from './occurrence-runner';
 import { PeriodicTask } from './periodic-task';
 import type { JobDeclaration } from './schedule/job-declaration';
 import type { SchedulerLogger, SchedulerTimers } from './scheduler-ports';
-import { JobAbandonedError } from './scheduling.errors';
+import { JobAbandonedError, JobScheduleRemovedError } from './scheduling.errors';
 import type { JobRunRecord } from './scheduling.types';
 
 /** Where abandoned occurrences are claimed and ended: JobSchedulerService on PostgreSQL. */
@@ -15,17 +15,39 @@ export interface AbandonedOccurrenceStore {
   takeOverAbandoned(keys: readonly TakeOverKey[], options: { dueBy: number; limit: number }): Promise<TakeOverBatch>;
   /** Ends these FAIL with their data, each unless taken over or ended meanwhile: whether each applied. */
   abandonOccurrences(occurrences: readonly { id: string; attempts: number; handedOver: boolean; data: unknown }[]): Promise<boolean[]>;
+  /** Ends FAIL every abandoned occurrence of each (code, runKey prefix): the rows ended. */
+  abandonRunKeyRanges(ranges: readonly { code: string; prefix: string; data: unknown }[]): Promise<{ id: string; code: string; runKey: string }[]>;
   /** Hands claimed occurrences back (RUNNING, lease run out, marked handed over) for another instance or scan. */
   expireMany(leases: readonly JobLease[]): Promise<boolean[]>;
   fail(lease: JobLease, data?: unknown): Promise<boolean>;
+  /**
+   * Of these dynamic schedule ids, those still stored (not removed). Given by the dynamic
+   * schedules; without it, the occurrences of a schedule not known here are left to the instances
+   * that know it.
+   */
+  liveSchedules?(scheduleIds: readonly string[]): Promise<ReadonlySet<string>>;
 }
 
 /** Whether a lease (the PostgreSQL one, the in-memory one of tests) can take abandoned occurrences over. */
 export const canFindAbandoned = (lease: object): lease is AbandonedOccurrenceStore =>
   typeof (lease as Partial<AbandonedOccurrenceStore>).takeOverAbandoned === 'function' &&
   typeof (lease as Partial<AbandonedOccurrenceStore>).abandonOccurrences === 'function' &&
+  typeof (lease as Partial<AbandonedOccurrenceStore>).abandonRunKeyRanges === 'function' &&
   typeof (lease as Partial<AbandonedOccurrenceStore>).expireMany === 'function' &&
   typeof (lease as Partial<AbandonedOccurrenceStore>).fail === 'function';
+
+/** A store that also tells which dynamic schedules are still stored (the dynamic schedules' take-over). */
+export const withLiveSchedules = (
+  store: AbandonedOccurrenceStore,
+  liveSchedules: (scheduleIds: readonly string[]) => Promise<ReadonlySet<string>>,
+): AbandonedOccurrenceStore => ({
+  takeOverAbandoned: (keys, options) => store.takeOverAbandoned(keys, options),
+  abandonOccurrences: (occurrences) => store.abandonOccurrences(occurrences),
+  abandonRunKeyRanges: (ranges) => store.abandonRunKeyRanges(ranges),
+  expireMany: (leases) => store.expireMany(leases),
+  fail: (lease, data) => store.fail(lease, data),
+  liveSchedules,
+});
 
 /**
  * What a job says about its abandoned occurrences (a @Scheduled job's declaration, a dynamic
@@ -74,7 +96,8 @@ const TAKE_OVER_BATCHES_PER_SCAN = 3;
  * A claimed occurrence is run again here (same idempotency key, a greater fencing token); a
  * handed-over one always is, a crashed one while it has had fewer than its job's maxAttempts
  * owners and unless its job says `abandoned: 'drop'`, else it is ended FAIL with JOB_ABANDONED
- * (not claimed); one found late likewise. The row decides: every claim and every end applies only to
+ * (not claimed); one found late likewise. The occurrences of a dynamic schedule removed meanwhile
+ * are ended with JOB_SCHEDULE_REMOVED. The row decides: every claim and every end applies only to
  * a row still RUNNING past its lease, so one instance wins and the others write nothing.
  */
 export class AbandonedOccurrenceScan<Job extends TakeOverPolicy = TakeOverPolicy> {
@@ -107,12 +130,12 @@ export class AbandonedOccurrenceScan<Job extends TakeOverPolicy = TakeOverPolicy
   /** One scan now: claims (and runs) or ends the abandoned occurrences of this instance's jobs, batch after full batch. */
   async scan(): Promise<void> {
     for (let batch = 0; batch < TAKE_OVER_BATCHES_PER_SCAN && this.periodic.started; batch++) {
-      if (!(await this.scanBatch())) return;
+      if (!(await this.scanBatch(batch === 0))) return;
     }
   }
 
   /** One claim statement and what follows from it; true when it claimed a full batch. */
-  private async scanBatch(): Promise<boolean> {
+  private async scanBatch(first: boolean): Promise<boolean> {
     const jobs = new Map<string, Job>();
     for (const job of this.host.enabledJobs()) jobs.set(takeOverKeyOf(job.name, prefixOf(job)), job);
     if (jobs.size === 0) return false;
@@ -121,7 +144,7 @@ export class AbandonedOccurrenceScan<Job extends TakeOverPolicy = TakeOverPolicy
     const sentAt = (this.timers.holdClock ?? this.timers).now();
     const claiming = this.store.takeOverAbandoned(keys, { dueBy: this.timers.now(), limit: TAKE_OVER_BATCH });
     this.timers.observe?.(claiming);
-    const { claimed, toEnd } = await claiming;
+    const { claimed, toEnd, unknown } = await claiming;
 
     const handBack: JobLease[] = [];
     for (const occurrence of claimed) {
@@ -140,7 +163,7 @@ export class AbandonedOccurrenceScan<Job extends TakeOverPolicy = TakeOverPolicy
       }
       if (!started) handBack.push(occurrence.lock);
     }
-    await Promise.all([this.handBack(handBack), this.end(toEnd, jobs)]);
+    await Promise.all([this.handBack(handBack), this.end(toEnd, jobs), first ? this.endRemoved(unknown) : undefined]);
     return claimed.length >= TAKE_OVER_BATCH;
   }
 
@@ -212,6 +235,48 @@ export class AbandonedOccurrenceScan<Job extends TakeOverPolicy = TakeOverPolicy
         error,
       });
     });
+  }
+
+  /**
+   * The occurrences of dynamic schedules not known here: those of a schedule removed from the
+   * store are ended FAIL with JOB_SCHEDULE_REMOVED and recorded; those of a schedule still stored
+   * (paused, or not loaded here yet) are left to the instances that run it.
+   */
+  private async endRemoved(unknown: ReadonlyArray<{ code: string; prefix: string }>): Promise<void> {
+    const { liveSchedules } = this.store;
+    const schedules = unknown.flatMap(({ code, prefix }) => {
+      const scheduleId = scheduleIdOfPrefix(prefix);
+      return scheduleId === null ? [] : [{ code, prefix, scheduleId }];
+    });
+    if (!liveSchedules || schedules.length === 0) return;
+    const reading = liveSchedules.call(this.store, [...new Set(schedules.map((schedule) => schedule.scheduleId))]);
+    this.timers.observe?.(reading);
+    const live = await reading;
+    const removed = schedules.filter((schedule) => !live.has(schedule.scheduleId));
+    if (removed.length === 0) return;
+    const errors = new Map(removed.map((schedule) => [takeOverKeyOf(schedule.code, schedule.prefix), new JobScheduleRemovedError(schedule.code, schedule.scheduleId)]));
+    const ending = this.store.abandonRunKeyRanges(
+      removed.map((schedule) => ({
+        code: schedule.code,
+        prefix: schedule.prefix,
+        data: { abandoned: true, error: describe(errors.get(takeOverKeyOf(schedule.code, schedule.prefix)) as Error & { code: string }) },
+      })),
+    );
+    this.timers.observe?.(ending);
+    for (const row of await ending) {
+      const key = occurrenceOfRunKey(row.runKey);
+      const error = errors.get(takeOverKeyOf(row.code, runKeyPrefixOf(row.runKey)));
+      if (!key || key.scheduleId === undefined || !error) continue;
+      this.host.record({
+        name: row.code,
+        outcome: 'abandoned',
+        scheduledAt: new Date(key.scheduledAt),
+        trigger: 'take-over',
+        scheduleId: key.scheduleId,
+        errorCode: error.code,
+        error,
+      });
+    }
   }
 
   /** A claimed occurrence whose runKey this release cannot read: ended FAIL, never run or handed back. */

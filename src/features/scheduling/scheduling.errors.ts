@@ -71,6 +71,25 @@ export class JobAbandonedError extends Error {
 }
 
 /**
+ * Why an occurrence of a dynamic schedule was ended unrun by the take-over: its holder stopped
+ * heartbeating (or handed it over on shutdown), and the schedule was removed before another
+ * instance took it over. Recorded `abandoned` with this code; its row ends FAIL.
+ */
+export class JobScheduleRemovedError extends Error {
+  readonly code = 'JOB_SCHEDULE_REMOVED';
+
+  constructor(
+    readonly jobName: string,
+    readonly scheduleId: string,
+  ) {
+    super(
+      `Dynamic schedule "${scheduleId}" (handler "${jobName}") was removed before its abandoned occurrence was taken over: the occurrence is ended, not run`,
+    );
+    this.name = 'JobScheduleRemovedError';
+  }
+}
+
+/**
  * A tenant the directory listed that cannot have a lease key: not a string, text PostgreSQL
  * cannot store (NUL, a lone surrogate), or too long once encoded. Names the tenant and the job;
  * recorded as that tenant's failed run (`JOB_TENANT_INVALID`), the other tenants run.

@@ -213,6 +213,19 @@ export class InMemoryJobLease implements SchedulerLease, SchedulerHistory, Aband
     });
   }
 
+  /** As JobSchedulerService.abandonRunKeyRanges. */
+  async abandonRunKeyRanges(ranges: readonly { code: string; prefix: string; data: unknown }[]): Promise<{ id: string; code: string; runKey: string }[]> {
+    const now = this.clock.now();
+    const ended: { id: string; code: string; runKey: string }[] = [];
+    for (const row of this.rows.values()) {
+      const range = ranges.find((candidate) => candidate.code === row.code && row.runKey !== null && row.runKey.startsWith(candidate.prefix));
+      if (!range || row.status !== JobSchedulerStatus.RUNNING || row.modifiedAt >= now - row.leaseMs) continue;
+      this.end(row, range.data);
+      ended.push({ id: row.id, code: row.code, runKey: row.runKey as string });
+    }
+    return ended;
+  }
+
   private end(row: LeaseRow, data: unknown): void {
     const json = serializeJobData(data);
     Object.assign(row, { status: JobSchedulerStatus.FAIL, ownerToken: '', data: json === null ? null : JSON.parse(json), modifiedAt: this.clock.now() });
