@@ -85,7 +85,7 @@ export type {
   DynamicScheduleView,
   DynamicSchedulesModuleOptions,
 } from './scheduling/dynamic/dynamic-schedule.types';
-export { DeclarationError, JobAbandonedError, JobTenantInvalidError, JobTimeoutError, SchedulingError } from './scheduling/scheduling.errors';
+export { DeclarationError, JobAbandonedError, JobScheduleRemovedError, JobTenantInvalidError, JobTimeoutError, SchedulingError } from './scheduling/scheduling.errors';
 export { Scheduled } from './scheduling/scheduled.decorator';
 export { SchedulingModule } from './scheduling/scheduling.module';
 export { type SchedulingModuleOptions, TENANT_DIRECTORY } from './scheduling/scheduling.module-definition';

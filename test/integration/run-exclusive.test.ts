@@ -211,3 +211,30 @@ describe('runExclusive', () => {
     }
   });
 });
+
+describe('runAcquired', () => {
+  it('runs the callback under a lease acquired beforehand (a run of acquireBatch) and records SUCCESS, or FAIL with the error', async () => {
+    const [done, failed] = await nodes[0].acquireBatch({ code: 'nightly-export', runKeys: [`tick-${++sequence}`, `tick-${++sequence}`] });
+    if (!done.acquired || !failed.acquired) throw new Error('not acquired');
+    expect(await nodes[0].runAcquired(done, async (lease) => ({ key: lease.idempotencyKey, token: lease.fencingToken, aborted: lease.signal.aborted }))).toEqual({
+      key: done.idempotencyKey,
+      token: done.fencingToken,
+      aborted: false,
+    });
+    expect(await rowByKey(done.idempotencyKey)).toMatchObject({ status: JobSchedulerStatus.SUCCESS });
+    const error = new Error('export refused');
+    await expect(nodes[0].runAcquired(failed, async () => Promise.reject(error))).rejects.toBe(error);
+    expect(await rowByKey(failed.idempotencyKey)).toMatchObject({ status: JobSchedulerStatus.FAIL, data: { error: { message: 'export refused' } } });
+  });
+
+  it('throws LostJobLeaseError when the run was taken over before it completed', async () => {
+    const [lock] = await nodes[0].acquireBatch({ code: 'nightly-export', runKeys: [`tick-${++sequence}`] });
+    if (!lock.acquired) throw new Error('not acquired');
+    await expect(
+      nodes[0].runAcquired(lock, async () => {
+        await abandon(lock.id);
+        expect((await nodes[1].acquire({ code: 'nightly-export', runKey: `tick-${sequence}` })).acquired).toBe(true);
+      }),
+    ).rejects.toBeInstanceOf(LostJobLeaseError);
+  });
+});

@@ -15,7 +15,7 @@ import {
   replicationErrors,
 } from './job-scheduler.errors';
 import { JOB_SCHEDULER_MODULE_OPTIONS, type JobSchedulerRuntimeOptions } from './job-scheduler.module-definition';
-import type { AbandonedOccurrenceRow, AcquireRow, JobSchedulerStatements, ReplicationRow, SqlStatement } from './job-scheduler.sql';
+import type { AcquireRow, JobSchedulerStatements, ReplicationRow, SqlStatement, TakeOverRow } from './job-scheduler.sql';
 import type {
   JobAcquireOptions,
   JobAcquireResult,
@@ -45,6 +45,7 @@ import { checkAcquiredLease, checkJobLease, describeFailure, resolveAcquireReque
 import { DEFAULT_STATEMENT_TIMEOUT_MS, monotonicNow, provenUntil } from './lease-deadline';
 import type { JobSchedulerDatabase } from './lease-database';
 import { LeaseHold } from './lease-hold';
+import { type TakeOverBatch, type TakeOverKey, takeOverBatchOf, takeOverParameters } from './lease-take-over';
 import { createLeaseTelemetry, type LeaseOperation, type LeaseTelemetry } from './lease-telemetry';
 import { type ResolvedTimingDefaults, resolveTimingDefaults } from './lease-timing';
 import { assessReplication, type JobLeaseReplicationStatus } from './replication-check';
@@ -296,7 +297,9 @@ export class JobSchedulerService implements OnModuleInit, OnApplicationBootstrap
    * Gives these owned runs up unfinished, in one statement per 1,000: each row stays RUNNING with
    * its lease run out now (by the database clock), as if its holder had crashed, so that another
    * instance takes the run over (a scheduler's take-over scan, or any acquire: fencing token + 1).
-   * Whether each applied, in order. For a scheduler shutting down with runs claimed but not started.
+   * The row is marked handed over (data `{ handedOver: true }`): the scheduler's take-over runs it
+   * whatever the job's limits on crashed runs (`abandoned`, `maxAttempts`). Whether each applied,
+   * in order. For a scheduler shutting down with runs claimed but not started.
    */
   async expireMany(leases: readonly JobLease[]): Promise<boolean[]> {
     const fallbackLeaseMs = this.timingDefaults.leaseMs;
@@ -355,20 +358,68 @@ export class JobSchedulerService implements OnModuleInit, OnApplicationBootstrap
   }
 
   /**
-   * Scheduler occurrences of `codes` (ISO 8601 runKeys) still RUNNING past their lease by the
-   * database clock: their holder stopped heartbeating. One read, on a partial index of RUNNING rows.
+   * The scheduler's take-over: claims for this node, in one statement, up to `limit` of the
+   * occurrences of `keys` that are RUNNING past their lease by the database clock and due by
+   * `dueBy` (epoch ms, the scheduler's clock), one per key, skipping rows another node is claiming
+   * (each claim is a reclaim: owner token drawn by the database, fencing token + 1, attempts + 1),
+   * and reports those the scheduler must end unrun instead, and the keys no key here names.
+   * A row handed over (expireMany) is claimed whatever its key's maxAttempts and drop say.
    */
-  async abandonedOccurrences(codes: readonly string[], limit: number): Promise<AbandonedOccurrenceRow[]> {
-    if (codes.length === 0) return [];
-    const rows = await this.execute<AbandonedOccurrenceRow>(this.statements.abandonedOccurrences([...codes], this.timingDefaults.leaseMs, limit));
-    return rows.map((row) => ({ ...row, attempts: Number(row.attempts), expiredForMs: Number(row.expiredForMs) }));
+  async takeOverAbandoned(keys: readonly TakeOverKey[], options: { dueBy: number; limit: number }): Promise<TakeOverBatch> {
+    if (keys.length === 0) return { claimed: [], toEnd: [], unknown: [] };
+    await this.checkReplicationBeforeGranting();
+    const statement = this.statements.takeOverAbandoned(
+      takeOverParameters(keys, { ...options, fallbackLeaseMs: this.timingDefaults.leaseMs, ownerId: this.nodeId }),
+    );
+    // Every claimed lease runs from its row's modifiedAt, stamped no earlier than this send.
+    const sentAt = monotonicNow();
+    let rows: TakeOverRow[];
+    try {
+      rows = await this.execute<TakeOverRow>(statement);
+    } catch (error) {
+      // A stricter isolation level saw a concurrent claim: nothing claimed, as for acquire.
+      if (isSerializationFailure(error)) return { claimed: [], toEnd: [], unknown: [] };
+      throw error;
+    }
+    const batch = takeOverBatchOf(rows, keys, this.timingDefaults, sentAt);
+    for (let index = 0; index < batch.claimed.length; index++) this.telemetry.count('acquire', 'reclaimed');
+    return batch;
   }
 
-  /** Ends an abandoned occurrence FAIL with `data`, unless it was taken over meanwhile; true if this call did. */
-  async abandonOccurrence(occurrence: Pick<AbandonedOccurrenceRow, 'id' | 'attempts'>, data: unknown): Promise<boolean> {
-    const json = serializeJobData(data) ?? 'null';
-    const rows = await this.execute(this.statements.abandonOccurrence(occurrence.id, occurrence.attempts, this.timingDefaults.leaseMs, json));
-    return rows.length === 1;
+  /**
+   * Ends abandoned occurrences FAIL with their `data`, each unless it was taken over, handed over
+   * or ended meanwhile (still RUNNING past its lease with the attempts and hand-over mark seen),
+   * in one statement: whether each applied, in order.
+   */
+  async abandonOccurrences(occurrences: readonly { id: string; attempts: number; handedOver: boolean; data: unknown }[]): Promise<boolean[]> {
+    if (occurrences.length === 0) return [];
+    const rows = await this.execute<{ id: string }>(
+      this.statements.abandonOccurrences(
+        occurrences.map((occurrence) => occurrence.id),
+        occurrences.map((occurrence) => occurrence.attempts),
+        occurrences.map((occurrence) => occurrence.handedOver),
+        occurrences.map((occurrence) => serializeJobData(occurrence.data) ?? 'null'),
+        this.timingDefaults.leaseMs,
+      ),
+    );
+    const applied = new Set(rows.map((row) => row.id));
+    return occurrences.map((occurrence) => applied.has(occurrence.id));
+  }
+
+  /**
+   * Ends FAIL with its `data` every occurrence of each (code, runKey prefix) RUNNING past its
+   * lease (those of a dynamic schedule removed meanwhile), in one statement: the rows ended.
+   */
+  async abandonRunKeyRanges(ranges: readonly { code: string; prefix: string; data: unknown }[]): Promise<{ id: string; code: string; runKey: string }[]> {
+    if (ranges.length === 0) return [];
+    return this.execute(
+      this.statements.abandonRunKeyRanges(
+        ranges.map((range) => range.code),
+        ranges.map((range) => range.prefix),
+        ranges.map((range) => serializeJobData(range.data) ?? 'null'),
+        this.timingDefaults.leaseMs,
+      ),
+    );
   }
 
   /** The occurrence runKeys recorded for `code` from `from` (inclusive) to `to` (exclusive), in "C" order. */
@@ -389,7 +440,21 @@ export class JobSchedulerService implements OnModuleInit, OnApplicationBootstrap
     if (typeof fn !== 'function') throw callbackErrors.notAFunction(fn);
     const lock = await this.acquire(options);
     if (!lock.acquired) return { acquired: false };
+    return { acquired: true, result: await this.runHeld(lock, fn) };
+  }
 
+  /**
+   * Runs `fn` under a lease this node already acquired (a run of acquireBatch, an occurrence the
+   * take-over claimed), as runExclusive runs it once acquired: heartbeats, the local deadline,
+   * SUCCESS or FAIL, the signal, shutdown. Throws what runExclusive throws.
+   */
+  async runAcquired<T>(lock: JobAcquiredLease, fn: (lease: JobExecutionLease) => Promise<T>): Promise<T> {
+    if (typeof fn !== 'function') throw callbackErrors.notAFunction(fn);
+    const checked = checkAcquiredLease(lock);
+    return this.runHeld({ ...lock, ...checked }, fn);
+  }
+
+  private runHeld<T>(lock: JobAcquiredLease, fn: (lease: JobExecutionLease) => Promise<T>): Promise<T> {
     const lease: JobLease = { id: lock.id, ownerToken: lock.ownerToken };
     const hold = this.hold(lock, lease);
     const run: ActiveRun = { lease, hold, settled: Promise.resolve(), done: false };
@@ -399,7 +464,7 @@ export class JobSchedulerService implements OnModuleInit, OnApplicationBootstrap
     });
     run.settled = outcome.then(ignore, ignore);
     this.active.add(run);
-    return { acquired: true, result: await outcome };
+    return outcome;
   }
 
   /**

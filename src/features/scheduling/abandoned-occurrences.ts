@@ -1,79 +1,104 @@
-import { occurrenceOfRunKey } from './occurrence-keys';
+import { randomUUID } from 'node:crypto';
+import type { JobLease } from '../job-scheduler/job-scheduler.types';
+import { type OccurrenceToEnd, runKeyPrefixOf, type TakeOverBatch, type TakeOverKey, takeOverKeyOf } from '../job-scheduler/lease-take-over';
+import { occurrenceOfRunKey, scheduleIdOfPrefix, scheduleRunKeyPrefix } from './occurrence-keys';
+import type { OccurrenceClaim } from './occurrence/held-claim';
 import { PeriodicTask } from './periodic-task';
 import type { JobDeclaration } from './schedule/job-declaration';
 import type { SchedulerLogger, SchedulerTimers } from './scheduler-ports';
-import { JobAbandonedError } from './scheduling.errors';
+import { JobAbandonedError, JobScheduleRemovedError } from './scheduling.errors';
 import type { JobRunRecord } from './scheduling.types';
 
-/** A scheduled occurrence still RUNNING past its lease by the database clock: its holder is gone. */
-export interface AbandonedOccurrence {
-  id: string;
-  code: string;
-  runKey: string;
-  /** Owners it has had so far (1 + take-overs). */
-  attempts: number;
-  /** How long ago its lease ran out, by the database clock. */
-  expiredForMs: number;
-}
-
-/** Where abandoned occurrences are found and ended: JobSchedulerService on PostgreSQL. */
+/** Where abandoned occurrences are claimed and ended: JobSchedulerService on PostgreSQL. */
 export interface AbandonedOccurrenceStore {
-  /** One read for every code: the occurrences RUNNING past their lease, oldest heartbeat first. */
-  abandonedOccurrences(codes: readonly string[], limit: number): Promise<AbandonedOccurrence[]>;
-  /** Ends it FAIL with `data` unless it was taken over meanwhile; true if this call did. */
-  abandonOccurrence(occurrence: Pick<AbandonedOccurrence, 'id' | 'attempts'>, data: unknown): Promise<boolean>;
+  /** Claims up to `limit` abandoned occurrences of `keys` due by `dueBy` (one per key), and finds those to end. */
+  takeOverAbandoned(keys: readonly TakeOverKey[], options: { dueBy: number; limit: number }): Promise<TakeOverBatch>;
+  /** Ends these FAIL with their data, each unless taken over or ended meanwhile: whether each applied. */
+  abandonOccurrences(occurrences: readonly { id: string; attempts: number; handedOver: boolean; data: unknown }[]): Promise<boolean[]>;
+  /** Ends FAIL every abandoned occurrence of each (code, runKey prefix): the rows ended. */
+  abandonRunKeyRanges(ranges: readonly { code: string; prefix: string; data: unknown }[]): Promise<{ id: string; code: string; runKey: string }[]>;
+  /** Hands claimed occurrences back (RUNNING, lease run out, marked handed over) for another instance or scan. */
+  expireMany(leases: readonly JobLease[]): Promise<boolean[]>;
+  fail(lease: JobLease, data?: unknown): Promise<boolean>;
+  /**
+   * Of these dynamic schedule ids, those still stored (not removed). Given by the dynamic
+   * schedules; without it, the occurrences of a schedule not known here are left to the instances
+   * that know it.
+   */
+  liveSchedules?(scheduleIds: readonly string[]): Promise<ReadonlySet<string>>;
 }
 
-/** Whether a lease (the PostgreSQL one, the in-memory one of tests) can find abandoned occurrences. */
+/** Whether a lease (the PostgreSQL one, the in-memory one of tests) can take abandoned occurrences over. */
 export const canFindAbandoned = (lease: object): lease is AbandonedOccurrenceStore =>
-  typeof (lease as Partial<AbandonedOccurrenceStore>).abandonedOccurrences === 'function' &&
-  typeof (lease as Partial<AbandonedOccurrenceStore>).abandonOccurrence === 'function';
+  typeof (lease as Partial<AbandonedOccurrenceStore>).takeOverAbandoned === 'function' &&
+  typeof (lease as Partial<AbandonedOccurrenceStore>).abandonOccurrences === 'function' &&
+  typeof (lease as Partial<AbandonedOccurrenceStore>).abandonRunKeyRanges === 'function' &&
+  typeof (lease as Partial<AbandonedOccurrenceStore>).expireMany === 'function' &&
+  typeof (lease as Partial<AbandonedOccurrenceStore>).fail === 'function';
 
-/** What a job says about its abandoned occurrences (a @Scheduled job's declaration, a @RunOnce plan). */
-export type TakeOverPolicy = Pick<JobDeclaration, 'name' | 'abandoned' | 'maxAttempts' | 'missed'>;
+/** A store that also tells which dynamic schedules are still stored (the dynamic schedules' take-over). */
+export const withLiveSchedules = (
+  store: AbandonedOccurrenceStore,
+  liveSchedules: (scheduleIds: readonly string[]) => Promise<ReadonlySet<string>>,
+): AbandonedOccurrenceStore => ({
+  takeOverAbandoned: (keys, options) => store.takeOverAbandoned(keys, options),
+  abandonOccurrences: (occurrences) => store.abandonOccurrences(occurrences),
+  abandonRunKeyRanges: (ranges) => store.abandonRunKeyRanges(ranges),
+  expireMany: (leases) => store.expireMany(leases),
+  fail: (lease, data) => store.fail(lease, data),
+  liveSchedules,
+});
 
-/** The job and the occurrence an abandoned row names. */
-export interface AbandonedTarget<Job> {
-  job: Job;
+/**
+ * What a job says about its abandoned occurrences (a @Scheduled job's declaration, a dynamic
+ * schedule's, a @RunOnce plan): its policy, the lease a take-over runs with, and its schedule.
+ */
+export type TakeOverPolicy = Pick<JobDeclaration, 'name' | 'abandoned' | 'maxAttempts' | 'missed'> &
+  Partial<Pick<JobDeclaration, 'leaseMs' | 'dynamicSchedule'>> & { heartbeatMs?: number };
+
+/** An abandoned occurrence claimed for this instance, handed to the host to run. */
+export interface TakenOverOccurrence {
   scheduledAt: number;
   tenantId?: string;
-  scheduleId?: string;
+  /** Its lease, claimed by the scan (sentAt on the timers' hold clock). */
+  claim: OccurrenceClaim;
 }
 
-/** A declared job's occurrence: the job of that name, the instant (and tenant) of its runKey. */
-const resolveByName = <Job extends TakeOverPolicy>(jobs: ReadonlyMap<string, Job>, occurrence: AbandonedOccurrence): AbandonedTarget<Job> | null => {
-  const job = jobs.get(occurrence.code);
-  const key = occurrenceOfRunKey(occurrence.runKey);
-  return job && key && key.scheduleId === undefined ? { job, scheduledAt: key.scheduledAt, tenantId: key.tenantId } : null;
-};
-
-/** What the scan needs of the scheduler: its jobs, a way to run an occurrence again, and its outcomes. */
+/** What the scan needs of the scheduler: its jobs, a way to run a claimed occurrence, and its outcomes. */
 export interface AbandonedOccurrenceHost<Job extends TakeOverPolicy = TakeOverPolicy> {
   /** The jobs whose timers run on this instance. */
   enabledJobs(): Job[];
+  /** Whether the job is running here now: none of its occurrences is claimed meanwhile. */
+  busy?(job: Job): boolean;
   /**
-   * The job and occurrence a row of one of their codes names, or null when none here runs it.
-   * Default: the job named by the code, at the instant (and tenant) of the runKey.
+   * Runs a claimed occurrence here with trigger 'take-over' under its claim; not awaited. false:
+   * it cannot start here now (the job is running, the scheduler stopping): the scan hands it back.
    */
-  resolve?(code: string, runKey: string): AbandonedTarget<Job> | null;
-  /** Runs the occurrence again here with trigger 'take-over' (its acquire reclaims the row); not awaited. */
-  takeOver(job: Job, scheduledAt: number, tenantId: string | undefined): void;
+  takeOver(job: Job, occurrence: TakenOverOccurrence): boolean;
   record(record: JobRunRecord): void;
 }
 
 /** How often each instance looks for abandoned occurrences, by default: half the default lease. */
 export const DEFAULT_TAKE_OVER_SCAN_MS = 30_000;
-/** Occurrences handled per scan, at most (the rest wait for the next scan). */
-const SCAN_LIMIT = 100;
+/** Occurrences claimed per statement, at most (one per job, or per tenant of a per-tenant job). */
+const TAKE_OVER_BATCH = 200;
+/**
+ * Statements per scan while each comes back full: an instance claims at most 600 occurrences per
+ * period, so that the others, whose scans come at other moments of the period, get a share.
+ */
+const TAKE_OVER_BATCHES_PER_SCAN = 3;
 
 /**
  * Finds the scheduled occurrences whose holder stopped heartbeating (a killed process, a lost
- * host) with one indexed query per period for all of this instance's jobs, and finishes them:
- * taken over (run again, same idempotency key, a greater fencing token) while the occurrence has
- * had fewer than its job's maxAttempts owners, else recorded failed with JOB_ABANDONED; a job
- * with `abandoned: 'drop'` is recorded so at once. Every instance scans; the row decides: a
- * reclaim or an abandon applies only to a row still RUNNING past its lease, so one instance wins
- * and the others write nothing.
+ * host) or handed them over on shutdown, and finishes them. Every period, one statement claims a
+ * batch for this instance (rows another instance is claiming are skipped, so instances scanning
+ * together share them), again while batches come back full (up to TAKE_OVER_BATCHES_PER_SCAN).
+ * A claimed occurrence is run again here (same idempotency key, a greater fencing token); a
+ * handed-over one always is, a crashed one while it has had fewer than its job's maxAttempts
+ * owners and unless its job says `abandoned: 'drop'`, else it is ended FAIL with JOB_ABANDONED
+ * (not claimed); one found late likewise. The occurrences of a dynamic schedule removed meanwhile
+ * are ended with JOB_SCHEDULE_REMOVED. The row decides: every claim and every end applies only to
+ * a row still RUNNING past its lease, so one instance wins and the others write nothing.
  */
 export class AbandonedOccurrenceScan<Job extends TakeOverPolicy = TakeOverPolicy> {
   /** The scan, every periodMs. */
@@ -97,64 +122,178 @@ export class AbandonedOccurrenceScan<Job extends TakeOverPolicy = TakeOverPolicy
     this.periodic.start();
   }
 
-  /** Stops the timer and waits for a scan in progress (the take-overs it started are the engine's). */
+  /** Stops the timer and waits for a scan in progress (the take-overs it started are the host's). */
   stop(): Promise<void> {
     return this.periodic.stop();
   }
 
-  /** One scan now: every abandoned occurrence of this instance's jobs is taken over or ended. */
+  /** One scan now: claims (and runs) or ends the abandoned occurrences of this instance's jobs, batch after full batch. */
   async scan(): Promise<void> {
-    const jobs = this.host.enabledJobs();
-    if (jobs.length === 0) return;
-    const byName = new Map(jobs.map((job) => [job.name, job]));
-    const found = this.store.abandonedOccurrences([...byName.keys()], SCAN_LIMIT);
-    this.timers.observe?.(found);
-    for (const occurrence of await found) {
-      if (!this.periodic.started) return;
-      const target = this.host.resolve ? this.host.resolve(occurrence.code, occurrence.runKey) : resolveByName(byName, occurrence);
-      // Handed over before its instant (an instance stopped after claiming it ahead): taken at or after the instant.
-      if (!target || target.scheduledAt > this.timers.now()) continue;
-      const reason = this.reasonToEnd(target.job, occurrence);
-      if (reason === null) this.host.takeOver(target.job, target.scheduledAt, target.tenantId);
-      else await this.abandon(target.job, occurrence, target, reason);
+    for (let batch = 0; batch < TAKE_OVER_BATCHES_PER_SCAN && this.periodic.started; batch++) {
+      if (!(await this.scanBatch(batch === 0))) return;
     }
   }
 
-  /**
-   * Why the occurrence is ended rather than taken over, or null. Late: no instance ran this job
-   * for longer than the tolerance after the lease ran out (the fleet was down, or these are rows
-   * of an older release); like a missed occurrence it runs only with `missed: 'run-once'`.
-   */
-  private reasonToEnd(job: Job, occurrence: AbandonedOccurrence): JobAbandonedError['reason'] | null {
-    if (job.abandoned === 'drop') return 'drop';
-    if (occurrence.attempts >= job.maxAttempts) return 'attempts';
-    if (occurrence.expiredForMs > this.lateToleranceMs + this.periodMs && job.missed !== 'run-once') return 'late';
-    return null;
+  /** One claim statement and what follows from it; true when it claimed a full batch. */
+  private async scanBatch(first: boolean): Promise<boolean> {
+    const jobs = new Map<string, Job>();
+    for (const job of this.host.enabledJobs()) jobs.set(takeOverKeyOf(job.name, prefixOf(job)), job);
+    if (jobs.size === 0) return false;
+    const keys = [...jobs.values()].map((job) => this.keyOf(job));
+    // On the runner's clock: the claimed leases run from this send.
+    const sentAt = (this.timers.holdClock ?? this.timers).now();
+    const claiming = this.store.takeOverAbandoned(keys, { dueBy: this.timers.now(), limit: TAKE_OVER_BATCH });
+    this.timers.observe?.(claiming);
+    const { claimed, toEnd, unknown } = await claiming;
+
+    const handBack: JobLease[] = [];
+    for (const occurrence of claimed) {
+      const job = jobs.get(takeOverKeyOf(occurrence.code, runKeyPrefixOf(occurrence.runKey)));
+      const key = occurrenceOfRunKey(occurrence.runKey);
+      if (!job || !key) {
+        await this.endUnreadable(occurrence.code, occurrence.lock);
+        continue;
+      }
+      const claim: OccurrenceClaim = { lock: occurrence.lock, sentAt, correlationId: randomUUID() };
+      let started = false;
+      try {
+        started = this.periodic.started && this.host.takeOver(job, { scheduledAt: key.scheduledAt, tenantId: key.tenantId, claim });
+      } catch (error) {
+        this.logger.warn(`Could not start the take-over of ${job.name}: ${String(error)}`);
+      }
+      if (!started) handBack.push(occurrence.lock);
+    }
+    await Promise.all([this.handBack(handBack), this.end(toEnd, jobs), first ? this.endRemoved(unknown) : undefined]);
+    return claimed.length >= TAKE_OVER_BATCH;
   }
 
-  private async abandon(
-    job: Job,
-    occurrence: AbandonedOccurrence,
-    key: AbandonedTarget<Job>,
-    reason: JobAbandonedError['reason'],
-  ): Promise<void> {
-    const error = new JobAbandonedError(job.name, occurrence.attempts, reason);
-    const ended = this.store.abandonOccurrence(occurrence, {
-      abandoned: true,
-      attempts: occurrence.attempts,
-      error: { name: error.name, code: error.code, message: error.message },
+  /** The take-over key of a job: which of its occurrences to ask for, and what to do with them. */
+  private keyOf(job: Job): TakeOverKey {
+    return {
+      code: job.name,
+      prefix: prefixOf(job),
+      ...(job.leaseMs === undefined ? {} : { leaseMs: job.leaseMs }),
+      ...(job.heartbeatMs === undefined ? {} : { heartbeatMs: job.heartbeatMs }),
+      maxAttempts: job.maxAttempts,
+      drop: job.abandoned === 'drop',
+      // Late: no instance ran this job for longer than the tolerance after the lease ran out (the
+      // fleet was down, or these are rows of an older release); like a missed occurrence it runs
+      // only with `missed: 'run-once'`.
+      lateMs: job.missed === 'run-once' ? null : this.lateToleranceMs + this.periodMs,
+      claimable: !(this.host.busy?.(job) ?? false),
+    };
+  }
+
+  /**
+   * Claimed occurrences that cannot start here go back: RUNNING, lease run out, marked handed over
+   * (this owner did not start them), as a stopping instance's claims ahead. The claim counted as an
+   * attempt; the mark has the next take-over run them whatever maxAttempts says (a crashed
+   * occurrence handed back so gets at most that one run more). Rare: the job started here between
+   * the claim's statement and its answer, or the scheduler is stopping.
+   */
+  private async handBack(leases: JobLease[]): Promise<void> {
+    if (leases.length === 0) return;
+    try {
+      const handed = this.store.expireMany(leases);
+      this.timers.observe?.(handed);
+      await handed;
+    } catch (error) {
+      // Their leases run out on their own: taken over all the same, one lease later.
+      this.logger.warn(`Could not hand back ${leases.length} occurrence(s) claimed by the take-over: ${String(error)}`);
+    }
+  }
+
+  /** Ends, unrun, the occurrences the claim reported (drop, maxAttempts, late), and records those this call ended. */
+  private async end(occurrences: OccurrenceToEnd[], jobs: ReadonlyMap<string, Job>): Promise<void> {
+    if (occurrences.length === 0) return;
+    const ends = occurrences.map((occurrence) => {
+      const job = jobs.get(takeOverKeyOf(occurrence.code, runKeyPrefixOf(occurrence.runKey)));
+      const error = new JobAbandonedError(job?.name ?? occurrence.code, occurrence.attempts, occurrence.reason);
+      return { occurrence, job, error };
     });
-    this.timers.observe?.(ended);
-    if (!(await ended)) return;
-    this.host.record({
-      name: job.name,
-      outcome: 'abandoned',
-      scheduledAt: new Date(key.scheduledAt),
-      trigger: 'take-over',
-      tenantId: key.tenantId,
-      ...(key.scheduleId === undefined ? {} : { scheduleId: key.scheduleId }),
-      errorCode: error.code,
-      error,
+    const ending = this.store.abandonOccurrences(
+      ends.map(({ occurrence, error }) => ({
+        id: occurrence.id,
+        attempts: occurrence.attempts,
+        handedOver: occurrence.handedOver,
+        data: { abandoned: true, attempts: occurrence.attempts, error: describe(error) },
+      })),
+    );
+    this.timers.observe?.(ending);
+    const applied = await ending;
+    ends.forEach(({ occurrence, job, error }, index) => {
+      const key = occurrenceOfRunKey(occurrence.runKey);
+      if (!applied[index] || !job || !key) return;
+      this.host.record({
+        name: job.name,
+        outcome: 'abandoned',
+        scheduledAt: new Date(key.scheduledAt),
+        trigger: 'take-over',
+        tenantId: key.tenantId,
+        ...(key.scheduleId === undefined ? {} : { scheduleId: key.scheduleId }),
+        errorCode: error.code,
+        error,
+      });
     });
   }
+
+  /**
+   * The occurrences of dynamic schedules not known here: those of a schedule removed from the
+   * store are ended FAIL with JOB_SCHEDULE_REMOVED and recorded; those of a schedule still stored
+   * (paused, or not loaded here yet) are left to the instances that run it.
+   */
+  private async endRemoved(unknown: ReadonlyArray<{ code: string; prefix: string }>): Promise<void> {
+    const { liveSchedules } = this.store;
+    const schedules = unknown.flatMap(({ code, prefix }) => {
+      const scheduleId = scheduleIdOfPrefix(prefix);
+      return scheduleId === null ? [] : [{ code, prefix, scheduleId }];
+    });
+    if (!liveSchedules || schedules.length === 0) return;
+    const reading = liveSchedules.call(this.store, [...new Set(schedules.map((schedule) => schedule.scheduleId))]);
+    this.timers.observe?.(reading);
+    const live = await reading;
+    const removed = schedules.filter((schedule) => !live.has(schedule.scheduleId));
+    if (removed.length === 0) return;
+    const errors = new Map(removed.map((schedule) => [takeOverKeyOf(schedule.code, schedule.prefix), new JobScheduleRemovedError(schedule.code, schedule.scheduleId)]));
+    const ending = this.store.abandonRunKeyRanges(
+      removed.map((schedule) => ({
+        code: schedule.code,
+        prefix: schedule.prefix,
+        data: { abandoned: true, error: describe(errors.get(takeOverKeyOf(schedule.code, schedule.prefix)) as Error & { code: string }) },
+      })),
+    );
+    this.timers.observe?.(ending);
+    for (const row of await ending) {
+      const key = occurrenceOfRunKey(row.runKey);
+      const error = errors.get(takeOverKeyOf(row.code, runKeyPrefixOf(row.runKey)));
+      if (!key || key.scheduleId === undefined || !error) continue;
+      this.host.record({
+        name: row.code,
+        outcome: 'abandoned',
+        scheduledAt: new Date(key.scheduledAt),
+        trigger: 'take-over',
+        scheduleId: key.scheduleId,
+        errorCode: error.code,
+        error,
+      });
+    }
+  }
+
+  /** A claimed occurrence whose runKey this release cannot read: ended FAIL, never run or handed back. */
+  private async endUnreadable(code: string, lease: JobLease & { attempt: number }): Promise<void> {
+    const error = new JobAbandonedError(code, lease.attempt - 1, 'unreadable');
+    try {
+      const ending = this.store.fail(lease, { abandoned: true, error: describe(error) });
+      this.timers.observe?.(ending);
+      await ending;
+      this.logger.warn(error.message);
+    } catch (failure) {
+      this.logger.warn(`Could not end an unreadable occurrence of ${code}: ${String(failure)}`);
+    }
+  }
 }
+
+/** The runKey prefix of a job's occurrences: its dynamic schedule's, or '' (declared). */
+const prefixOf = (job: TakeOverPolicy): string => (job.dynamicSchedule ? scheduleRunKeyPrefix(job.dynamicSchedule.id) : '');
+
+const describe = (error: Error & { code: string }) => ({ name: error.name, code: error.code, message: error.message });

@@ -1,11 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import { AheadClaims, recordOfJob } from './ahead-claims';
-import { AbandonedOccurrenceScan, type AbandonedOccurrenceStore, DEFAULT_TAKE_OVER_SCAN_MS } from './abandoned-occurrences';
+import { AbandonedOccurrenceScan, type AbandonedOccurrenceStore, DEFAULT_TAKE_OVER_SCAN_MS, type TakenOverOccurrence } from './abandoned-occurrences';
 import { claimsAhead, withClaimBatching } from './claim-batcher';
 import { coalescedTimers } from './coalesced-timers';
 import { withCompleteBatching } from './complete-batcher';
-import { occurrenceOfRunKey, runKeyOf } from './occurrence-keys';
+import { runKeyOf } from './occurrence-keys';
 import { JitterWaits } from './jitter-waits';
+import { HeldClaim } from './occurrence/held-claim';
 import { type AheadClaim, type JobHandler, OccurrenceRunner } from './occurrence-runner';
 import { unrecordedInstants } from './recorded-occurrences';
 import { RunRecords } from './run-records';
@@ -128,8 +129,9 @@ export class JobScheduleEngine {
       if (!Number.isSafeInteger(periodMs) || periodMs < 1) throw schedulingErrors.invalidOption('takeOverScanMs', 'a whole number of ms, 1 or more', periodMs);
       const host = {
         enabledJobs: () => [...this.states.values()].filter((state) => state.job.enabled).map((state) => state.job.declaration),
-        resolve: (code: string, runKey: string) => this.resolveOccurrence(code, runKey),
-        takeOver: (job: JobDeclaration, scheduledAt: number, tenantId: string | undefined) => this.takeOver(jobKeyOf(job), scheduledAt, tenantId),
+        // A global job running here claims none of its occurrences meanwhile (a tenant's runs side by side).
+        busy: (job: JobDeclaration) => job.tenancy === 'global' && (this.states.get(jobKeyOf(job))?.running ?? 0) > 0,
+        takeOver: (job: JobDeclaration, occurrence: TakenOverOccurrence) => this.takeOver(jobKeyOf(job), occurrence),
         record: (record: JobRunRecord) => void this.records.emit(record),
       };
       this.takeOvers = new AbandonedOccurrenceScan(options.abandoned, host, options.timers, options.logger, periodMs, options.lateToleranceMs ?? 60_000);
@@ -253,14 +255,6 @@ export class JobScheduleEngine {
     const state = this.states.get(name);
     if (!state) throw schedulingErrors.unknownJob(name);
     return this.track(this.runOccurrence(state, this.options.timers.now(), 'run-now'));
-  }
-
-  /** The job and occurrence an abandoned row names (a declared job's, or a dynamic schedule's), if this instance runs it. */
-  private resolveOccurrence(code: string, runKey: string): { job: JobDeclaration; scheduledAt: number; tenantId?: string; scheduleId?: string } | null {
-    const key = occurrenceOfRunKey(runKey);
-    const state = key && this.states.get(key.scheduleId ?? code);
-    if (!key || !state || !state.job.enabled || state.job.declaration.name !== code) return null;
-    return { job: state.job.declaration, ...key };
   }
 
   /**
@@ -460,19 +454,20 @@ export class JobScheduleEngine {
   }
 
   /**
-   * Runs an occurrence whose holder vanished again, here, unless the job is running on this
-   * instance (the next scan, or another instance, takes it then).
+   * Runs an occurrence the take-over scan claimed (its holder vanished, or handed it over) here,
+   * under that claim. false, unless the job is enabled and idle here and the scheduler runs: the
+   * scan hands the claim back (the next scan, or another instance, takes it then).
    */
-  private takeOver(key: string, scheduledAt: number, tenantId: string | undefined): void {
+  private takeOver(key: string, { scheduledAt, tenantId, claim }: TakenOverOccurrence): boolean {
     const state = this.states.get(key);
-    if (!state || !this.started) return;
-    // One tenant's run: tenants of an occurrence run side by side, as in its fan-out.
-    if (tenantId !== undefined) {
-      void this.track(this.runOccurrence(state, scheduledAt, 'take-over', tenantId));
-      return;
-    }
-    if (state.running > 0) return;
-    void this.track(this.admit(state, scheduledAt, 'take-over'));
+    if (!state || !state.job.enabled || !this.started) return false;
+    const { overlap, tenancy } = state.job.declaration;
+    // One tenant's run goes side by side with the others, as in its fan-out; a global one only on an idle job.
+    if (tenantId === undefined && (state.running > 0 || (overlap === 'queue' && state.admitted > 0))) return false;
+    const held = new HeldClaim(this.lease, this.runner.clock, claim.lock, claim.sentAt, claim.correlationId);
+    if (tenantId !== undefined && tenancy === 'per-tenant') void this.track(this.runOccurrence(state, scheduledAt, 'take-over', tenantId, held));
+    else void this.track(this.admit(state, scheduledAt, 'take-over', tenantId, held));
+    return true;
   }
 
   /**
@@ -480,9 +475,14 @@ export class JobScheduleEngine {
    * due while the previous one runs is skipped here (an idle instance runs it; see skipOverlap),
    * or queued behind it (one at most).
    */
-  private async admit(state: JobState, scheduledAt: number, trigger: JobExecution['trigger'], tenantId?: string): Promise<JobRunRecord[]> {
+  private async admit(state: JobState, scheduledAt: number, trigger: JobExecution['trigger'], tenantId?: string, claim?: HeldClaim): Promise<JobRunRecord[]> {
     const { overlap } = state.job.declaration;
     if (state.running > 0 || (overlap === 'queue' && state.admitted > 0)) {
+      if (claim) {
+        // A claimed take-over (checked idle a moment ago): handed back to the fleet, never queued unheld.
+        await this.runner.handOver([claim]);
+        return [];
+      }
       if (overlap === 'queue' && !state.queued) {
         state.queued = { scheduledAt, trigger };
         return [];
@@ -491,7 +491,7 @@ export class JobScheduleEngine {
     }
     state.admitted++;
     try {
-      return await this.runOccurrence(state, scheduledAt, trigger, tenantId);
+      return await this.runOccurrence(state, scheduledAt, trigger, tenantId, claim);
     } finally {
       state.admitted--;
       const queued = state.queued;
@@ -564,7 +564,7 @@ export class JobScheduleEngine {
     if ((await this.runner.end([claim], { outcome: 'missed', missed: 1 })) > 0) this.records.missed(recordOfJob(state.job.declaration), [passed.scheduledAt], 1);
   }
 
-  private async runOccurrence(state: JobState, scheduledAt: number, trigger: JobExecution['trigger'], tenantId?: string): Promise<JobRunRecord[]> {
+  private async runOccurrence(state: JobState, scheduledAt: number, trigger: JobExecution['trigger'], tenantId?: string, claim?: HeldClaim): Promise<JobRunRecord[]> {
     const { declaration, handler } = state.job;
     const ahead = trigger === 'schedule' || trigger === 'catch-up' ? this.ahead.take(state, scheduledAt) : undefined;
     // Claimed ahead by another instance (known before the instant): recorded at once, nothing to wait for.
@@ -579,7 +579,7 @@ export class JobScheduleEngine {
     if (declaration.tenancy === 'global' || trigger === 'take-over') {
       // A runNow runs whatever runs already (as asked); an occurrence enters by the overlap policy.
       const enter = trigger === 'run-now' || tenantId !== undefined ? undefined : this.enter(state);
-      return [this.records.emit(await this.runner.run({ job: declaration, handler, scheduledAt, trigger, tenantId, ahead, enter }))];
+      return [this.records.emit(await this.runner.run({ job: declaration, handler, scheduledAt, trigger, tenantId, ahead, claim, enter }))];
     }
     let tenants: readonly unknown[];
     try {

@@ -59,6 +59,12 @@ const decodeKeyPart = (encoded: string): string | null => {
   }
 };
 
+/** The schedule id a dynamic schedule's runKey prefix (`schedule=<encoded id> `) names, or null. */
+export const scheduleIdOfPrefix = (prefix: string): string | null => {
+  const match = /^schedule=(\S+) $/.exec(prefix);
+  return match ? decodeKeyPart(match[1]) : null;
+};
+
 /**
  * The due instant and tenant an occurrence runKey names, or null for other keys (and for a tenant
  * key written by an older release whose tenant part is not in this encoding: deriving its key

@@ -48,7 +48,8 @@ export class JobTimeoutError extends Error {
 
 /**
  * Why an occurrence whose holder vanished was not run again: its job says `abandoned: 'drop'`,
- * or it already had maxAttempts owners (a job that kills its process must not take the fleet down).
+ * or it already had maxAttempts owners (a job that kills its process must not take the fleet down),
+ * or it was found late; or its runKey names no occurrence this release can read.
  */
 export class JobAbandonedError extends Error {
   readonly code = 'JOB_ABANDONED';
@@ -56,15 +57,35 @@ export class JobAbandonedError extends Error {
   constructor(
     readonly jobName: string,
     readonly attempts: number,
-    readonly reason: 'drop' | 'attempts' | 'late',
+    readonly reason: 'drop' | 'attempts' | 'late' | 'unreadable',
   ) {
     const why = {
       drop: "abandoned: 'drop' ends it without another run",
       attempts: `it has had ${attempts} owner(s), its maxAttempts: not run again`,
       late: "no instance found it within the late tolerance after its lease ran out (was the fleet down?): missed, not run again (missed: 'run-once' would run it)",
+      unreadable: 'its runKey names no occurrence this release can read (written by an older release?): not run again',
     }[reason];
     super(`Scheduled job "${jobName}": the holder of this occurrence stopped heartbeating; ${why}`);
     this.name = 'JobAbandonedError';
+  }
+}
+
+/**
+ * Why an occurrence of a dynamic schedule was ended unrun by the take-over: its holder stopped
+ * heartbeating (or handed it over on shutdown), and the schedule was removed before another
+ * instance took it over. Recorded `abandoned` with this code; its row ends FAIL.
+ */
+export class JobScheduleRemovedError extends Error {
+  readonly code = 'JOB_SCHEDULE_REMOVED';
+
+  constructor(
+    readonly jobName: string,
+    readonly scheduleId: string,
+  ) {
+    super(
+      `Dynamic schedule "${scheduleId}" (handler "${jobName}") was removed before its abandoned occurrence was taken over: the occurrence is ended, not run`,
+    );
+    this.name = 'JobScheduleRemovedError';
   }
 }
 

@@ -93,8 +93,8 @@ const fleetRuns = (name: string) =>
   database.sql<FleetRun>('SELECT node, trigger, idempotency_key, fencing_token FROM fleet_runs WHERE name = $1 ORDER BY recorded_at', [name]);
 const leaseRow = async (code: string, runKey: string) =>
   (
-    await database.sql<{ status: string; attempts: number; fencingToken: string; lockKey: string; data: Record<string, unknown> | null }>(
-      `SELECT status::text AS status, attempts, "fencingToken"::text AS "fencingToken", "lockKey", data FROM "job-scheduler" WHERE code = $1 AND "runKey" = $2`,
+    await database.sql<{ status: string; attempts: number; fencingToken: string; lockKey: string; data: Record<string, unknown> | null; lastError: Record<string, unknown> | null }>(
+      `SELECT status::text AS status, attempts, "fencingToken"::text AS "fencingToken", "lockKey", data, "lastError" FROM "job-scheduler" WHERE code = $1 AND "runKey" = $2`,
       [code, runKey],
     )
   )[0];
@@ -256,6 +256,54 @@ it("abandoned: 'drop' ends an occurrence whose holder vanished without running i
   expect(await leaseRow(YEARLY, OCCURRENCE)).toMatchObject({ status: 'FAIL', attempts: 1, data: { abandoned: true } });
 }, 180_000);
 
+@Scheduled(YEARLY, { cron: '0 0 1 1 *', missed: 'run-once', leaseMs: 2_000, maxAttempts: 1 })
+class SingleAttemptYearlyJob {
+  run(execution: JobExecution) {
+    observed.push(execution);
+  }
+}
+
+describe('an occurrence handed over on shutdown (expireMany) is run by the take-over, whatever abandoned and maxAttempts say', () => {
+  /** The instance that stops before the instant: it claimed this year's occurrence, then handed it over. */
+  const handOver = async (): Promise<string> => {
+    const jobs = new JobSchedulerService(await database.dataSource({ poolSize: 1 }), { nodeId: 'stopped' });
+    const lock = await jobs.acquire({ code: YEARLY, runKey: OCCURRENCE, leaseMs: 2_000 });
+    if (!lock.acquired) throw new Error('the occurrence is already claimed');
+    expect(await jobs.expireMany([lock])).toEqual([true]);
+    expect(await leaseRow(YEARLY, OCCURRENCE)).toMatchObject({ status: 'RUNNING', attempts: 1 });
+    return lock.idempotencyKey;
+  };
+
+  it.each([
+    ["abandoned: 'drop'", DroppedYearlyJob],
+    ['maxAttempts: 1', SingleAttemptYearlyJob],
+  ])('%s', async (_, job) => {
+    const idempotencyKey = await handOver();
+    const records: JobRunRecord[] = [];
+    const node = await observer(job);
+    node.scheduler.onRun((record) => records.push(record));
+    await waitFor('the occurrence is taken over', () => records.length > 0, 30_000);
+    await node.scheduler.idle();
+    expect(records).toEqual([expect.objectContaining({ name: YEARLY, outcome: 'succeeded', trigger: 'take-over' })]);
+    expect(observed).toEqual([expect.objectContaining({ trigger: 'take-over', idempotencyKey, fencingToken: expect.any(Number) })]);
+    expect(observed[0].scheduledAt.toISOString()).toBe(OCCURRENCE);
+    // The claim kept the mark of the hand-over where the previous owner is described.
+    expect(await leaseRow(YEARLY, OCCURRENCE)).toMatchObject({ status: 'SUCCESS', attempts: 2, lastError: { expired: true, ownerId: 'stopped', handedOver: true } });
+  }, 60_000);
+
+  it("while a crashed one (no hand-over) of a job with abandoned: 'drop' is still ended unrun", async () => {
+    const jobs = new JobSchedulerService(await database.dataSource({ poolSize: 1 }), { nodeId: 'crashed' });
+    expect((await jobs.acquire({ code: YEARLY, runKey: OCCURRENCE, leaseMs: 2_000 })).acquired).toBe(true);
+    const records: JobRunRecord[] = [];
+    const node = await observer(DroppedYearlyJob);
+    node.scheduler.onRun((record) => records.push(record));
+    await waitFor('the occurrence is recorded abandoned', () => records.length > 0, 30_000);
+    expect(observed).toEqual([]);
+    expect(records).toEqual([expect.objectContaining({ outcome: 'abandoned', trigger: 'take-over', errorCode: 'JOB_ABANDONED' })]);
+    expect(await leaseRow(YEARLY, OCCURRENCE)).toMatchObject({ status: 'FAIL', attempts: 1, data: { abandoned: true } });
+  }, 60_000);
+});
+
 it('an occurrence found abandoned long after its lease ran out (the fleet was down) is missed, not run', async () => {
   const jobs = new JobSchedulerService(await database.dataSource({ poolSize: 1 }));
   const lock = await jobs.acquire({ code: YEARLY, runKey: OCCURRENCE, leaseMs: 2_000 });
@@ -317,7 +365,7 @@ it('a run waiting its jitter when the app closes never starts, and the process e
   expect(child.output).not.toContain('JOB_LEASE_UNAVAILABLE');
 }, 180_000);
 
-it('looks for abandoned occurrences with one query per scan for all jobs, on the partial index of RUNNING rows', async () => {
+it('looks for abandoned occurrences with one statement per scan for all jobs, on the partial index of RUNNING rows', async () => {
   const jobs = Array.from({ length: 12 }, (_, index) => {
     @Scheduled(`fleet.hourly-${index}`, { every: '1h' })
     class HourlyJob {
@@ -329,7 +377,7 @@ it('looks for abandoned occurrences with one query per scan for all jobs, on the
   await observer(jobs, { takeOverScanMs: 250 }, { logger: counter, logging: true });
   counter.reset();
   await sleep(2_000);
-  const scans = counter.statements.filter((text) => text.includes('"status" = \'RUNNING\' AND "type" = \'SCHEDULE\''));
+  const scans = counter.statements.filter((text) => text.includes('FOR UPDATE SKIP LOCKED') && text.includes('"handedOver"'));
   // About 8 periods of 250 ms: one statement each for the twelve jobs (a loaded machine fires fewer).
   expect(scans.length).toBeGreaterThanOrEqual(3);
   expect(scans.length).toBeLessThanOrEqual(9);
@@ -341,12 +389,22 @@ it('looks for abandoned occurrences with one query per scan for all jobs, on the
       gen_random_uuid(), to_char(timestamptz '2020-01-01' + n * interval '1 hour', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'), 60000, n
     FROM generate_series(1, 20000) AS n`);
   await database.sql('ANALYZE "job-scheduler"');
-  const statement = createJobSchedulerStatements('"job-scheduler"', 'job-scheduler_fencingToken_seq').abandonedOccurrences(
-    jobs.map((_, index) => `fleet.hourly-${index}`),
-    900_000,
-    100,
-  );
-  const literal = (value: unknown) => (Array.isArray(value) ? `ARRAY[${value.map((item) => `'${String(item)}'`).join(',')}]` : String(value));
+  const codes = jobs.map((_, index) => `fleet.hourly-${index}`);
+  const statement = createJobSchedulerStatements('"job-scheduler"', '"job-scheduler_fencingToken_seq"').takeOverAbandoned({
+    codes,
+    prefixes: codes.map(() => ''),
+    leaseMs: codes.map(() => 60_000),
+    maxAttempts: codes.map(() => 3),
+    drop: codes.map(() => false),
+    lateMs: codes.map(() => null),
+    claimable: codes.map(() => true),
+    fallbackLeaseMs: 900_000,
+    dueBy: new Date().toISOString(),
+    limit: 200,
+    ownerId: 'observer',
+  });
+  const item = (value: unknown) => (value === null ? 'NULL' : `'${String(value)}'`);
+  const literal = (value: unknown) => (Array.isArray(value) ? `ARRAY[${value.map(item).join(',')}]` : item(value));
   const text = statement.text.replace(/\$(\d+)/g, (_, index: string) => literal(statement.values[Number(index) - 1]));
   const plan = (await database.sql<{ 'QUERY PLAN': string }>(`EXPLAIN ${text}`)).map((row) => row['QUERY PLAN']).join('\n');
   expect(plan).toContain('IDX_job_scheduler_running_modified_at');

@@ -6,7 +6,7 @@ const DAY = 86_400_000;
 const counted = (options: Parameters<typeof checkJobDeclaration>[1]) => {
   const { schedule } = checkJobDeclaration('reports.walk', options);
   let calls = 0;
-  return { calls: () => calls, schedule: { next: (after: number) => (calls++, schedule.next(after)) } };
+  return { calls: () => calls, schedule: { description: schedule.description, next: (after: number) => (calls++, schedule.next(after)) } };
 };
 
 describe('dueInstantsSince', () => {

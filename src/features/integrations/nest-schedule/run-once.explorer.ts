@@ -100,9 +100,9 @@ export class RunOnceExplorer implements OnModuleInit, OnApplicationBootstrap, Be
   }
 
   /**
-   * Ticks whose holder stopped heartbeating (its process died) are found by one query per period
-   * for every @RunOnce method, and run again here (the method, with trigger 'take-over'), up to
-   * maxAttempts owners; `abandoned: 'drop'` ends them unrun. As for declared jobs.
+   * Ticks whose holder stopped heartbeating (its process died) are claimed in batches every period
+   * for every @RunOnce method, and run again here (the method, with trigger 'take-over', under the
+   * claimed lease), up to maxAttempts owners; `abandoned: 'drop'` ends them unrun. As for declared jobs.
    */
   private startTakeOvers(): void {
     const jobs = this.jobs;
@@ -113,7 +113,10 @@ export class RunOnceExplorer implements OnModuleInit, OnApplicationBootstrap, Be
       jobs,
       {
         enabledJobs: () => unique,
-        takeOver: (binding, scheduledAt) => void runner.takeOver(binding.plan, binding.instance, binding.original, scheduledAt),
+        takeOver: (binding, occurrence) => {
+          void runner.takeOver(binding.plan, binding.instance, binding.original, occurrence.scheduledAt, occurrence.claim.lock);
+          return true;
+        },
         record: (record) => this.logger.warn(`${record.name} ${record.scheduledAt.toISOString()}: ${record.error instanceof Error ? record.error.message : record.outcome}`),
       },
       systemTimers,
@@ -155,7 +158,17 @@ export class RunOnceExplorer implements OnModuleInit, OnApplicationBootstrap, Be
         const { plan, original } = found;
         bindRunOnce(instance, key, (args) => bound.run(plan, instance, original, args));
         // No catch-up for @nestjs/schedule ticks: one found late is ended, not run.
-        this.bindings.push({ name: plan.code, abandoned: plan.abandoned, maxAttempts: plan.maxAttempts, missed: 'drop', plan, instance, original });
+        this.bindings.push({
+          name: plan.code,
+          abandoned: plan.abandoned,
+          maxAttempts: plan.maxAttempts,
+          missed: 'drop',
+          ...(plan.leaseMs === undefined ? {} : { leaseMs: plan.leaseMs }),
+          ...(plan.heartbeatMs === undefined ? {} : { heartbeatMs: plan.heartbeatMs }),
+          plan,
+          instance,
+          original,
+        });
         if (!this.retained.some((job) => job.name === plan.code)) this.retained.push({ name: plan.code, schedule: plan.ticks });
         count++;
       }

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { Logger } from '@nestjs/common';
 import { JobSchedulerType } from '../../job-scheduler/job-scheduler.entity';
 import type { JobSchedulerService } from '../../job-scheduler/job-scheduler.service';
+import type { JobAcquiredLease, JobExecutionLease } from '../../job-scheduler/job-scheduler.types';
 import { DEFAULT_FAILURE_LOG_INTERVAL_MS, FailureLog, type LogLine } from '../../scheduling/failure-log';
 import { withJobExecution } from '../../scheduling/job-execution-context';
 import { occurrenceRunKey } from '../../scheduling/occurrence-keys';
@@ -70,12 +71,12 @@ export class RunOnceRunner {
   }
 
   /**
-   * Runs a tick whose holder stopped heartbeating again, here (found by the take-over scan): its
-   * acquire reclaims the row, same idempotency key, a greater fencing token. Its errors are
-   * logged: no @nestjs/schedule timer waits for it.
+   * Runs a tick whose holder stopped heartbeating (or handed it over) again, here, under the lease
+   * the take-over scan claimed for it: same idempotency key, a greater fencing token. Its errors
+   * are logged: no @nestjs/schedule timer waits for it.
    */
-  async takeOver(plan: RunOncePlan, instance: object, method: (...args: unknown[]) => unknown, scheduledAt: number): Promise<void> {
-    await this.runTick({ ...plan, errors: 'log' }, instance, method, [], scheduledAt, 'take-over');
+  async takeOver(plan: RunOncePlan, instance: object, method: (...args: unknown[]) => unknown, scheduledAt: number, lock: JobAcquiredLease): Promise<void> {
+    await this.runTick({ ...plan, errors: 'log' }, instance, method, [], scheduledAt, 'take-over', lock);
   }
 
   private runTick(
@@ -85,12 +86,13 @@ export class RunOnceRunner {
     args: unknown[],
     scheduledAt: number,
     trigger: 'schedule' | 'take-over',
+    claimed?: JobAcquiredLease,
   ): Promise<unknown> {
-    if (this.closed) {
+    if (this.closed && !claimed) {
       this.logger.debug(`${plan.code} ${new Date(scheduledAt).toISOString()}: shutting down, not run here`);
       return Promise.resolve(undefined);
     }
-    const tick = this.takeAndRun(plan, instance, method, args, scheduledAt, trigger);
+    const tick = this.takeAndRun(plan, instance, method, args, scheduledAt, trigger, claimed);
     this.inFlight.add(tick);
     void tick.finally(() => this.inFlight.delete(tick)).catch(() => undefined);
     return tick;
@@ -103,12 +105,29 @@ export class RunOnceRunner {
     args: unknown[],
     scheduledAt: number,
     trigger: 'schedule' | 'take-over',
+    /** The lease the take-over claimed: run under it rather than acquire. */
+    claimed?: JobAcquiredLease,
   ): Promise<unknown> {
     const runKey = occurrenceRunKey(scheduledAt);
     let started = false;
     try {
-      const outcome = await this.jobs.runExclusive(
-        {
+      const tick = async (lease: JobExecutionLease) => {
+        started = true;
+        const execution: JobExecution = {
+          name: plan.code,
+          scheduledAt: new Date(scheduledAt),
+          startedAt: new Date(),
+          signal: lease.signal,
+          idempotencyKey: lease.idempotencyKey,
+          fencingToken: lease.fencingToken,
+          correlationId: randomUUID(),
+          trigger,
+        };
+        return withJobExecution(execution, () => method.apply(instance, args));
+      };
+      let lock = claimed;
+      if (!lock) {
+        const taken = await this.jobs.acquire({
           code: plan.code,
           name: plan.method,
           type: JobSchedulerType.SCHEDULE,
@@ -116,28 +135,23 @@ export class RunOnceRunner {
           ...(plan.leaseMs === undefined ? {} : { leaseMs: plan.leaseMs }),
           ...(plan.heartbeatMs === undefined ? {} : { heartbeatMs: plan.heartbeatMs }),
           reclaimFailed: false,
-        },
-        async (lease) => {
-          started = true;
-          const execution: JobExecution = {
-            name: plan.code,
-            scheduledAt: new Date(scheduledAt),
-            startedAt: new Date(),
-            signal: lease.signal,
-            idempotencyKey: lease.idempotencyKey,
-            fencingToken: lease.fencingToken,
-            correlationId: randomUUID(),
-            trigger,
-          };
-          return withJobExecution(execution, () => method.apply(instance, args));
-        },
-      );
-      if (!outcome.acquired) {
-        this.logger.debug(`${plan.code} ${runKey}: another instance runs or ran it, skipped`);
+        });
+        if (!taken.acquired) {
+          this.logger.debug(`${plan.code} ${runKey}: another instance runs or ran it, skipped`);
+          return undefined;
+        }
+        lock = taken;
+      }
+      if (this.closed) {
+        // Won after shutdown began: handed over to the fleet (left RUNNING with its lease run out,
+        // marked), so that another instance's take-over scan runs it; never run here unfinalizable.
+        await this.jobs.expireMany([lock]);
+        this.logger.log(`${plan.code} ${runKey}: won while shutting down, handed over to another instance's take-over`);
         return undefined;
       }
+      const result = await this.jobs.runAcquired(lock, tick);
       this.write(this.failures.succeeded(plan.code));
-      return outcome.result;
+      return result;
     } catch (error) {
       if (!started) {
         // The lease could not be taken (the database is unreachable, say): skipped here, never

@@ -42,6 +42,8 @@ export interface DynamicScheduleStatements {
   /** Turns a schedule into a tombstone with the next version (rows `{ id, version }`); also deletes tombstones past their retention. */
   remove(id: string): SqlStatement;
   get(id: string): SqlStatement;
+  /** Of these ids, those of live schedules (not removed): rows `{ id }`. */
+  live(ids: readonly string[]): SqlStatement;
   /** Enables or disables a live schedule, with the next version. */
   setEnabled(id: string, enabled: boolean): SqlStatement;
   /** A page of live schedules in id order ("C" collation), after a cursor. */
@@ -90,6 +92,7 @@ WHERE t."id" = $1 AND t."removedAt" IS NULL
 RETURNING t."id", t."version"::text AS "version"`.trim();
 
   const getText = `SELECT ${columns} FROM ${table} WHERE "id" = $1 AND "removedAt" IS NULL`;
+  const liveText = `SELECT "id" FROM ${table} WHERE "id" = ANY($1::text[]) AND "removedAt" IS NULL`;
 
   const setEnabledText = `
 WITH ${serialized}
@@ -122,6 +125,7 @@ LIMIT $5`.trim();
     }),
     remove: (id) => ({ text: removeText, values: [id], operation: 'schedules' }),
     get: (id) => ({ text: getText, values: [id], operation: 'schedules' }),
+    live: (ids) => ({ text: liveText, values: [ids], operation: 'schedules' }),
     setEnabled: (id, enabled) => ({ text: setEnabledText, values: [id, enabled], operation: 'schedules' }),
     // Planned for its filters each time: a tenant's few schedules are found by their index.
     list: (p) => ({ text: listText, values: [p.handler, p.tenantId, p.enabled, p.after, p.limit], operation: 'schedules', planEachTime: true }),

@@ -34,6 +34,13 @@ export class DynamicScheduleStore {
     return row ?? null;
   }
 
+  /** Of these ids, those of schedules stored and not removed. */
+  async live(ids: readonly string[]): Promise<Set<string>> {
+    if (ids.length === 0) return new Set();
+    const rows = await this.executor.rows<{ id: string }>(this.statements.live(ids));
+    return new Set(rows.map((row) => row.id));
+  }
+
   list(parameters: ScheduleListParameters): Promise<StoredScheduleRow[]> {
     return this.executor.rows<StoredScheduleRow>(this.statements.list(parameters));
   }

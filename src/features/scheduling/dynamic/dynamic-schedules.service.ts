@@ -12,6 +12,7 @@ import { JOB_SCHEDULER_DATA_SOURCE } from '../../job-scheduler/job-scheduler.con
 import { JOB_SCHEDULER_MODULE_OPTIONS, type JobSchedulerRuntimeOptions } from '../../job-scheduler/job-scheduler.module-definition';
 import { JobSchedulerService } from '../../job-scheduler/job-scheduler.service';
 import type { JobSchedulerDatabase } from '../../job-scheduler/lease-database';
+import { withLiveSchedules } from '../abandoned-occurrences';
 import { JobScheduleEngine } from '../job-schedule-engine';
 import type { JobHandler } from '../occurrence-runner';
 import { createPrometheusJobMetrics } from '../prometheus-job-metrics';
@@ -78,7 +79,8 @@ export class DynamicSchedules implements OnModuleInit, OnApplicationBootstrap, B
       lateToleranceMs,
       shutdownGraceMs: options.shutdownGraceMs,
       failureLogIntervalMs: options.failureLogIntervalMs,
-      abandoned: jobs,
+      // Occurrences of a schedule removed before their take-over are ended (JOB_SCHEDULE_REMOVED).
+      abandoned: withLiveSchedules(jobs, (ids) => this.store.live(ids)),
       takeOverScanMs: options.takeOverScanMs,
       claimAheadMs: options.claimAheadMs ?? DEFAULT_DYNAMIC_CLAIM_AHEAD_MS,
     });

@@ -9,8 +9,12 @@ export type ClaimOutcome = { kind: 'acquired'; claim: HeldClaim } | { kind: 'los
 /** Whether a held claim may start its handler now: held (proven), taken over by another owner, or unprovable. */
 export type ClaimProof = { kind: 'held' } | { kind: 'lost' } | { kind: 'unavailable'; error: unknown };
 
-/** The data a handed-over row carries: the take-over scan runs it whatever the job's crash policies say. */
-export const HANDED_OVER_DATA = { handedOver: true } as const;
+/** A lease claimed for a run before the run (the take-over scan's batch), and the instant (on the runner's clock) its claim was sent. */
+export interface OccurrenceClaim {
+  lock: JobAcquiredLease;
+  sentAt: number;
+  correlationId: string;
+}
 
 /**
  * A won claim of one occurrence (for one tenant), held from the moment it was won: its local

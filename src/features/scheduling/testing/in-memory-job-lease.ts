@@ -4,9 +4,10 @@ import type { JobAcquireOptions, JobAcquireResult, JobBatchAcquireOptions, JobFi
 import { resolveBatchAcquireRequests, resolveManyAcquireRequests } from '../../job-scheduler/lease-batch-acquire';
 import { type AcquireRequest, checkJobLease, resolveAcquireRequest, serializeJobData } from '../../job-scheduler/lease-arguments';
 import { provenUntil } from '../../job-scheduler/lease-deadline';
-import { resolveTimingDefaults } from '../../job-scheduler/lease-timing';
-import { dueInstantOf } from '../occurrence-keys';
-import type { AbandonedOccurrence, AbandonedOccurrenceStore } from '../abandoned-occurrences';
+import { defaultHeartbeatMs, resolveTimingDefaults } from '../../job-scheduler/lease-timing';
+import { dueInstantOf, occurrenceOfRunKey } from '../occurrence-keys';
+import { runKeyPrefixOf, type TakeOverBatch, type TakeOverKey, takeOverKeyOf } from '../../job-scheduler/lease-take-over';
+import type { AbandonedOccurrenceStore } from '../abandoned-occurrences';
 import type { SchedulerHistory, SchedulerLease } from '../scheduler-ports';
 import { FixedClock } from './fixed-clock';
 
@@ -113,11 +114,11 @@ export class InMemoryJobLease implements SchedulerLease, SchedulerHistory, Aband
     return this.finish(lease, JobSchedulerStatus.FAIL, data, options?.again === true);
   }
 
-  /** As JobSchedulerService.expireMany: each owned RUNNING row stays RUNNING, its lease run out now. */
+  /** As JobSchedulerService.expireMany: each owned RUNNING row stays RUNNING, its lease run out now, marked handed over. */
   async expireMany(leases: readonly JobLease[]): Promise<boolean[]> {
     return leases.map((lease) => {
       const row = this.owned(lease);
-      if (row) row.modifiedAt = this.clock.now() - row.leaseMs - 1;
+      if (row) Object.assign(row, { modifiedAt: this.clock.now() - row.leaseMs - 1, data: { handedOver: true } });
       return row !== undefined;
     });
   }
@@ -140,28 +141,96 @@ export class InMemoryJobLease implements SchedulerLease, SchedulerHistory, Aband
     return instants;
   }
 
-  async abandonedOccurrences(codes: readonly string[], limit: number): Promise<AbandonedOccurrence[]> {
+  /** As JobSchedulerService.takeOverAbandoned, by the same rules (see takeOverAbandoned in job-scheduler.sql.ts). */
+  async takeOverAbandoned(keys: readonly TakeOverKey[], options: { dueBy: number; limit: number }): Promise<TakeOverBatch> {
     const now = this.clock.now();
-    const found: AbandonedOccurrence[] = [];
-    for (const row of this.rows.values()) {
+    const byKey = new Map(keys.map((key) => [takeOverKeyOf(key.code, key.prefix), key]));
+    const codes = new Set(keys.map((key) => key.code));
+    const batch: TakeOverBatch = { claimed: [], toEnd: [], unknown: [] };
+    const claimedKeys = new Set<string>();
+    const expired = [...this.rows.entries()]
+      .filter(([, row]) => row.status === JobSchedulerStatus.RUNNING && row.modifiedAt < now - row.leaseMs && codes.has(row.code) && row.runKey !== null)
+      .filter(([, row]) => {
+        const due = occurrenceOfRunKey(row.runKey as string)?.scheduledAt;
+        return due !== undefined && due <= options.dueBy;
+      })
+      .sort(([, a], [, b]) => a.modifiedAt - b.modifiedAt);
+    for (const [lockKey, row] of expired) {
+      const runKey = row.runKey as string;
+      const mapKey = takeOverKeyOf(row.code, runKeyPrefixOf(runKey));
+      const key = byKey.get(mapKey);
       const expiredForMs = now - row.modifiedAt - row.leaseMs;
-      if (row.status !== JobSchedulerStatus.RUNNING || expiredForMs <= 0 || !codes.includes(row.code)) continue;
-      if (row.runKey === null || dueInstantOf(row.runKey) === null) continue;
-      found.push({ id: row.id, code: row.code, runKey: row.runKey, attempts: row.attempts, expiredForMs });
+      const handedOver = (row.data as { handedOver?: unknown } | null)?.handedOver === true;
+      if (!key) {
+        if (!batch.unknown.some((unknown) => takeOverKeyOf(unknown.code, unknown.prefix) === mapKey)) batch.unknown.push({ code: row.code, prefix: runKeyPrefixOf(runKey) });
+        continue;
+      }
+      const reason =
+        !handedOver && key.drop ? 'drop' : !handedOver && row.attempts >= key.maxAttempts ? 'attempts' : key.lateMs !== null && expiredForMs > key.lateMs ? 'late' : null;
+      if (reason !== null) {
+        batch.toEnd.push({ id: row.id, code: row.code, runKey, attempts: row.attempts, handedOver, expiredForMs, reason });
+        continue;
+      }
+      // One row per key per batch; a per-tenant occurrence's tenants run side by side: one key each.
+      const claimKey = row.runKey?.includes(' tenant=') ? `${mapKey} ${row.runKey}` : mapKey;
+      if (!key.claimable || claimedKeys.has(claimKey) || batch.claimed.length >= options.limit) continue;
+      claimedKeys.add(claimKey);
+      const leaseMs = key.leaseMs ?? row.leaseMs;
+      const ownerToken = randomUUID();
+      Object.assign(row, { ownerToken, fencingToken: ++this.lastFencingToken, attempts: row.attempts + 1, leaseMs, modifiedAt: now, data: null });
+      const heartbeatMs = key.heartbeatMs !== undefined && (key.heartbeatMs === 0 || key.heartbeatMs * 2 < leaseMs) ? key.heartbeatMs : defaultHeartbeatMs(leaseMs);
+      batch.claimed.push({
+        code: row.code,
+        runKey,
+        handedOver,
+        expiredForMs,
+        lock: {
+          id: row.id,
+          ownerToken,
+          idempotencyKey: lockKey,
+          fencingToken: row.fencingToken,
+          attempt: row.attempts,
+          reclaimed: true,
+          leaseMs,
+          heartbeatMs,
+          heldUntil: provenUntil(now, leaseMs),
+        },
+      });
     }
-    return found.slice(0, limit);
+    batch.toEnd.splice(options.limit);
+    batch.unknown.splice(options.limit);
+    return batch;
   }
 
-  async abandonOccurrence(occurrence: Pick<AbandonedOccurrence, 'id' | 'attempts'>, data: unknown): Promise<boolean> {
+  /** As JobSchedulerService.abandonOccurrences. */
+  async abandonOccurrences(occurrences: readonly { id: string; attempts: number; handedOver: boolean; data: unknown }[]): Promise<boolean[]> {
     const now = this.clock.now();
-    for (const row of this.rows.values()) {
-      if (row.id !== occurrence.id || row.attempts !== occurrence.attempts) continue;
-      if (row.status !== JobSchedulerStatus.RUNNING || row.modifiedAt >= now - row.leaseMs) return false;
-      const json = serializeJobData(data);
-      Object.assign(row, { status: JobSchedulerStatus.FAIL, ownerToken: '', data: json === null ? null : JSON.parse(json), modifiedAt: now });
+    return occurrences.map((occurrence) => {
+      const row = [...this.rows.values()].find((candidate) => candidate.id === occurrence.id);
+      const handedOver = (row?.data as { handedOver?: unknown } | null | undefined)?.handedOver === true;
+      if (!row || row.status !== JobSchedulerStatus.RUNNING || row.attempts !== occurrence.attempts || handedOver !== occurrence.handedOver) return false;
+      if (row.modifiedAt >= now - row.leaseMs) return false;
+      this.end(row, occurrence.data);
       return true;
+    });
+  }
+
+  /** As JobSchedulerService.abandonRunKeyRanges. */
+  async abandonRunKeyRanges(ranges: readonly { code: string; prefix: string; data: unknown }[]): Promise<{ id: string; code: string; runKey: string }[]> {
+    const now = this.clock.now();
+    const ended: { id: string; code: string; runKey: string }[] = [];
+    for (const row of this.rows.values()) {
+      const range = ranges.find((candidate) => candidate.code === row.code && row.runKey !== null && row.runKey.startsWith(candidate.prefix));
+      if (!range || row.status !== JobSchedulerStatus.RUNNING || row.modifiedAt >= now - row.leaseMs) continue;
+      this.end(row, range.data);
+      ended.push({ id: row.id, code: row.code, runKey: row.runKey as string });
     }
-    return false;
+    return ended;
+  }
+
+  private end(row: LeaseRow, data: unknown): void {
+    const json = serializeJobData(data);
+    Object.assign(row, { status: JobSchedulerStatus.FAIL, ownerToken: '', data: json === null ? null : JSON.parse(json), modifiedAt: this.clock.now() });
   }
 
   /** Attempts of the run with this code and runKey, for assertions. */
