@@ -1,14 +1,13 @@
-import { randomUUID } from 'node:crypto';
-import { AheadClaims, recordOfJob } from './ahead-claims';
+import { AheadClaims, recordOfJob } from './occurrence/ahead-claims';
 import { AbandonedOccurrenceScan, type AbandonedOccurrenceStore, DEFAULT_TAKE_OVER_SCAN_MS, type TakenOverOccurrence } from './abandoned-occurrences';
 import { claimsAhead, withClaimBatching } from './claim-batcher';
 import { coalescedTimers } from './coalesced-timers';
 import { withCompleteBatching } from './complete-batcher';
-import { runKeyOf } from './occurrence-keys';
 import { JitterWaits } from './jitter-waits';
 import { HeldClaim } from './occurrence/held-claim';
-import { type AheadClaim, type JobHandler, OccurrenceRunner } from './occurrence-runner';
-import { unrecordedInstants } from './recorded-occurrences';
+import { JobOccupancy } from './occurrence/job-occupancy';
+import { UnrunOccurrences } from './occurrence/unrun-occurrences';
+import { type AheadClaim, type JobHandler, OccurrenceRunner } from './occurrence/occurrence-runner';
 import { RunRecords } from './run-records';
 import { type DueSince, dueInstantsSince } from './schedule/due-instants';
 import { checkJitterBelowTolerance, type JobDeclaration, jobKeyOf } from './schedule/job-declaration';
@@ -63,7 +62,7 @@ export interface EngineOptions {
   claimAheadMs?: number;
 }
 
-const newJobState = (job: EngineJob): JobState => ({ job, lastDue: Number.NEGATIVE_INFINITY, running: 0, admitted: 0, waiting: [] });
+const newJobState = (job: EngineJob): JobState => ({ job, lastDue: Number.NEGATIVE_INFINITY, occupancy: new JobOccupancy() });
 
 /** How many jobs' after-instant work (see fire) one turn of the event loop does. */
 const AFTER_STARTS_CHUNK = 1_000;
@@ -75,13 +74,8 @@ interface JobState {
   cancel?: () => void;
   /** The last due instant this instance handled; a due instant is never handled twice. */
   lastDue: number;
-  /** Handlers of this job running here now: the overlap policy counts runs, never claims in flight. */
-  running: number;
-  /** Occurrences admitted here whose claim is in flight or whose run has not settled (queue: one at a time). */
-  admitted: number;
-  queued?: { scheduledAt: number; trigger: JobExecution['trigger'] };
-  /** Runs with a proven lease waiting for the running one to settle (overlap 'queue'). */
-  waiting: Array<() => void>;
+  /** Its runs here, as the overlap policy counts them. */
+  occupancy: JobOccupancy<{ scheduledAt: number; trigger: JobExecution['trigger'] }>;
   /** The next occurrence's lease, claimed ahead (claimAheadMs). */
   ahead?: AheadClaim;
 }
@@ -96,8 +90,8 @@ export class JobScheduleEngine {
   private readonly runner: OccurrenceRunner;
   private readonly tenantFanOut: TenantFanOut;
   private readonly inFlight = new Set<Promise<unknown>>();
-  /** Timers of the checks that an occurrence skipped here as overlapping ran somewhere (see skipOverlap). */
-  private readonly overlapChecks = new Set<() => void>();
+  /** How the occurrences that do not run here end (handed over, recorded missed or skipped). */
+  private readonly unrun: UnrunOccurrences;
   /** Work of due instants that waits for their runs to start (see fire). */
   private readonly deferred: Array<() => void> = [];
   private started = false;
@@ -124,13 +118,24 @@ export class JobScheduleEngine {
     this.runner = new OccurrenceRunner(this.lease, options.timers, options.logger);
     this.jitter = new JitterWaits(options.timers, options.random);
     this.ahead = new AheadClaims(aheadMs, this.runner, options.logger, (work) => this.track(work));
+    this.unrun = new UnrunOccurrences({
+      runner: this.runner,
+      ahead: this.ahead,
+      records: this.records,
+      timers: options.timers,
+      logger: options.logger,
+      history: options.history,
+      lateToleranceMs: options.lateToleranceMs ?? 60_000,
+      track: (work) => this.track(work),
+      current: (holder) => this.started && this.states.get(jobKeyOf(holder.job.declaration)) === holder,
+    });
     if (options.abandoned) {
       const periodMs = options.takeOverScanMs ?? DEFAULT_TAKE_OVER_SCAN_MS;
       if (!Number.isSafeInteger(periodMs) || periodMs < 1) throw schedulingErrors.invalidOption('takeOverScanMs', 'a whole number of ms, 1 or more', periodMs);
       const host = {
         enabledJobs: () => [...this.states.values()].filter((state) => state.job.enabled).map((state) => state.job.declaration),
         // A global job running here claims none of its occurrences meanwhile (a tenant's runs side by side).
-        busy: (job: JobDeclaration) => job.tenancy === 'global' && (this.states.get(jobKeyOf(job))?.running ?? 0) > 0,
+        busy: (job: JobDeclaration) => job.tenancy === 'global' && (this.states.get(jobKeyOf(job))?.occupancy.running ?? 0) > 0,
         takeOver: (job: JobDeclaration, occurrence: TakenOverOccurrence) => this.takeOver(jobKeyOf(job), occurrence),
         record: (record: JobRunRecord) => void this.records.emit(record),
       };
@@ -186,7 +191,7 @@ export class JobScheduleEngine {
     const state = this.states.get(key);
     if (!state) return;
     state.cancel?.();
-    state.queued = undefined;
+    state.occupancy.queued = undefined;
     void this.ahead.release([state], 'schedule removed');
     this.states.delete(key);
   }
@@ -239,12 +244,11 @@ export class JobScheduleEngine {
     for (const state of this.states.values()) {
       state.cancel?.();
       state.cancel = undefined;
-      state.queued = undefined;
+      state.occupancy.queued = undefined;
       if (state.ahead) claimedAhead.push(state);
     }
     const released = this.ahead.handOver(claimedAhead);
-    for (const cancel of this.overlapChecks) cancel();
-    this.overlapChecks.clear();
+    this.unrun.stop();
     this.jitter.cancelAll();
     await this.takeOvers?.stop();
     await Promise.all([released, this.tenantFanOut.stop(), this.runner.shutdown(this.options.shutdownGraceMs ?? 10_000)]);
@@ -270,7 +274,7 @@ export class JobScheduleEngine {
     if (!enabled) {
       state.cancel?.();
       state.cancel = undefined;
-      state.queued = undefined;
+      state.occupancy.queued = undefined;
       void this.ahead.release([state], 'paused');
     } else if (this.started) {
       state.lastDue = this.options.timers.now();
@@ -355,7 +359,7 @@ export class JobScheduleEngine {
     state.lastDue = Math.max(state.lastDue, now);
     // Claimed ahead for an instant that passed unrun (this instance stalled past the next one): missed, recorded by its holder.
     const passed = due.latest === null ? undefined : this.ahead.takePassed(state, due.latest);
-    if (passed) void this.track(this.recordPassedClaim(state, passed));
+    if (passed) void this.track(this.unrun.passedClaim(state, passed));
     const lostAhead = state.ahead?.scheduledAt === due.latest && state.ahead?.settled?.kind === 'lost';
     // The occurrence takes its lease claimed ahead (synchronously) before the next one is armed.
     if (due.latest !== null && !lostAhead) void this.track(this.handleDue(state, due as DueInstants, now));
@@ -423,34 +427,12 @@ export class JobScheduleEngine {
     if (onTime || state.job.declaration.missed === 'run-once') {
       void this.track(
         this.admit(state, due.latest, onTime ? 'schedule' : 'catch-up').then(async ([record]) => {
-          if (!reportMissed || due.count <= 1 || record?.outcome === 'skipped-locked') return;
-          const missed = await this.unrecorded(state, due.earlier);
-          this.records.missed(recordOfJob(state.job.declaration), missed, due.count - 1 - (due.earlier.length - missed.length));
+          if (reportMissed && due.count > 1 && record?.outcome !== 'skipped-locked') await this.unrun.before(state, due);
         }),
       );
       return;
     }
-    // Dropped: whoever takes the latest occurrence's lease records it FAIL { outcome: 'missed' },
-    // so that it is reported once, by one instance, and never run or reported again.
-    const { declaration } = state.job;
-    const ahead = this.ahead.take(state, due.latest);
-    try {
-      // The lease claimed ahead, if any, else claimed now with the job's lease: whoever holds it records the drop.
-      const runKey = runKeyOf({ scheduleId: declaration.dynamicSchedule?.id }, due.latest);
-      const claimed = await (ahead?.outcome ?? this.runner.claim(declaration, runKey, randomUUID()));
-      if (claimed.kind === 'unavailable') throw claimed.error;
-      if (claimed.kind === 'lost') return;
-      await claimed.claim.end({ outcome: 'missed', missed: due.count });
-    } catch (error) {
-      this.options.logger.warn(`Could not record missed occurrences of ${declaration.name}: ${String(error)}`);
-    }
-    const missed = await this.unrecorded(state, due.earlier);
-    this.records.missed(recordOfJob(state.job.declaration), [...missed, due.latest], due.count - (due.earlier.length - missed.length));
-  }
-
-  /** Of these passed instants, those no instance recorded: a stalled instance must not report others' runs as missed. */
-  private unrecorded(state: JobState, instants: number[]): Promise<number[]> {
-    return unrecordedInstants(this.options.history, jobKeyOf(state.job.declaration), instants, this.options.timers, this.options.logger);
+    await this.unrun.dropped(state, due);
   }
 
   /**
@@ -463,7 +445,7 @@ export class JobScheduleEngine {
     if (!state || !state.job.enabled || !this.started) return false;
     const { overlap, tenancy } = state.job.declaration;
     // One tenant's run goes side by side with the others, as in its fan-out; a global one only on an idle job.
-    if (tenantId === undefined && (state.running > 0 || (overlap === 'queue' && state.admitted > 0))) return false;
+    if (tenantId === undefined && state.occupancy.overlaps(overlap)) return false;
     const held = new HeldClaim(this.lease, this.runner.clock, claim.lock, claim.sentAt, claim.correlationId);
     if (tenantId !== undefined && tenancy === 'per-tenant') void this.track(this.runOccurrence(state, scheduledAt, 'take-over', tenantId, held));
     else void this.track(this.admit(state, scheduledAt, 'take-over', tenantId, held));
@@ -472,96 +454,35 @@ export class JobScheduleEngine {
 
   /**
    * The overlap policy, on the runs in progress here (never on claims in flight): an occurrence
-   * due while the previous one runs is skipped here (an idle instance runs it; see skipOverlap),
-   * or queued behind it (one at most).
+   * due while the previous one runs is skipped here (an idle instance runs it; see
+   * UnrunOccurrences.skippedOverlap), or queued behind it (one at most).
    */
   private async admit(state: JobState, scheduledAt: number, trigger: JobExecution['trigger'], tenantId?: string, claim?: HeldClaim): Promise<JobRunRecord[]> {
+    const { occupancy } = state;
     const { overlap } = state.job.declaration;
-    if (state.running > 0 || (overlap === 'queue' && state.admitted > 0)) {
+    if (occupancy.overlaps(overlap)) {
       if (claim) {
         // A claimed take-over (checked idle a moment ago): handed back to the fleet, never queued unheld.
         await this.runner.handOver([claim]);
         return [];
       }
-      if (overlap === 'queue' && !state.queued) {
-        state.queued = { scheduledAt, trigger };
+      if (overlap === 'queue' && !occupancy.queued) {
+        occupancy.queued = { scheduledAt, trigger };
         return [];
       }
-      return [await this.skipOverlap(state, scheduledAt, trigger)];
+      return [await this.unrun.skippedOverlap(state, scheduledAt, trigger)];
     }
-    state.admitted++;
+    occupancy.admitted++;
     try {
       return await this.runOccurrence(state, scheduledAt, trigger, tenantId, claim);
     } finally {
-      state.admitted--;
-      const queued = state.queued;
-      if (queued && state.admitted === 0 && this.started) {
-        state.queued = undefined;
+      occupancy.admitted--;
+      const queued = occupancy.queued;
+      if (queued && occupancy.admitted === 0 && this.started) {
+        occupancy.queued = undefined;
         void this.track(this.admit(state, queued.scheduledAt, queued.trigger));
       }
     }
-  }
-
-  /**
-   * Before a handler of this job starts here, with its lease proven: a function to call when it
-   * settles, or null when it must not start now (the previous run still goes on and the job skips
-   * overlaps: the claim is handed over to the fleet). With overlap 'queue' it waits its turn,
-   * its lease held meanwhile.
-   */
-  private enter(state: JobState): () => Promise<(() => void) | null> {
-    const leave = (): void => {
-      state.running--;
-      state.waiting.shift()?.();
-    };
-    return async () => {
-      if (state.running > 0) {
-        if (state.job.declaration.overlap !== 'queue') return null;
-        while (state.running > 0) await new Promise<void>((resolve) => state.waiting.push(resolve));
-      }
-      state.running++;
-      return leave;
-    };
-  }
-
-  /**
-   * An occurrence due while this instance still runs the job's previous one, skipped here: a claim
-   * ahead of it is handed over to the fleet; else an idle instance claims it. Should every instance
-   * be busy, nobody would: one lateness tolerance later, whoever finds it still unclaimed records
-   * it (FAIL `{ outcome: 'skipped-overlap' }`), so that it is never lost without a word.
-   */
-  private async skipOverlap(state: JobState, scheduledAt: number, trigger: JobExecution['trigger']): Promise<JobRunRecord> {
-    const ahead = trigger === 'schedule' || trigger === 'catch-up' ? this.ahead.take(state, scheduledAt) : undefined;
-    if (ahead) {
-      await this.runner.handOver(await this.runner.won([ahead]));
-    } else if (trigger === 'schedule' && state.job.declaration.tenancy === 'global') {
-      const cancel = this.options.timers.at(scheduledAt + (this.options.lateToleranceMs ?? 60_000) + 1_000, () => {
-        this.overlapChecks.delete(cancel);
-        void this.track(this.recordIfUnclaimed(state, scheduledAt));
-      });
-      this.overlapChecks.add(cancel);
-    }
-    return this.records.emit({ ...recordOfJob(state.job.declaration), outcome: 'skipped-overlap', scheduledAt: new Date(scheduledAt), trigger });
-  }
-
-  /** Records an occurrence skipped as overlapping that no instance claimed (see skipOverlap). */
-  private async recordIfUnclaimed(state: JobState, scheduledAt: number): Promise<void> {
-    const { declaration } = state.job;
-    if (!this.started || this.states.get(jobKeyOf(declaration)) !== state) return;
-    try {
-      const claimed = await this.runner.claim(declaration, runKeyOf({ scheduleId: declaration.dynamicSchedule?.id }, scheduledAt), randomUUID());
-      if (claimed.kind === 'unavailable') throw claimed.error;
-      if (claimed.kind === 'lost' || !(await claimed.claim.end({ outcome: 'skipped-overlap' }))) return;
-      this.options.logger.warn(`${declaration.name} @ ${new Date(scheduledAt).toISOString()} did not run: every instance that reached it was still running the previous occurrence (overlap 'skip')`);
-    } catch (error) {
-      this.options.logger.warn(`Could not check whether ${declaration.name} @ ${new Date(scheduledAt).toISOString()} ran somewhere: ${String(error)}`);
-    }
-  }
-
-  /** A claim of an instant this instance passed without running it: recorded missed (FAIL { outcome: 'missed' }) and reported. */
-  private async recordPassedClaim(state: JobState, passed: AheadClaim): Promise<void> {
-    const [claim] = await this.runner.won([passed]);
-    if (!claim) return;
-    if ((await this.runner.end([claim], { outcome: 'missed', missed: 1 })) > 0) this.records.missed(recordOfJob(state.job.declaration), [passed.scheduledAt], 1);
   }
 
   private async runOccurrence(state: JobState, scheduledAt: number, trigger: JobExecution['trigger'], tenantId?: string, claim?: HeldClaim): Promise<JobRunRecord[]> {
@@ -578,7 +499,7 @@ export class JobScheduleEngine {
     // A take-over runs the one (tenant's) occurrence that was abandoned.
     if (declaration.tenancy === 'global' || trigger === 'take-over') {
       // A runNow runs whatever runs already (as asked); an occurrence enters by the overlap policy.
-      const enter = trigger === 'run-now' || tenantId !== undefined ? undefined : this.enter(state);
+      const enter = trigger === 'run-now' || tenantId !== undefined ? undefined : () => state.occupancy.enter(declaration.overlap);
       return [this.records.emit(await this.runner.run({ job: declaration, handler, scheduledAt, trigger, tenantId, ahead, claim, enter }))];
     }
     let tenants: readonly unknown[];
@@ -590,8 +511,8 @@ export class JobScheduleEngine {
       return [this.records.emit({ name: declaration.name, outcome: 'failed', scheduledAt: new Date(scheduledAt), trigger, errorCode: 'JOB_TENANTS_UNAVAILABLE', error })];
     }
     // Each tenant in a run of its own: one failing does not stop the others.
-    const leave = trigger === 'run-now' ? () => undefined : await this.enter(state)();
-    if (!leave) return [await this.skipOverlap(state, scheduledAt, trigger)];
+    const leave = trigger === 'run-now' ? () => undefined : await state.occupancy.enter(declaration.overlap);
+    if (!leave) return [await this.unrun.skippedOverlap(state, scheduledAt, trigger)];
     try {
       return await this.tenantFanOut.run({ job: declaration, handler, scheduledAt, trigger, tenants });
     } finally {

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { JobAcquireResult } from '../job-scheduler/job-scheduler.types';
 import { occurrenceRunKey, runNowRunKey, tenantIdProblem } from './occurrence-keys';
 import { HeldClaim } from './occurrence/held-claim';
-import type { JobHandler, OccurrenceRunner } from './occurrence-runner';
+import type { JobHandler, OccurrenceRunner } from './occurrence/occurrence-runner';
 import { fromRandomOffset } from './random-walk';
 import type { JobDeclaration } from './schedule/job-declaration';
 import type { SchedulerLease, SchedulerLogger } from './scheduler-ports';

@@ -14,7 +14,7 @@ import { JobSchedulerService } from '../../job-scheduler/job-scheduler.service';
 import type { JobSchedulerDatabase } from '../../job-scheduler/lease-database';
 import { withLiveSchedules } from '../abandoned-occurrences';
 import { JobScheduleEngine } from '../job-schedule-engine';
-import type { JobHandler } from '../occurrence-runner';
+import type { JobHandler } from '../occurrence/occurrence-runner';
 import { createPrometheusJobMetrics } from '../prometheus-job-metrics';
 import { longestGapMs, resolveScheduledRetention, retentionPasses, type RetainedJob } from '../scheduled-retention';
 import { ScheduledRetentionTimer } from '../scheduled-retention.timer';

@@ -1,5 +1,5 @@
 import type { JobScheduleEngine } from '../job-schedule-engine';
-import type { JobHandler } from '../occurrence-runner';
+import type { JobHandler } from '../occurrence/occurrence-runner';
 import type { SchedulerLogger, SchedulerTimers } from '../scheduler-ports';
 import { declarationOfSchedule } from './dynamic-schedule-input';
 import { TOMBSTONE_RETENTION_MS, type StoredScheduleRow } from './dynamic-schedule.sql';

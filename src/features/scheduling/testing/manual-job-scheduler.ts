@@ -1,5 +1,5 @@
 import { JobScheduleEngine } from '../job-schedule-engine';
-import type { JobHandler } from '../occurrence-runner';
+import type { JobHandler } from '../occurrence/occurrence-runner';
 import { checkJobDeclaration } from '../schedule/job-declaration';
 import type { SchedulerLogger } from '../scheduler-ports';
 import type { JobRunListener, JobRunRecord, ScheduledJobOptions, TenantDirectory } from '../scheduling.types';

@@ -1,16 +1,16 @@
 import { randomUUID } from 'node:crypto';
-import { JobShutdownError, LostJobLeaseError } from '../job-scheduler/job-scheduler.errors';
-import type { JobLease } from '../job-scheduler/job-scheduler.types';
-import { describeFailure } from '../job-scheduler/lease-arguments';
-import type { HoldClock, LeaseHold } from '../job-scheduler/lease-hold';
-import { createSpanRunner } from '../job-scheduler/lease-telemetry';
-import { withJobExecution } from './job-execution-context';
-import { type ClaimOutcome, HeldClaim } from './occurrence/held-claim';
-import { runKeyOf } from './occurrence-keys';
-import type { JobDeclaration } from './schedule/job-declaration';
-import type { SchedulerLease, SchedulerLogger, SchedulerTimers } from './scheduler-ports';
-import { JobTimeoutError } from './scheduling.errors';
-import type { JobExecution, JobRunRecord } from './scheduling.types';
+import { JobShutdownError, LostJobLeaseError } from '../../job-scheduler/job-scheduler.errors';
+import type { JobLease } from '../../job-scheduler/job-scheduler.types';
+import { describeFailure } from '../../job-scheduler/lease-arguments';
+import type { HoldClock, LeaseHold } from '../../job-scheduler/lease-hold';
+import { createSpanRunner } from '../../job-scheduler/lease-telemetry';
+import { withJobExecution } from '../job-execution-context';
+import { type ClaimOutcome, HeldClaim } from './held-claim';
+import { runKeyOf } from '../occurrence-keys';
+import type { JobDeclaration } from '../schedule/job-declaration';
+import type { SchedulerLease, SchedulerLogger, SchedulerTimers } from '../scheduler-ports';
+import { JobTimeoutError } from '../scheduling.errors';
+import type { JobExecution, JobRunRecord } from '../scheduling.types';
 
 export type JobHandler = (execution: JobExecution) => Promise<void> | void;
 

@@ -1,8 +1,8 @@
 import type { AheadClaim, OccurrenceRunner } from './occurrence-runner';
-import type { JobDeclaration } from './schedule/job-declaration';
-import type { SchedulerLogger } from './scheduler-ports';
-import { schedulingErrors } from './scheduling.errors';
-import type { JobRunRecord } from './scheduling.types';
+import type { JobDeclaration } from '../schedule/job-declaration';
+import type { SchedulerLogger } from '../scheduler-ports';
+import { schedulingErrors } from '../scheduling.errors';
+import type { JobRunRecord } from '../scheduling.types';
 
 /** The longest claimAheadMs: a claim ahead holds its lease unheartbeated until the run starts. */
 const MAX_CLAIM_AHEAD_MS = 60_000;
@@ -11,8 +11,8 @@ const MAX_CLAIM_AHEAD_MS = 60_000;
 export interface AheadClaimHolder {
   job: { declaration: JobDeclaration };
   ahead?: AheadClaim;
-  /** Handlers of this job running on this instance now. */
-  running: number;
+  /** Handlers of this job running on this instance now (see JobOccupancy). */
+  occupancy: { readonly running: number };
 }
 
 /** What every record of a job says: its name, and its dynamic schedule's id if it is one. */
@@ -63,7 +63,7 @@ export class AheadClaims {
     // now would leave a row for an occurrence that may be missed, hiding it from the report.
     if (next <= now) return;
     // Busy with the job's previous run: an idle instance claims it (this one would skip it).
-    if (holder.running > 0) return;
+    if (holder.occupancy.running > 0) return;
     if (holder.ahead) this.handOver([holder]);
     holder.ahead = this.runner.claimAhead(holder.job.declaration, next);
   }

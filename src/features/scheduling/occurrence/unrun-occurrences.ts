@@ -1,0 +1,124 @@
+import { randomUUID } from 'node:crypto';
+import { type AheadClaimHolder, type AheadClaims, recordOfJob } from './ahead-claims';
+import { runKeyOf } from '../occurrence-keys';
+import type { AheadClaim, OccurrenceRunner } from './occurrence-runner';
+import { unrecordedInstants } from '../recorded-occurrences';
+import type { RunRecords } from '../run-records';
+import type { DueSince } from '../schedule/due-instants';
+import { jobKeyOf } from '../schedule/job-declaration';
+import type { SchedulerHistory, SchedulerLogger, SchedulerTimers } from '../scheduler-ports';
+import type { JobExecution, JobRunRecord } from '../scheduling.types';
+
+export interface UnrunOccurrencesOptions {
+  runner: OccurrenceRunner;
+  ahead: AheadClaims;
+  records: RunRecords;
+  timers: SchedulerTimers;
+  logger: SchedulerLogger;
+  history?: SchedulerHistory;
+  lateToleranceMs: number;
+  /** Keeps work in the engine's work in flight (idle(), stop()). */
+  track: <T>(work: Promise<T>) => Promise<T>;
+  /** Whether this job is still the engine's, running (not stopped, removed or replaced). */
+  current: (holder: AheadClaimHolder) => boolean;
+}
+
+/**
+ * Every way an occurrence that does not run here ends, written once: never silently. A claim
+ * held for it is handed over to the fleet (another instance runs it), or ended with the reason
+ * it must not run (FAIL `{ outcome }`: missed, skipped as overlapping everywhere), and the
+ * occurrences nobody ran are reported missed by the one instance that holds their record.
+ */
+export class UnrunOccurrences {
+  /** Timers of the checks that an occurrence skipped here as overlapping ran somewhere. */
+  private readonly overlapChecks = new Set<() => void>();
+
+  constructor(private readonly options: UnrunOccurrencesOptions) {}
+
+  /**
+   * An occurrence due while this instance still runs the job's previous one, skipped here: a claim
+   * ahead of it is handed over to the fleet; else an idle instance claims it. Should every instance
+   * be busy, nobody would: one lateness tolerance later, whoever finds it still unclaimed records
+   * it (FAIL `{ outcome: 'skipped-overlap' }`, a WARN line), so that it is never lost without a word.
+   */
+  async skippedOverlap(holder: AheadClaimHolder, scheduledAt: number, trigger: JobExecution['trigger']): Promise<JobRunRecord> {
+    const { runner, ahead, timers, records, lateToleranceMs } = this.options;
+    const declaration = holder.job.declaration;
+    const claimed = trigger === 'schedule' || trigger === 'catch-up' ? ahead.take(holder, scheduledAt) : undefined;
+    if (claimed) {
+      await runner.handOver(await runner.won([claimed]));
+    } else if (trigger === 'schedule' && declaration.tenancy === 'global') {
+      const cancel = timers.at(scheduledAt + lateToleranceMs + 1_000, () => {
+        this.overlapChecks.delete(cancel);
+        void this.options.track(this.recordIfUnclaimed(holder, scheduledAt));
+      });
+      this.overlapChecks.add(cancel);
+    }
+    return records.emit({ ...recordOfJob(declaration), outcome: 'skipped-overlap', scheduledAt: new Date(scheduledAt), trigger });
+  }
+
+  /** A claim of an instant this instance passed without running it (it stalled past the next one): recorded missed. */
+  async passedClaim(holder: AheadClaimHolder, passed: AheadClaim): Promise<void> {
+    const { runner, records } = this.options;
+    const [claim] = await runner.won([passed]);
+    if (!claim) return;
+    if ((await runner.end([claim], { outcome: 'missed', missed: 1 })) > 0) records.missed(recordOfJob(holder.job.declaration), [passed.scheduledAt], 1);
+  }
+
+  /**
+   * The latest due instant reached too late to run (and the ones before it): whoever takes its
+   * lease (claimed ahead, else now, with the job's lease) records it FAIL `{ outcome: 'missed' }`,
+   * its write retried within the lease, so that it is reported once, by one instance, and never
+   * run or reported again.
+   */
+  async dropped(holder: AheadClaimHolder, due: DueSince & { latest: number }): Promise<void> {
+    const { runner, ahead, logger, records } = this.options;
+    const declaration = holder.job.declaration;
+    const claimedAhead = ahead.take(holder, due.latest);
+    try {
+      const runKey = runKeyOf({ scheduleId: declaration.dynamicSchedule?.id }, due.latest);
+      const claimed = await (claimedAhead?.outcome ?? runner.claim(declaration, runKey, randomUUID()));
+      if (claimed.kind === 'unavailable') throw claimed.error;
+      if (claimed.kind === 'lost') return;
+      await claimed.claim.end({ outcome: 'missed', missed: due.count });
+    } catch (error) {
+      logger.warn(`Could not record missed occurrences of ${declaration.name}: ${String(error)}`);
+    }
+    const missed = await this.unrecorded(holder, due.earlier);
+    records.missed(recordOfJob(declaration), [...missed, due.latest], due.count - (due.earlier.length - missed.length));
+  }
+
+  /** The instants before a latest one this instance ran or recorded: those no instance recorded are reported missed. */
+  async before(holder: AheadClaimHolder, due: DueSince): Promise<void> {
+    const missed = await this.unrecorded(holder, due.earlier);
+    this.options.records.missed(recordOfJob(holder.job.declaration), missed, due.count - 1 - (due.earlier.length - missed.length));
+  }
+
+  /** Cancels the pending overlap checks (stop). */
+  stop(): void {
+    for (const cancel of this.overlapChecks) cancel();
+    this.overlapChecks.clear();
+  }
+
+  /** Records an occurrence skipped as overlapping that no instance claimed (see skippedOverlap). */
+  private async recordIfUnclaimed(holder: AheadClaimHolder, scheduledAt: number): Promise<void> {
+    const { runner, logger } = this.options;
+    const declaration = holder.job.declaration;
+    if (!this.options.current(holder)) return;
+    const instant = new Date(scheduledAt).toISOString();
+    try {
+      const claimed = await runner.claim(declaration, runKeyOf({ scheduleId: declaration.dynamicSchedule?.id }, scheduledAt), randomUUID());
+      if (claimed.kind === 'unavailable') throw claimed.error;
+      if (claimed.kind === 'lost' || !(await claimed.claim.end({ outcome: 'skipped-overlap' }))) return;
+      logger.warn(`${declaration.name} @ ${instant} did not run: every instance that reached it was still running the previous occurrence (overlap 'skip')`);
+    } catch (error) {
+      logger.warn(`Could not check whether ${declaration.name} @ ${instant} ran somewhere: ${String(error)}`);
+    }
+  }
+
+  /** Of these passed instants, those no instance recorded: a stalled instance must not report others' runs as missed. */
+  private unrecorded(holder: AheadClaimHolder, instants: number[]): Promise<number[]> {
+    const { history, timers, logger } = this.options;
+    return unrecordedInstants(history, jobKeyOf(holder.job.declaration), instants, timers, logger);
+  }
+}
