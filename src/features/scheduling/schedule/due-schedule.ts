@@ -49,25 +49,40 @@ export class CronSchedule implements DueSchedule {
   }
 
   next(after: number): number | null {
-    const wallAfter = wallTimeOf(after, this.timeZone);
-    const first = this.nextWallTime(wallAfter);
-    if (first === null) return null;
-    // Fast path: no clock change near [after, first]: wall time and instants move together.
-    const firstInstant = first - offsetAt(after, this.timeZone);
-    if (offsetAt(after - MAX_SHIFT_MS, this.timeZone) === offsetAt(firstInstant + MAX_SHIFT_MS, this.timeZone)) {
-      return firstInstant;
+    const offset = offsetAt(after, this.timeZone);
+    const wall = this.nextWallTime(after + offset);
+    if (wall === null) return null;
+    const instant = wall - offset;
+    // Fast path, when the offset at `after` also holds MAX_SHIFT_MS after it (no wall time up to
+    // after's comes again later) and MAX_SHIFT_MS either side of `instant` (`wall` occurs once,
+    // there, and no later wall time comes before it). Changes in between do not matter; a change
+    // just before `instant` does (a repeated wall time: its first occurrence is an hour earlier).
+    if (
+      offsetAt(after + MAX_SHIFT_MS, this.timeZone) === offset &&
+      offsetAt(instant - MAX_SHIFT_MS, this.timeZone) === offset &&
+      offsetAt(instant + MAX_SHIFT_MS, this.timeZone) === offset
+    ) {
+      return instant;
     }
-    return this.scan(after, wallAfter);
+    return this.nextByScan(after);
   }
 
-  /** Near a transition the order of wall times and instants differs: look at every candidate. */
-  private scan(after: number, wallAfter: number): number | null {
+  /**
+   * The reference: every candidate wall time from MAX_SHIFT_MS before `after`'s, each mapped to
+   * its instants by the rule, until none can come earlier. Slower; next() gives the same answer.
+   */
+  nextByScan(after: number): number | null {
+    const wallAfter = wallTimeOf(after, this.timeZone);
     let best: number | null = null;
+    let bestWall = 0;
     let wall = this.nextWallTime(wallAfter - MAX_SHIFT_MS - 1);
     while (wall !== null && wall <= wallAfter + HORIZON_MS) {
-      if (best !== null && wall > wallTimeOf(best, this.timeZone) + MAX_SHIFT_MS) break;
+      if (best !== null && wall > bestWall + MAX_SHIFT_MS) break;
       for (const instant of this.instantsFor(wall)) {
-        if (instant > after && (best === null || instant < best)) best = instant;
+        if (instant > after && (best === null || instant < best)) {
+          best = instant;
+          bestWall = wall;
+        }
       }
       wall = this.nextWallTime(wall);
     }
