@@ -43,7 +43,8 @@ export class CronSchedule implements DueSchedule {
     readonly expression: string,
     readonly timeZone: string,
   ) {
-    this.cron = new Cron(expression, { timezone: 'UTC', paused: true, mode: '5-part', domAndDow: false });
+    // A fixed offset of 0 rather than the zone 'UTC': the same wall times, without an Intl call per step.
+    this.cron = new Cron(expression, { utcOffset: 0, paused: true, mode: '5-part', domAndDow: false });
     this.everyHour = runsEveryHour(expression);
     this.description = `cron "${expression}" in ${timeZone}`;
   }
