@@ -22,9 +22,17 @@ export class IntervalSchedule implements DueSchedule {
   }
 }
 
+/**
+ * How far ahead every schedule must fire: 8 years (2928 days), the longest wait of a cron the
+ * grammar can write (29 February across a century year, as from 2096 to 2104). A cron that does
+ * not fire within it never fires (`0 0 30 2 *`); an interval may not be longer.
+ */
+export const SCHEDULE_HORIZON_MS = 8 * 366 * 86_400_000;
+/** The horizon as `every` text: `2928d`. */
+export const SCHEDULE_HORIZON_TEXT = `${SCHEDULE_HORIZON_MS / 86_400_000}d`;
+
 /** Clocks never move by more than this at a DST transition (2 h at most in the tz database). */
 const MAX_SHIFT_MS = 3 * 3_600_000;
-const HORIZON_MS = 8 * 366 * 86_400_000;
 
 /**
  * A cron expression evaluated on the wall clock of a time zone, with the DST rule:
@@ -77,7 +85,7 @@ export class CronSchedule implements DueSchedule {
     let best: number | null = null;
     let bestWall = 0;
     let wall = this.nextWallTime(wallAfter - MAX_SHIFT_MS - 1);
-    while (wall !== null && wall <= wallAfter + HORIZON_MS) {
+    while (wall !== null && wall <= wallAfter + SCHEDULE_HORIZON_MS) {
       if (best !== null && wall > bestWall + MAX_SHIFT_MS) break;
       for (const instant of this.instantsFor(wall)) {
         if (instant > after && (best === null || instant < best)) {
