@@ -5,7 +5,7 @@ import type { DynamicScheduleView } from '../scheduling/dynamic/dynamic-schedule
 import { scheduleRunKeyPrefix } from '../scheduling/occurrence-keys';
 import { compileSchedule } from '../scheduling/schedule/job-declaration';
 import type { DueSchedule } from '../scheduling/schedule/due-schedule';
-import { SchedulingError } from '../scheduling/scheduling.errors';
+import { DeclarationError, SchedulingError } from '../scheduling/scheduling.errors';
 import { buildTimeline, type Timeline } from './dashboard-timeline';
 import { describeSchedule, nextDueInstants, type ScheduleDescription } from './schedule-words';
 
@@ -27,6 +27,23 @@ const MAX_SCHEDULE_TIMELINE_ROWS = 12_000;
 const dueScheduleOf = (view: DynamicScheduleView): DueSchedule =>
   compileSchedule(view.handler, view.every === undefined ? { cron: view.cron, timeZone: view.timeZone } : { every: view.every });
 
+/**
+ * How the list shows a schedule: in words with its next instants, or, for a row stored by an
+ * earlier release that today's checks refuse (an interval past 8 years), why no instance runs it.
+ */
+const listedSchedule = (view: DynamicScheduleView, now: number): Pick<DashboardSchedule, 'schedule' | 'nextDue'> => {
+  let schedule: DueSchedule;
+  try {
+    schedule = dueScheduleOf(view);
+  } catch (error) {
+    if (!(error instanceof DeclarationError)) throw error;
+    const expression = view.every === undefined ? (view.cron ?? '') : `${view.every} ms`;
+    const reason = error.message.replace(/^Scheduled job "[^"]*": /, '');
+    return { schedule: { kind: view.every === undefined ? 'cron' : 'every', expression, words: `not run: ${reason}`, timeZone: view.timeZone ?? null }, nextDue: [] };
+  }
+  return { schedule: describeSchedule(schedule), nextDue: view.enabled ? nextDueInstants(schedule, now).map((date) => date.toISOString()) : [] };
+};
+
 /** The dynamic schedules (DynamicSchedulesModule), when the application has them: a page of them, and one's timeline. */
 @Injectable()
 export class JobSchedulerDashboardSchedules {
@@ -39,18 +56,14 @@ export class JobSchedulerDashboardSchedules {
   async page(after: string | undefined, now = Date.now()): Promise<{ schedules: DashboardSchedule[]; nextCursor: string | null }> {
     if (!this.dynamic) return { schedules: [], nextCursor: null };
     const page = await this.dynamic.list({ after, limit: 100 });
-    const schedules = page.schedules.map((view) => {
-      const schedule = dueScheduleOf(view);
-      return {
-        id: view.id,
-        handler: view.handler,
-        schedule: describeSchedule(schedule),
-        nextDue: view.enabled ? nextDueInstants(schedule, now).map((date) => date.toISOString()) : [],
-        enabled: view.enabled,
-        tenantId: view.tenantId ?? null,
-        modifiedAt: view.modifiedAt.toISOString(),
-      };
-    });
+    const schedules = page.schedules.map((view) => ({
+      id: view.id,
+      handler: view.handler,
+      ...listedSchedule(view, now),
+      enabled: view.enabled,
+      tenantId: view.tenantId ?? null,
+      modifiedAt: view.modifiedAt.toISOString(),
+    }));
     return { schedules, nextCursor: page.nextCursor ?? null };
   }
 

@@ -38,7 +38,7 @@ export class PeriodicTask {
 
   private arm(): void {
     if (this.stopped) return;
-    this.cancel = this.timers.at(this.timers.now() + this.periodMs, () => {
+    const fire = () => {
       this.cancel = undefined;
       this.running = this.work()
         .catch(this.onError)
@@ -47,6 +47,8 @@ export class PeriodicTask {
           this.arm();
         });
       if (this.observed) this.timers.observe?.(this.running);
-    });
+    };
+    const instant = this.timers.now() + this.periodMs;
+    this.cancel = this.timers.atPeriod ? this.timers.atPeriod(instant, this.periodMs, fire) : this.timers.at(instant, fire);
   }
 }

@@ -1,5 +1,6 @@
 import { parseInterval } from '../job-scheduler/duration';
 import type { JobSchedulerStatus } from '../job-scheduler/job-scheduler.entity';
+import { SCHEDULE_HORIZON_MS, SCHEDULE_HORIZON_TEXT } from './schedule/due-schedule';
 import type { JobDeclaration } from './schedule/job-declaration';
 import { schedulingErrors } from './scheduling.errors';
 
@@ -27,6 +28,10 @@ const GAPS_SAMPLED = 12;
 const durationOption = (field: string, value: unknown, fallback: string, lateToleranceMs: number): number => {
   const ms = parseInterval(value === undefined ? fallback : value);
   if (ms === null) throw schedulingErrors.invalidOption(`retention.${field}`, "a positive duration (ms, or text like '7d')", value);
+  if (field === 'every' && ms > SCHEDULE_HORIZON_MS) {
+    // As a job's interval: a period that never comes would silently switch retention off.
+    throw schedulingErrors.invalidOption('retention.every', `at most ${SCHEDULE_HORIZON_TEXT} (8 years, as a job's "every")`, value);
+  }
   if (field !== 'every' && ms <= lateToleranceMs) {
     // Missed detection reads a job's latest occurrence: a horizon inside the late tolerance could
     // prune it while an instance still catches up.

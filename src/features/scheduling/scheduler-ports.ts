@@ -12,6 +12,12 @@ export interface SchedulerTimers extends InstantTimers {
    * finish before it fires the next timer. System timers need not implement it.
    */
   observe?(operation: Promise<unknown>): void;
+  /**
+   * at(), for the next period of a PeriodicTask (`periodMs` apart). Manual timers may move such a
+   * timer on by whole periods without firing it while their owner says the work would find
+   * nothing (see ManualTimers). Optional: at() otherwise.
+   */
+  atPeriod?(instant: number, periodMs: number, fn: () => void): () => void;
 }
 
 /** The lease, with each operation shown to the timers (for manual clocks over a real database). */

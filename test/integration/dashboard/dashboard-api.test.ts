@@ -1,4 +1,4 @@
-import { DynamicSchedules } from '../../../src/features';
+import { DeclarationError, DynamicSchedules } from '../../../src/features';
 import { JobSchedulerDashboardModule, InvalidDashboardOptionsError } from '../../../src/features/dashboard';
 import { createTestDatabase, type TestDatabase } from '../../support/test-database';
 import { call, csrfFrom, type DashboardApp, OPERATOR, READER, seedRuns, startDashboardApp } from './dashboard-app';
@@ -255,5 +255,32 @@ describe('dynamic schedules in the dashboard', () => {
       ['pause', 'schedule tenant-42/weekly'],
       ['resume', 'schedule tenant-42/weekly'],
     ]);
+  });
+});
+
+describe('an interval past the schedule horizon', () => {
+  let app: DashboardApp;
+  afterAll(async () => {
+    await app?.close();
+  });
+
+  it('is refused at upsert, and a row stored with one earlier leaves the list answering (not 500)', async () => {
+    await database.sql('DELETE FROM "job-schedule"');
+    app = await startDashboardApp(database, { dynamic: true, start: false });
+    const schedules = app.app.get(DynamicSchedules);
+    await schedules.upsert({ id: 'tenant-7/daily', handler: 'reports.tenant-export', every: '1d' });
+    const forever = schedules.upsert({ id: 'tenant-7/forever', handler: 'reports.tenant-export', every: Number.MAX_SAFE_INTEGER });
+    await expect(forever).rejects.toThrow(DeclarationError);
+    await expect(forever).rejects.toThrow(/"every" must be at most 2928d \(8 years, 252979200000 ms/);
+    // A row an earlier release stored, with an interval no date can follow (new Date(next) is invalid).
+    await schedules.upsert({ id: 'tenant-7/legacy', handler: 'reports.tenant-export', every: '1h' });
+    await database.sql(`UPDATE "job-schedule" SET "everyMs" = $1 WHERE id = 'tenant-7/legacy'`, [String(Number.MAX_SAFE_INTEGER)]);
+
+    const listed = await call(app, '/jobs/api/schedules', { headers: { authorization: READER } });
+    expect(listed.status).toBe(200);
+    const [daily, legacy] = (listed.json as { schedules: { id: string; nextDue: string[]; schedule: { words: string } }[] }).schedules;
+    expect(daily).toMatchObject({ id: 'tenant-7/daily', schedule: { words: 'every day' } });
+    expect(daily.nextDue).toHaveLength(3);
+    expect(legacy).toMatchObject({ id: 'tenant-7/legacy', nextDue: [], schedule: { words: expect.stringMatching(/^not run: "every" must be at most 2928d/) } });
   });
 });

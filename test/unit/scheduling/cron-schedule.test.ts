@@ -66,6 +66,22 @@ describe('cron on a time zone, with the DST rule', () => {
     );
   });
 
+  it('applies the rule whatever the step from `after`: a long step lands on the first 01:30 of the fall-back day', () => {
+    // New York, 2024-11-03: 01:30 EDT (05:30Z), then 01:30 EST (06:30Z). From December 2023 (EST, as
+    // that night's second 01:30), the step is eleven months; from the day before, one day.
+    const sundaysOfNovember = new CronSchedule('30 1 * 11 0', 'America/New_York');
+    expect(sundaysOfNovember.next(Date.parse('2023-12-01T00:00:00Z'))).toBe(Date.parse('2024-11-03T05:30:00Z'));
+    expect(sundaysOfNovember.next(Date.parse('2024-11-02T00:00:00Z'))).toBe(Date.parse('2024-11-03T05:30:00Z'));
+    expect(sundaysOfNovember.next(Date.parse('2024-11-03T05:30:00Z'))).toBe(Date.parse('2024-11-10T06:30:00Z'));
+  });
+
+  it('applies the rule whatever the step from `after`: a long step gives no run at a skipped 02:30', () => {
+    // New York, 2024-03-10: 02:30 does not exist. From April 2023 (EDT) the step is eleven months.
+    const tenthOfMarch = new CronSchedule('30 2 10 3 *', 'America/New_York');
+    expect(tenthOfMarch.next(Date.parse('2023-04-01T00:00:00Z'))).toBe(Date.parse('2025-03-10T06:30:00Z'));
+    expect(tenthOfMarch.next(Date.parse('2024-03-09T00:00:00Z'))).toBe(Date.parse('2025-03-10T06:30:00Z'));
+  });
+
   it('is evaluated in UTC by default and on other zones (07:00 Paris is 06:00 UTC in March)', () => {
     expect(runsBetween(new CronSchedule('0 7 * * *', 'Europe/Paris'), '2026-03-02T05:58:00Z', '2026-03-03T00:00:00Z')).toEqual([
       '2026-03-02T06:00:00.000Z',

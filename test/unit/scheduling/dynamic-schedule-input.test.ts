@@ -45,6 +45,15 @@ describe('a dynamic schedule', () => {
     expect(() => checkScheduleInput({ id: 'x', handler: 'reports.other', every: '1m' }, known)).toThrow(/no @ScheduleHandler\('reports.other'\)/);
   });
 
+  it('refuses an interval past 8 years, naming the schedule', () => {
+    expect(checkScheduleInput({ id: 'x', handler: 'reports.tenant-report', every: '2928d' }, known).row).toMatchObject({ everyMs: 2928 * 86_400_000 });
+    const refused = () => checkScheduleInput({ id: 'tenant-7/forever', handler: 'reports.tenant-report', every: Number.MAX_SAFE_INTEGER }, known);
+    expect(refused).toThrow(DeclarationError);
+    expect(refused).toThrow('Scheduled job "tenant-7/forever": "every" must be at most 2928d (8 years, 252979200000 ms: a cron must fire within that too), got 9007199254740991');
+    // A row stored before the bound is no longer run (the sync logs why and leaves it).
+    expect(() => declarationOfSchedule(row({ everyMs: String(Number.MAX_SAFE_INTEGER) }))).toThrow(/"every" must be at most 2928d/);
+  });
+
   it('keys its occurrences by its id, which no other id can share, and reads them back', () => {
     const ids = ['a', 'a b', 'a%20b', 'a ', 'ü/ß', 'a\tb'];
     const keys = ids.map((id) => runKeyOf({ scheduleId: id }, Date.UTC(2027, 0, 1)));

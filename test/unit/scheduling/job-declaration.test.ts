@@ -2,6 +2,7 @@ import { DeclarationError, Scheduled } from '../../../src/features';
 import { cronExpressionError } from '../../../src/features/scheduling/schedule/cron-expression';
 import { parseInterval } from '../../../src/features/job-scheduler/duration';
 import { checkJobDeclaration } from '../../../src/features/scheduling/schedule/job-declaration';
+import { resolveScheduledRetention } from '../../../src/features/scheduling/scheduled-retention';
 
 const declare = (name: unknown, options: object) => () => checkJobDeclaration(name, options as never);
 
@@ -58,6 +59,24 @@ describe('job declarations', () => {
 
   it.each([0, -1, NaN, Infinity, 1.5, '0m', '15', 'soon', '-5m', null])('refuses the interval %p', (every) => {
     expect(declare('a.b', { every })).toThrow(DeclarationError);
+  });
+
+  it('bounds an interval by the horizon a cron must fire within: 8 years (2928d)', () => {
+    const bound = 2928 * 86_400_000;
+    expect(checkJobDeclaration('a.b', { every: '2928d' }).schedule).toMatchObject({ everyMs: bound });
+    expect(checkJobDeclaration('a.b', { every: bound }).schedule).toMatchObject({ everyMs: bound });
+    expect(declare('a.b', { every: bound + 1 })).toThrow(
+      new DeclarationError('a.b', `"every" must be at most 2928d (8 years, ${bound} ms: a cron must fire within that too), got ${bound + 1}`),
+    );
+    for (const every of [Number.MAX_SAFE_INTEGER, '2929d', '100000d', '9007199254740991ms']) {
+      expect(declare('a.b', { every })).toThrow(DeclarationError);
+      expect(declare('a.b', { every })).toThrow(/"every" must be at most 2928d/);
+    }
+    // The same bound for the retention period, the other `every`.
+    expect(resolveScheduledRetention({ every: '2928d' }, 60_000)).toMatchObject({ everyMs: bound });
+    expect(() => resolveScheduledRetention({ every: Number.MAX_SAFE_INTEGER }, 60_000)).toThrow(
+      expect.objectContaining({ code: 'INVALID_OPTIONS', message: 'SchedulingModule option retention.every must be at most 2928d (8 years, as a job\'s "every"), got 9007199254740991' }),
+    );
   });
 
   it('reads intervals', () => {

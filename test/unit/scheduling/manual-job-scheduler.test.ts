@@ -1,4 +1,5 @@
-import { FixedClock, InMemoryJobLease, ManualJobScheduler } from '../../../src/features/testing';
+import { FixedClock, InMemoryJobLease, ManualJobScheduler, ManualTimers } from '../../../src/features/testing';
+import { PeriodicTask } from '../../../src/features/scheduling/periodic-task';
 import type { JobExecution } from '../../../src/features';
 
 const deferred = () => {
@@ -290,6 +291,32 @@ describe('ManualJobScheduler', () => {
     expect((await scheduler.runNow('a.off'))[0].outcome).toBe('succeeded');
   });
 
+  it('advances years of a leap-day job in well under a second, the take-over scan keeping its rhythm', async () => {
+    const start = Date.parse('2027-01-01T00:00:00Z');
+    const scheduler = new ManualJobScheduler({ clock: new FixedClock(start) });
+    const due: string[] = [];
+    scheduler.register({ name: 'calendar.leap-day', cron: '0 0 29 2 *', run: (e) => void due.push(e.scheduledAt.toISOString()) });
+    await scheduler.start();
+    const timed = async (ms: number): Promise<number> => {
+      const started = performance.now();
+      await scheduler.advance(ms);
+      return performance.now() - started;
+    };
+    const fifteenMonths = await timed(Date.parse('2028-04-01T00:00:00Z') - start);
+    expect(due).toEqual(['2028-02-29T00:00:00.000Z']);
+    const fourYears = await timed(4 * 365 * 86_400_000);
+    expect(due).toEqual(['2028-02-29T00:00:00.000Z', '2032-02-29T00:00:00.000Z']);
+    expect(scheduler.runs.map((run) => run.outcome)).toEqual(['succeeded', 'succeeded']);
+    process.stdout.write(`advance: 15 months in ${Math.round(fifteenMonths)} ms, 4 more years in ${Math.round(fourYears)} ms\n`);
+    // Under a second on an idle machine; the bound leaves room for a loaded one.
+    expect(fifteenMonths + fourYears).toBeLessThan(5_000);
+    // The scan (every 30 s from the start) is still armed on its rhythm, past the last instant.
+    const scan = scheduler.pendingTimers.filter((at) => (at - start) % 30_000 === 0 && at !== Date.parse('2036-02-29T00:00:00Z'));
+    expect(scan).toHaveLength(1);
+    expect(scan[0] - scheduler.clock.now()).toBeGreaterThan(0);
+    expect(scan[0] - scheduler.clock.now()).toBeLessThanOrEqual(30_000);
+  });
+
   it('recomputes the next instant after a clock jump and never fires one twice', async () => {
     const clock = new FixedClock(0);
     const scheduler = new ManualJobScheduler({ clock });
@@ -301,5 +328,39 @@ describe('ManualJobScheduler', () => {
     await scheduler.advance(60_000);
     await scheduler.advance(60_000);
     expect(due).toEqual([60_000, 120_000]);
+  });
+});
+
+describe('ManualTimers with periodic work', () => {
+  it('skips the periods in which the work would find nothing, and fires the others on their rhythm', async () => {
+    let idle = true;
+    const timers = new ManualTimers(new FixedClock(0), { periodicWorkIdle: () => idle });
+    const worked: number[] = [];
+    const task = new PeriodicTask(timers, 1_000, async () => void worked.push(timers.now()), () => undefined);
+    const other: number[] = [];
+    task.start();
+    timers.at(4_500, () => {
+      other.push(timers.now());
+      idle = false; // e.g. a run starts: from now on the scan has something to look at
+    });
+    await timers.advance(7_000);
+    // 1 s to 4 s skipped; 4.5 s fires; from then on every period fires, still on the whole seconds.
+    expect(other).toEqual([4_500]);
+    expect(worked).toEqual([5_000, 6_000, 7_000]);
+    idle = true;
+    await timers.advance(1_000_000);
+    expect(worked).toEqual([5_000, 6_000, 7_000]);
+    expect(timers.pending).toEqual([1_008_000]);
+    await task.stop();
+  });
+
+  it('fires every period without the option', async () => {
+    const timers = new ManualTimers(new FixedClock(0));
+    let worked = 0;
+    const task = new PeriodicTask(timers, 1_000, async () => void worked++, () => undefined);
+    task.start();
+    await timers.advance(5_000);
+    expect(worked).toBe(5);
+    await task.stop();
   });
 });

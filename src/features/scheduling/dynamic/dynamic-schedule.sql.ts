@@ -111,7 +111,8 @@ WHERE "removedAt" IS NULL
 ORDER BY "id"
 LIMIT $5`.trim();
 
-  const changesSinceText = `SELECT ${columns} FROM ${table} WHERE "version" > $1::bigint ORDER BY "version" LIMIT $2`;
+  // t."version", the bigint: a bare "version" in ORDER BY names the output column, its text (10 before 9).
+  const changesSinceText = `SELECT ${columns} FROM ${table} AS t WHERE t."version" > $1::bigint ORDER BY t."version" LIMIT $2`;
   const currentVersionText = `SELECT COALESCE(max("version"), 0)::text AS "version" FROM ${table}`;
 
   return {

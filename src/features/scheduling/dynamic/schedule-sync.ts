@@ -16,12 +16,19 @@ export type ScheduleChange = Pick<StoredScheduleRow, 'id' | 'version'> & ({ remo
  * Keeps the engine's dynamic schedules equal to the table: all of them at boot, then every change
  * (of any instance) found by one indexed read of the versions above the last one seen, each poll.
  * A change is applied once, in version order; this instance's own writes are applied at once.
+ *
+ * What it remembers is bounded by the live schedules: a removed id is kept (a tombstone) only
+ * until the polls have read past its removal. From then on no read returns an older state of it,
+ * and a change the polls have read past, of an id not kept, is stale by construction: the polls
+ * applied that id's later state (or its removal) already.
  */
 export class ScheduleSync {
-  /** The greatest version this instance has read in order (the polls go on from it). */
+  /** The greatest version this instance has read in order (the polls go on from it); it never goes back. */
   private version = '0';
-  /** Per schedule, the version last applied: an older row (a poll behind a local write) is ignored. */
+  /** Per live schedule (run here or not), the version last applied: an older row (a poll behind a local write) is ignored. */
   private readonly applied = new Map<string, bigint>();
+  /** Per removed schedule, its removal's version, until the polls have read past it. */
+  private readonly tombstones = new Map<string, bigint>();
   private readonly unknownHandlers = new Set<string>();
   /** The change poll, every pollMs. */
   private readonly periodic: PeriodicTask;
@@ -40,13 +47,21 @@ export class ScheduleSync {
 
   /** Boot: every stored schedule into the engine, before it starts. A few statements for any number of schedules. */
   async load(): Promise<number> {
-    this.version = await this.store.currentVersion();
+    const version = await this.store.currentVersion();
     let loaded = 0;
     await this.forEachLive(async (row) => {
       if (await this.apply(row)) loaded++;
     });
+    // Only now: until then no version is "read past", and every row listed applies.
+    this.readUpTo(version);
+    this.forgetPassedRemovals();
     this.lastPolledAt = this.timers.now();
     return loaded;
+  }
+
+  /** Schedules whose version this instance keeps: the live ones, and removals the polls have not read past yet. */
+  get trackedCount(): number {
+    return this.applied.size + this.tombstones.size;
   }
 
   /** Polls every `pollMs` from now on. */
@@ -66,8 +81,9 @@ export class ScheduleSync {
       const rows = await this.store.changesSince(this.version, PAGE);
       for (const row of rows) {
         await this.apply(row);
-        this.version = row.version;
+        this.readUpTo(row.version);
       }
+      this.forgetPassedRemovals();
       if (rows.length < PAGE) break;
     }
     this.lastPolledAt = this.timers.now();
@@ -79,13 +95,17 @@ export class ScheduleSync {
    */
   async apply(change: ScheduleChange): Promise<boolean> {
     const version = BigInt(change.version);
-    const previous = this.applied.get(change.id);
-    if (previous !== undefined && previous >= version) return false;
-    this.applied.set(change.id, version);
+    const previous = this.applied.get(change.id) ?? this.tombstones.get(change.id);
+    if (previous === undefined ? version <= BigInt(this.version) : previous >= version) return false;
     if (change.removed) {
+      this.applied.delete(change.id);
+      if (version > BigInt(this.version)) this.tombstones.set(change.id, version);
+      else this.tombstones.delete(change.id);
       this.engine.remove(change.id);
       return false;
     }
+    this.tombstones.delete(change.id);
+    this.applied.set(change.id, version);
     const row = change as StoredScheduleRow;
     const handler = this.handlers.get(row.handler);
     if (!handler) {
@@ -114,9 +134,26 @@ export class ScheduleSync {
       live.add(row.id);
       await this.apply(row);
     });
-    for (const key of this.engine.jobNames) if (!live.has(key)) this.engine.remove(key);
-    this.version = version;
+    // Gone before `version` (their tombstones may be purged: no poll would tell). A schedule
+    // written here after it stays: the list may have passed its id before it came.
+    const upTo = BigInt(version);
+    const gone = (id: string) => !live.has(id) && (this.applied.get(id) ?? 0n) <= upTo;
+    for (const key of this.engine.jobNames) if (gone(key)) this.engine.remove(key);
+    for (const id of this.applied.keys()) if (gone(id)) this.applied.delete(id);
+    this.readUpTo(version);
+    this.forgetPassedRemovals();
     this.lastPolledAt = this.timers.now();
+  }
+
+  /** Every change up to `version` has been read: the polls go on from there (the cursor never goes back). */
+  private readUpTo(version: string): void {
+    if (BigInt(version) > BigInt(this.version)) this.version = version;
+  }
+
+  /** Removals at or below the cursor: no read returns an older state of those ids any more. */
+  private forgetPassedRemovals(): void {
+    const upTo = BigInt(this.version);
+    for (const [id, removedAt] of this.tombstones) if (removedAt <= upTo) this.tombstones.delete(id);
   }
 
   private async forEachLive(each: (row: StoredScheduleRow) => Promise<void>): Promise<void> {

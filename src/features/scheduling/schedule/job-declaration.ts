@@ -2,14 +2,13 @@ import { MAX_TIMER_MS } from '../../job-scheduler/job-scheduler.constants';
 import { DeclarationError } from '../scheduling.errors';
 import type { JobSchedule, ScheduledJobOptions, ScheduleOfRun } from '../scheduling.types';
 import { cronExpressionError } from './cron-expression';
-import { CronSchedule, type DueSchedule, IntervalSchedule } from './due-schedule';
+import { CronSchedule, type DueSchedule, IntervalSchedule, SCHEDULE_HORIZON_MS, SCHEDULE_HORIZON_TEXT } from './due-schedule';
 import { parseInterval } from '../../job-scheduler/duration';
 import { isKnownTimeZone } from './time-zone';
 
 /** `<context>.<job-name>`: two lowercase kebab-case segments; it is the lease's code (≤ 64). */
 const JOB_NAME = /^[a-z][a-z0-9]*(?:-[a-z0-9]+)*\.[a-z][a-z0-9]*(?:-[a-z0-9]+)*$/;
 const MAX_JOB_NAME = 64;
-const NEVER_HORIZON_MS = 8 * 366 * 86_400_000;
 /** How many tenants of a per-tenant job one instance runs at once, by default and at most. */
 export const DEFAULT_TENANT_CONCURRENCY = 8;
 export const MAX_TENANT_CONCURRENCY = 100;
@@ -70,6 +69,12 @@ export const compileSchedule = (name: string, schedule: unknown, now = Date.now(
     if (everyMs === null) {
       throw new DeclarationError(name, `"every" must be a positive whole number of ms or text like "15m", got ${String(every)}`);
     }
+    if (everyMs > SCHEDULE_HORIZON_MS) {
+      throw new DeclarationError(
+        name,
+        `"every" must be at most ${SCHEDULE_HORIZON_TEXT} (8 years, ${SCHEDULE_HORIZON_MS} ms: a cron must fire within that too), got ${String(every)}`,
+      );
+    }
     return new IntervalSchedule(everyMs);
   }
   const reason = cronExpressionError(cron);
@@ -78,7 +83,7 @@ export const compileSchedule = (name: string, schedule: unknown, now = Date.now(
   if (!isKnownTimeZone(zone)) throw new DeclarationError(name, `unknown time zone "${String(zone)}"`);
   const compiled = new CronSchedule((cron as string).trim(), zone);
   const first = compiled.next(now);
-  if (first === null || first - now > NEVER_HORIZON_MS) {
+  if (first === null || first - now > SCHEDULE_HORIZON_MS) {
     throw new DeclarationError(name, `the cron "${String(cron)}" never fires within 8 years`);
   }
   return compiled;

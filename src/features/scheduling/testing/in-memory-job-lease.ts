@@ -233,6 +233,12 @@ export class InMemoryJobLease implements SchedulerLease, SchedulerHistory, Aband
     Object.assign(row, { status: JobSchedulerStatus.FAIL, ownerToken: '', data: json === null ? null : JSON.parse(json), modifiedAt: this.clock.now() });
   }
 
+  /** Whether any run is RUNNING (held, or left by a holder that stopped): the only rows a take-over scan can find. */
+  hasRunningRuns(): boolean {
+    for (const row of this.rows.values()) if (row.status === JobSchedulerStatus.RUNNING) return true;
+    return false;
+  }
+
   /** Attempts of the run with this code and runKey, for assertions. */
   attemptsOf(code: string, runKey: string): number | undefined {
     for (const row of this.rows.values()) if (row.code === code && row.runKey === runKey) return row.attempts;

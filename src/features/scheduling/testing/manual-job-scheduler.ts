@@ -36,7 +36,9 @@ export class ManualJobScheduler {
   constructor(options: ManualJobSchedulerOptions = {}) {
     this.clock = options.clock ?? options.lease?.clock ?? new FixedClock();
     this.lease = options.lease ?? new InMemoryJobLease(this.clock);
-    this.timers = new ManualTimers(this.clock);
+    // The engine's periodic work is the take-over scan: with no RUNNING run in the lease (shared
+    // by the instances played), it finds nothing, so its idle periods are skipped, not fired.
+    this.timers = new ManualTimers(this.clock, { periodicWorkIdle: () => !this.lease.hasRunningRuns() });
     this.engine = new JobScheduleEngine({
       timers: this.timers,
       lease: this.lease,

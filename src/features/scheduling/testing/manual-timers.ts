@@ -5,6 +5,18 @@ interface ManualTimer {
   at: number;
   order: number;
   fn: () => void;
+  /** Set for a period of periodic work (SchedulerTimers.atPeriod). */
+  periodMs?: number;
+}
+
+export interface ManualTimersOptions {
+  /**
+   * Whether periodic work (a PeriodicTask, such as the take-over scan) would find nothing to do
+   * now. While it holds and nothing else is due or in flight, advance() moves such a timer on by
+   * whole periods without firing it: the same outcome, without a firing per period (a year of a
+   * 30 s scan is a million). Without it, every period fires.
+   */
+  periodicWorkIdle?: () => boolean;
 }
 
 /** Lets queued promise callbacks run (the in-memory lease and jobs resolve through them). */
@@ -21,19 +33,21 @@ export class ManualTimers implements SchedulerTimers {
   private readonly operations = new Set<Promise<unknown>>();
   private order = 0;
 
-  constructor(readonly clock: FixedClock = new FixedClock()) {}
+  constructor(
+    readonly clock: FixedClock = new FixedClock(),
+    private readonly options: ManualTimersOptions = {},
+  ) {}
 
   now(): number {
     return this.clock.now();
   }
 
   at(instant: number, fn: () => void): () => void {
-    const timer = { at: instant, order: this.order++, fn };
-    this.timers.push(timer);
-    return () => {
-      const index = this.timers.indexOf(timer);
-      if (index >= 0) this.timers.splice(index, 1);
-    };
+    return this.arm({ at: instant, order: this.order++, fn });
+  }
+
+  atPeriod(instant: number, periodMs: number, fn: () => void): () => void {
+    return this.arm({ at: instant, order: this.order++, fn, periodMs });
   }
 
   observe(operation: Promise<unknown>): void {
@@ -57,12 +71,37 @@ export class ManualTimers implements SchedulerTimers {
     for (;;) {
       const next = this.nextDue(target);
       if (!next) break;
+      if (next.periodMs !== undefined && this.options.periodicWorkIdle?.()) {
+        this.skipIdlePeriods(next, next.periodMs, target);
+        continue;
+      }
       this.timers.splice(this.timers.indexOf(next), 1);
       if (next.at > this.clock.now()) this.clock.set(next.at);
       next.fn();
       await this.settle();
     }
     if (target > this.clock.now()) this.clock.set(target);
+  }
+
+  private arm(timer: ManualTimer): () => void {
+    this.timers.push(timer);
+    return () => {
+      const index = this.timers.indexOf(timer);
+      if (index >= 0) this.timers.splice(index, 1);
+    };
+  }
+
+  /**
+   * The periodic timer is due and its work would find nothing; nothing is in flight (settled),
+   * so nothing changes before the next other timer: it moves to its first period from that
+   * timer's instant on (or past the target), as if each period between had fired and found
+   * nothing, re-armed each time (hence a new order).
+   */
+  private skipIdlePeriods(timer: ManualTimer, periodMs: number, target: number): void {
+    let until = target + 1;
+    for (const other of this.timers) if (other !== timer && other.at < until) until = other.at;
+    timer.at += Math.max(1, Math.ceil((until - timer.at) / periodMs)) * periodMs;
+    timer.order = this.order++;
   }
 
   /** Lets the work started so far reach its next wait on time, including lease I/O it was told of. */
