@@ -1,0 +1,566 @@
+import {
+  DECLARED_JOBS,
+  DYNAMIC_HANDLER,
+  DYNAMIC_LEASE_MS,
+  DYNAMIC_SCHEDULES,
+  instantsBetween,
+  LIBRARY_DEFAULTS,
+  occurrenceId,
+  runKeyOf,
+  TENANTS,
+} from './scheduler-chaos.catalogue';
+import type { RunOutcome, RunStart } from './scheduler-chaos.protocol';
+
+/**
+ * The verdict of a scheduler chaos run, a pure function of what was recorded: the handlers' own
+ * records (journals and chaos_runs), the lease table's rows, the instances' lives and the faults
+ * the orchestrator injected. It never trusts the library's view of what ran: a run is a handler
+ * that wrote that it started.
+ *
+ * Every occurrence due in the window (and every one that ran) gets one class:
+ * - once: one handler execution (completed, or interrupted: killed, aborted);
+ * - rerun-justified: more than one, each later one a take-over (trigger 'take-over', greater
+ *   fencing token) after its predecessor's instance provably lost the lease: it was SIGKILLed,
+ *   SIGSTOPped, cut from the database by the proxy or had its backends terminated, between the
+ *   predecessor's start (less a lease) and the re-run's start;
+ * - rerun-unjustified: any other re-run (a graceful shutdown, a clock step, nothing at all);
+ * - recorded-justified: no run, and the lease row says why in a way the faults explain: missed
+ *   while no instance was healthy, abandoned after its owner crashed or stalled, given back
+ *   because its dynamic schedule was removed;
+ * - recorded-unjustified: no run, and a row that no crash explains (dropped after a graceful
+ *   hand-over, given back unrun, left RUNNING, missed while instances were up): lost, with a trace;
+ * - lost-silently: no run and no row;
+ * - success-without-run: a SUCCESS row but no handler record (the evidence is broken);
+ * - unexpected-run: a run of an occurrence that was not due (a removed schedule's, long after).
+ * Orthogonally, two runs of one occurrence whose active times overlap are a concurrent execution
+ * (active = between start and end, less the time its process was stopped, less up to
+ * WAKE_GRACE_MS after it woke if it then ended aborted: a frozen owner learns its loss only when
+ * it runs again, as README says; those are counted apart, as frozen overlaps).
+ */
+
+export interface RunEvidence extends RunStart {
+  endedMs?: number;
+  outcome?: RunOutcome;
+  reason?: string;
+  inJournal: boolean;
+  inDb: boolean;
+}
+
+export interface LeaseRow {
+  code: string;
+  runKey: string;
+  status: 'RUNNING' | 'SUCCESS' | 'FAIL';
+  data: unknown;
+  lastError: unknown;
+  attempts: number;
+  fencingToken: number;
+  ownerId: string | null;
+  lockKey: string;
+  modifiedMs: number;
+  finishedMs: number | null;
+}
+
+export interface InstanceLife {
+  nodeId: string;
+  slot: number;
+  proxied: boolean;
+  spawnedMs: number;
+  readyMs?: number;
+  closingMs?: number;
+  killedMs?: number;
+  exitMs?: number;
+  stops: { fromMs: number; toMs?: number }[];
+}
+
+export type FaultEvent =
+  | { kind: 'kill'; nodeId: string; atMs: number; mode: string }
+  | { kind: 'term'; nodeId: string; atMs: number; mode: string; closed: boolean; exitMs?: number }
+  | { kind: 'stop'; nodeId: string; fromMs: number; toMs: number; mode: 'short' | 'long' }
+  | { kind: 'outage'; nodeIds: string[]; fromMs: number; toMs: number }
+  | { kind: 'backend-kill'; atMs: number; nodeIds: string[]; terminated: number }
+  | { kind: 'clock-step'; nodeId: string; atMs: number; offsetMs: number };
+
+export interface ScheduleChange {
+  scheduleId: string;
+  change: 'added' | 'removed';
+  sentMs: number;
+  doneMs: number;
+}
+
+export interface VerdictInput {
+  windowFromMs: number;
+  windowToMs: number;
+  /** When the evidence was read: the end of a run nobody saw end. */
+  collectedMs: number;
+  runs: RunEvidence[];
+  rows: LeaseRow[];
+  instances: InstanceLife[];
+  faults: FaultEvent[];
+  scheduleChanges: ScheduleChange[];
+}
+
+export type OccurrenceClass =
+  | 'once'
+  | 'rerun-justified'
+  | 'rerun-unjustified'
+  | 'recorded-justified'
+  | 'recorded-unjustified'
+  | 'lost-silently'
+  | 'success-without-run'
+  | 'unexpected-run';
+
+export const CLASSES: readonly OccurrenceClass[] = [
+  'once',
+  'rerun-justified',
+  'rerun-unjustified',
+  'recorded-justified',
+  'recorded-unjustified',
+  'lost-silently',
+  'success-without-run',
+  'unexpected-run',
+];
+
+/** The classes that fail a run. */
+export const FAILING_CLASSES: ReadonlySet<OccurrenceClass> = new Set([
+  'rerun-unjustified',
+  'recorded-unjustified',
+  'lost-silently',
+  'success-without-run',
+  'unexpected-run',
+]);
+
+/** After SIGCONT, how long an owner that learns its lease is lost may take to stop. */
+export const WAKE_GRACE_MS = 2_000;
+
+export interface ExpectedOccurrence {
+  code: string;
+  runKey: string;
+  scheduledAt: number;
+  /** The job's row in the report: its code, or the dynamic schedule. */
+  label: string;
+  leaseMs: number;
+  abandoned: 'take-over' | 'drop';
+  scheduleId?: string;
+  tenantId?: string;
+}
+
+export interface RunSummary {
+  nodeId: string;
+  trigger: string;
+  fencingToken: number;
+  /** ms from the due instant. */
+  startedAt: number;
+  endedAt?: number;
+  outcome: string;
+}
+
+export interface OccurrenceVerdict {
+  id: string;
+  label: string;
+  code: string;
+  runKey: string;
+  scheduledAt: string;
+  due: boolean;
+  class: OccurrenceClass;
+  detail: string;
+  runs: RunSummary[];
+  row?: { status: string; attempts: number; fencingToken: number; ownerId: string | null; data: unknown; lastError: unknown };
+  concurrentPairs: number;
+  frozenOverlaps: number;
+}
+
+export interface VerdictFigures {
+  occurrencesDue: number;
+  byClass: Record<OccurrenceClass, number>;
+  /** Due occurrences whose one run completed / was interrupted. */
+  onceCompleted: number;
+  onceInterrupted: number;
+  /** Occurrences with two handler executions active at once (frozen overlaps excepted). */
+  concurrent: number;
+  frozenOverlaps: number;
+  runs: number;
+  takeOverRuns: number;
+  runsMissingFromTable: number;
+  runsMissingFromJournal: number;
+  idempotencyKeyMismatches: number;
+  runsStartedAfterShutdownBegan: number;
+  runsStartedBeforeTheirInstant: number;
+}
+
+export interface Verdict {
+  figures: VerdictFigures;
+  /** Per job (label): due occurrences by class, and concurrent ones. */
+  byJob: Record<string, Record<OccurrenceClass | 'due' | 'concurrent', number>>;
+  occurrences: OccurrenceVerdict[];
+  ok: boolean;
+  failures: string[];
+}
+
+/** The occurrences due in the window, and those in the grey zone of a dynamic schedule's change. */
+export const expectedOccurrences = (input: Pick<VerdictInput, 'windowFromMs' | 'windowToMs' | 'scheduleChanges'>) => {
+  const due: ExpectedOccurrence[] = [];
+  const grey: ExpectedOccurrence[] = [];
+  /** Instants of a removed schedule long after its removal: none may run. */
+  const forbidden: ExpectedOccurrence[] = [];
+  const { windowFromMs: from, windowToMs: to } = input;
+  for (const job of DECLARED_JOBS) {
+    for (const scheduledAt of instantsBetween(job.everyMs, from, to)) {
+      const tenants = job.kind === 'tenant' ? TENANTS : [undefined];
+      for (const tenantId of tenants) {
+        due.push({
+          code: job.code,
+          runKey: runKeyOf(scheduledAt, { tenantId }),
+          scheduledAt,
+          label: job.code,
+          leaseMs: job.leaseMs,
+          abandoned: job.abandoned,
+          ...(tenantId === undefined ? {} : { tenantId }),
+        });
+      }
+    }
+  }
+  const seenWithin = LIBRARY_DEFAULTS.changePollMs + LIBRARY_DEFAULTS.dynamicClaimAheadMs + 1_000;
+  for (const schedule of DYNAMIC_SCHEDULES) {
+    const added = input.scheduleChanges.find((change) => change.scheduleId === schedule.id && change.change === 'added');
+    const removed = input.scheduleChanges.find((change) => change.scheduleId === schedule.id && change.change === 'removed');
+    for (const scheduledAt of instantsBetween(schedule.everyMs, from, to)) {
+      const occurrence: ExpectedOccurrence = {
+        code: DYNAMIC_HANDLER,
+        runKey: runKeyOf(scheduledAt, { scheduleId: schedule.id }),
+        scheduledAt,
+        label: `${DYNAMIC_HANDLER} [${schedule.id}]`,
+        leaseMs: DYNAMIC_LEASE_MS,
+        abandoned: 'take-over',
+        scheduleId: schedule.id,
+        ...(schedule.tenantId === undefined ? {} : { tenantId: schedule.tenantId }),
+      };
+      if (schedule.addedAt !== undefined && (!added || scheduledAt < added.sentMs)) continue;
+      if (added && scheduledAt < added.doneMs + LIBRARY_DEFAULTS.changePollMs + 1_000) grey.push(occurrence);
+      else if (removed && scheduledAt > removed.doneMs + seenWithin) forbidden.push(occurrence);
+      else if (removed && scheduledAt >= removed.sentMs - 1_000) grey.push(occurrence);
+      else due.push(occurrence);
+    }
+  }
+  return { due, grey, forbidden };
+};
+
+interface Interval {
+  from: number;
+  to: number;
+}
+
+const overlapMs = (a: Interval[], b: Interval[]): number => {
+  let total = 0;
+  for (const x of a) for (const y of b) total += Math.max(0, Math.min(x.to, y.to) - Math.max(x.from, y.from));
+  return total;
+};
+
+const minus = (intervals: Interval[], cut: Interval): Interval[] =>
+  intervals.flatMap((interval) => {
+    if (cut.to <= interval.from || cut.from >= interval.to) return [interval];
+    return [
+      ...(cut.from > interval.from ? [{ from: interval.from, to: cut.from }] : []),
+      ...(cut.to < interval.to ? [{ from: cut.to, to: interval.to }] : []),
+    ];
+  });
+
+const describe = (value: unknown): string => {
+  if (value === null || value === undefined) return 'none';
+  const text = JSON.stringify(value);
+  return text.length > 200 ? `${text.slice(0, 200)}...` : text;
+};
+
+/** Judges a chaos run's evidence. */
+export const judge = (input: VerdictInput): Verdict => {
+  const lives = new Map(input.instances.map((life) => [life.nodeId, life]));
+  const stopsOf = (nodeId: string): Interval[] =>
+    (lives.get(nodeId)?.stops ?? []).map((stop) => ({ from: stop.fromMs, to: stop.toMs ?? input.collectedMs }));
+
+  /** When a run stopped running: its recorded end, else its process's end (a kill), else the collection. */
+  const endOf = (run: RunEvidence): number => {
+    if (run.endedMs !== undefined) return run.endedMs;
+    const life = lives.get(run.nodeId);
+    return life?.killedMs ?? life?.exitMs ?? input.collectedMs;
+  };
+
+  /** The time a run's handler could execute, and whether a wake grace was taken off it. */
+  const activeOf = (run: RunEvidence): { intervals: Interval[]; frozen: boolean } => {
+    const end = endOf(run);
+    let intervals: Interval[] = [{ from: run.startedMs, to: Math.max(run.startedMs, end) }];
+    let frozen = false;
+    for (const stop of stopsOf(run.nodeId)) {
+      if (stop.to <= run.startedMs || stop.from >= end) continue;
+      intervals = minus(intervals, stop);
+      // Woken to a lost lease: it may run until it notices (its signal aborts), briefly.
+      if (run.outcome === 'aborted' && run.endedMs !== undefined && run.endedMs - stop.to <= WAKE_GRACE_MS && run.endedMs >= stop.to) {
+        intervals = minus(intervals, { from: stop.to, to: run.endedMs });
+        frozen = true;
+      }
+    }
+    return { intervals, frozen };
+  };
+
+  /** Faults at this instance, in [from, to], that make it lose its leases. */
+  const leaseLosses = (nodeId: string, from: number, to: number): string[] => {
+    const causes: string[] = [];
+    for (const fault of input.faults) {
+      switch (fault.kind) {
+        case 'kill':
+          if (fault.nodeId === nodeId && fault.atMs >= from && fault.atMs <= to) causes.push(`SIGKILL (${fault.mode})`);
+          break;
+        case 'stop':
+          if (fault.nodeId === nodeId && fault.fromMs <= to && fault.toMs >= from) causes.push(`SIGSTOP ${fault.toMs - fault.fromMs} ms`);
+          break;
+        case 'outage':
+          if (fault.nodeIds.includes(nodeId) && fault.fromMs <= to && fault.toMs >= from) causes.push(`proxy cut ${fault.toMs - fault.fromMs} ms`);
+          break;
+        case 'backend-kill':
+          if (fault.nodeIds.includes(nodeId) && fault.atMs >= from && fault.atMs <= to) causes.push('backends terminated');
+          break;
+        default:
+          break;
+      }
+    }
+    return causes;
+  };
+
+  /** Other events at this instance in [from, to]: context for what is not justified. */
+  const otherEvents = (nodeId: string, from: number, to: number): string[] =>
+    input.faults.flatMap((fault) => {
+      if (fault.kind === 'term' && fault.nodeId === nodeId && fault.atMs >= from && fault.atMs <= to) return [`SIGTERM (${fault.mode})`];
+      if (fault.kind === 'clock-step' && fault.nodeId === nodeId && fault.atMs >= from && fault.atMs <= to) return [`clock step ${fault.offsetMs} ms`];
+      return [];
+    });
+
+  const healthyAt = (life: InstanceLife, at: number): boolean => {
+    if (life.readyMs === undefined || life.readyMs > at) return false;
+    const gone = Math.min(life.closingMs ?? Infinity, life.killedMs ?? Infinity, life.exitMs ?? Infinity);
+    if (at >= gone) return false;
+    if (life.stops.some((stop) => stop.fromMs <= at && (stop.toMs ?? Infinity) > at)) return false;
+    return !(life.proxied && input.faults.some((fault) => fault.kind === 'outage' && fault.nodeIds.includes(life.nodeId) && fault.fromMs <= at && fault.toMs > at));
+  };
+  const healthyCountAt = (at: number): number => input.instances.filter((life) => healthyAt(life, at)).length;
+
+  /**
+   * Whether an instance had time to see a change made at `fromMs` by `toMs`: it booted after it
+   * (it read the table), or it was up and reachable for a change poll and more in between.
+   */
+  const couldHaveSeen = (nodeId: string, fromMs: number, toMs: number): boolean => {
+    const life = lives.get(nodeId);
+    if (!life || life.spawnedMs >= fromMs) return true;
+    let blind = 0;
+    for (const stop of life.stops) blind += overlapMs([{ from: stop.fromMs, to: stop.toMs ?? toMs }], [{ from: fromMs, to: toMs }]);
+    if (life.proxied) {
+      for (const fault of input.faults) {
+        if (fault.kind === 'outage' && fault.nodeIds.includes(nodeId)) blind += overlapMs([{ from: fault.fromMs, to: fault.toMs }], [{ from: fromMs, to: toMs }]);
+      }
+    }
+    return toMs - fromMs - blind >= LIBRARY_DEFAULTS.changePollMs + 2_000;
+  };
+
+  const { due, grey, forbidden } = expectedOccurrences(input);
+  const expected = new Map<string, { occurrence: ExpectedOccurrence; due: boolean; forbidden: boolean }>();
+  for (const occurrence of due) expected.set(occurrenceId(occurrence), { occurrence, due: true, forbidden: false });
+  for (const occurrence of grey) expected.set(occurrenceId(occurrence), { occurrence, due: false, forbidden: false });
+  for (const occurrence of forbidden) expected.set(occurrenceId(occurrence), { occurrence, due: false, forbidden: true });
+
+  const runsOf = new Map<string, RunEvidence[]>();
+  for (const run of input.runs) {
+    if (run.scheduledAt < input.windowFromMs || run.scheduledAt > input.windowToMs) continue;
+    const id = occurrenceId(run);
+    runsOf.set(id, [...(runsOf.get(id) ?? []), run]);
+  }
+  const rowOf = new Map(input.rows.map((row) => [occurrenceId(row), row]));
+
+  const occurrences: OccurrenceVerdict[] = [];
+  let idempotencyKeyMismatches = 0;
+  const ids = new Set([...[...expected.entries()].filter(([, entry]) => entry.due).map(([id]) => id), ...runsOf.keys()]);
+  for (const [id, entry] of expected) if (!entry.due && rowOf.has(id) && !ids.has(id) && !entry.forbidden) ids.add(id);
+
+  for (const id of ids) {
+    const entry = expected.get(id);
+    const runs = [...(runsOf.get(id) ?? [])].sort((a, b) => a.startedMs - b.startedMs);
+    const row = rowOf.get(id);
+    const first = runs[0];
+    const code = entry?.occurrence.code ?? first?.code ?? '';
+    const runKey = entry?.occurrence.runKey ?? first?.runKey ?? '';
+    const scheduledAt = entry?.occurrence.scheduledAt ?? first?.scheduledAt ?? 0;
+    const leaseMs = entry?.occurrence.leaseMs ?? DYNAMIC_LEASE_MS;
+    if (row) for (const run of runs) if (run.idempotencyKey !== row.lockKey) idempotencyKeyMismatches++;
+
+    let cls: OccurrenceClass;
+    let detail: string;
+    const removal = entry?.forbidden ? input.scheduleChanges.find((change) => change.scheduleId === entry.occurrence.scheduleId && change.change === 'removed') : undefined;
+    const seenBy = removal ? runs.filter((run) => couldHaveSeen(run.nodeId, removal.doneMs, run.startedMs)) : [];
+    if (!entry || (entry.forbidden && seenBy.length > 0)) {
+      cls = 'unexpected-run';
+      detail = entry
+        ? `ran on ${seenBy.map((run) => run.nodeId).join(', ')}, which had been up long enough to see its schedule's removal`
+        : 'ran, but no schedule makes it due';
+    } else if (entry.forbidden) {
+      cls = 'once';
+      detail = `ran after its schedule's removal, on ${runs.map((run) => run.nodeId).join(', ')}, which could not have seen it yet (stopped or cut off)`;
+    } else if (runs.length === 0) {
+      ({ cls, detail } = judgeUnrun(row, entry.occurrence));
+    } else if (runs.length === 1) {
+      cls = 'once';
+      detail = `${first.outcome ?? (lives.get(first.nodeId)?.killedMs !== undefined ? 'killed' : 'cut off')} on ${first.nodeId} (${first.trigger})`;
+    } else {
+      // Owner after owner, by fencing token: each later one must be a take-over of a lease its
+      // predecessor provably lost, and must start after it (a stale owner starting later ran
+      // under a lease it had lost).
+      const problems: string[] = [];
+      const causes: string[] = [];
+      const owners = [...runs].sort((a, b) => a.fencingToken - b.fencingToken || a.startedMs - b.startedMs);
+      for (let index = 1; index < owners.length; index++) {
+        const [before, after] = [owners[index - 1], owners[index]];
+        const name = `${after.nodeId} (token ${after.fencingToken})`;
+        if (after.fencingToken === before.fencingToken) problems.push(`${before.nodeId} and ${after.nodeId} ran with the same fencing token ${after.fencingToken}`);
+        if (after.trigger !== 'take-over') problems.push(`${name} ran with trigger '${after.trigger}', not 'take-over'`);
+        if (before.startedMs > after.startedMs) {
+          problems.push(`${before.nodeId} (token ${before.fencingToken}) started ${before.startedMs - after.startedMs} ms after ${name}: it ran under a lease already taken from it`);
+        }
+        const from = Math.min(before.startedMs, after.startedMs) - leaseMs;
+        const to = Math.max(before.startedMs, after.startedMs);
+        const losses = leaseLosses(before.nodeId, from, to);
+        if (losses.length === 0) {
+          const context = otherEvents(before.nodeId, from, to);
+          problems.push(
+            `no crash, stall or database loss at ${before.nodeId} (token ${before.fencingToken}) before ${name} took over` +
+              (context.length > 0 ? ` (it had: ${context.join(', ')})` : ''),
+          );
+        } else {
+          causes.push(`${before.nodeId}: ${[...new Set(losses)].join(', ')}`);
+        }
+      }
+      cls = problems.length === 0 ? 'rerun-justified' : 'rerun-unjustified';
+      detail = problems.length === 0 ? `re-run after ${causes.join('; ')}` : problems.join('; ');
+    }
+
+    // Concurrent executions: any two runs whose active times overlap.
+    let concurrentPairs = 0;
+    let frozenOverlaps = 0;
+    const actives = runs.map(activeOf);
+    for (let a = 0; a < runs.length; a++) {
+      for (let b = a + 1; b < runs.length; b++) {
+        const raw = overlapMs([{ from: runs[a].startedMs, to: endOf(runs[a]) }], [{ from: runs[b].startedMs, to: endOf(runs[b]) }]);
+        if (overlapMs(actives[a].intervals, actives[b].intervals) > 0) concurrentPairs++;
+        else if (raw > 0) frozenOverlaps++;
+      }
+    }
+    if (concurrentPairs > 0) detail += `; ${concurrentPairs} pair(s) of runs active at once`;
+
+    occurrences.push({
+      id,
+      label: entry?.occurrence.label ?? code,
+      code,
+      runKey,
+      scheduledAt: new Date(scheduledAt).toISOString(),
+      due: entry?.due ?? false,
+      class: cls,
+      detail,
+      runs: runs.map((run) => ({
+        nodeId: run.nodeId,
+        trigger: run.trigger,
+        fencingToken: run.fencingToken,
+        startedAt: run.startedMs - scheduledAt,
+        ...(run.endedMs === undefined ? {} : { endedAt: run.endedMs - scheduledAt }),
+        outcome: run.outcome ? `${run.outcome}${run.reason ? ` (${run.reason})` : ''}` : lives.get(run.nodeId)?.killedMs !== undefined ? 'killed' : 'no end',
+      })),
+      ...(row
+        ? { row: { status: row.status, attempts: row.attempts, fencingToken: row.fencingToken, ownerId: row.ownerId, data: row.data, lastError: row.lastError } }
+        : {}),
+      concurrentPairs,
+      frozenOverlaps,
+    });
+  }
+
+  function judgeUnrun(row: LeaseRow | undefined, occurrence: ExpectedOccurrence): { cls: OccurrenceClass; detail: string } {
+    const at = occurrence.scheduledAt;
+    if (!row) {
+      return { cls: 'lost-silently', detail: `no run and no row; ${healthyCountAt(at)} instance(s) healthy at the instant` };
+    }
+    if (row.status === 'SUCCESS') return { cls: 'success-without-run', detail: `SUCCESS by ${row.ownerId} without any handler record` };
+    if (row.status === 'RUNNING') {
+      return { cls: 'recorded-unjustified', detail: `left RUNNING by ${row.ownerId} (attempts ${row.attempts}), never run, not taken over by the end` };
+    }
+    const data = (row.data ?? {}) as { outcome?: unknown; abandoned?: unknown; released?: unknown; reason?: unknown; error?: { code?: unknown } };
+    if (data.outcome === 'missed') {
+      const healthy = healthyCountAt(at);
+      return healthy === 0
+        ? { cls: 'recorded-justified', detail: 'missed while no instance was healthy' }
+        : { cls: 'recorded-unjustified', detail: `recorded missed by ${row.ownerId} while ${healthy} instance(s) were healthy at the instant` };
+    }
+    if (data.abandoned === true || data.error?.code === 'JOB_ABANDONED') {
+      const owner = row.ownerId ?? '';
+      const claimAhead = Math.max(LIBRARY_DEFAULTS.claimAheadMs, LIBRARY_DEFAULTS.dynamicClaimAheadMs);
+      const from = at - claimAhead - occurrence.leaseMs - 2_000;
+      const to = row.finishedMs ?? row.modifiedMs;
+      const losses = leaseLosses(owner, from, to);
+      if (losses.length > 0) return { cls: 'recorded-justified', detail: `abandoned unrun (${occurrence.abandoned}) after ${owner}: ${[...new Set(losses)].join(', ')}` };
+      const context = otherEvents(owner, from, to);
+      return {
+        cls: 'recorded-unjustified',
+        detail: `abandoned unrun (${occurrence.abandoned}, attempts ${row.attempts}) although its owner ${owner} neither crashed nor stalled` +
+          (context.length > 0 ? ` (it had: ${context.join(', ')})` : ''),
+      };
+    }
+    if (data.released === true) {
+      const removed =
+        occurrence.scheduleId !== undefined &&
+        input.scheduleChanges.some((change) => change.scheduleId === occurrence.scheduleId && change.change === 'removed') &&
+        (data.reason === 'schedule removed' || data.reason === 'schedule changed');
+      return removed
+        ? { cls: 'recorded-justified', detail: `given back: ${String(data.reason)}` }
+        : { cls: 'recorded-unjustified', detail: `given back unrun by ${row.ownerId} (${describe(data.reason)}), and nobody ran it` };
+    }
+    return { cls: 'recorded-unjustified', detail: `FAIL unrun by ${row.ownerId}: data ${describe(row.data)}, lastError ${describe(row.lastError)}` };
+  }
+
+  const byClass = Object.fromEntries(CLASSES.map((cls) => [cls, 0])) as Record<OccurrenceClass, number>;
+  const byJob: Verdict['byJob'] = {};
+  let onceCompleted = 0;
+  let onceInterrupted = 0;
+  for (const occurrence of occurrences) {
+    // Grey occurrences (a dynamic schedule changing) count only for what no change excuses.
+    const counted = occurrence.due || occurrence.class === 'unexpected-run' || occurrence.class === 'rerun-unjustified' || occurrence.concurrentPairs > 0;
+    if (!counted) continue;
+    byClass[occurrence.class]++;
+    const job = (byJob[occurrence.label] ??= Object.fromEntries([...CLASSES, 'due', 'concurrent'].map((key) => [key, 0])) as Verdict['byJob'][string]);
+    if (occurrence.due) job.due++;
+    job[occurrence.class]++;
+    if (occurrence.concurrentPairs > 0) job.concurrent++;
+    if (occurrence.class === 'once') {
+      if (occurrence.runs[0].outcome === 'completed') onceCompleted++;
+      else onceInterrupted++;
+    }
+  }
+
+  const closingOf = new Map(input.instances.map((life) => [life.nodeId, life.closingMs]));
+  const inWindow = input.runs.filter((run) => run.scheduledAt >= input.windowFromMs && run.scheduledAt <= input.windowToMs);
+  const figures: VerdictFigures = {
+    occurrencesDue: occurrences.filter((occurrence) => occurrence.due).length,
+    byClass,
+    onceCompleted,
+    onceInterrupted,
+    concurrent: occurrences.filter((occurrence) => occurrence.concurrentPairs > 0).length,
+    frozenOverlaps: occurrences.reduce((sum, occurrence) => sum + occurrence.frozenOverlaps, 0),
+    runs: inWindow.length,
+    takeOverRuns: inWindow.filter((run) => run.trigger === 'take-over').length,
+    runsMissingFromTable: inWindow.filter((run) => !run.inDb).length,
+    runsMissingFromJournal: inWindow.filter((run) => !run.inJournal).length,
+    idempotencyKeyMismatches,
+    runsStartedAfterShutdownBegan: inWindow.filter((run) => {
+      const closing = closingOf.get(run.nodeId);
+      return closing !== undefined && run.startedMs > closing + 100;
+    }).length,
+    runsStartedBeforeTheirInstant: inWindow.filter((run) => run.startedMs < run.scheduledAt - 100).length,
+  };
+
+  const failures: string[] = [];
+  for (const cls of CLASSES) if (FAILING_CLASSES.has(cls) && byClass[cls] > 0) failures.push(`${byClass[cls]} occurrence(s) ${cls}`);
+  if (figures.concurrent > 0) failures.push(`${figures.concurrent} occurrence(s) with concurrent executions`);
+  if (idempotencyKeyMismatches > 0) failures.push(`${idempotencyKeyMismatches} run(s) whose idempotencyKey is not their row's lockKey`);
+  if (figures.runsMissingFromJournal > 0) failures.push(`${figures.runsMissingFromJournal} run(s) in chaos_runs but not in a journal (evidence broken)`);
+  return { figures, byJob, occurrences, ok: failures.length === 0, failures };
+};
