@@ -1,5 +1,14 @@
 import type { SchedulerChaosConfig } from './scheduler-chaos.config';
-import { CLASSES, FAILING_CLASSES, type FaultEvent, type OccurrenceClass, type OccurrenceVerdict, type Verdict, type VerdictFigures } from './scheduler-chaos.verdict';
+import {
+  CLASSES,
+  FAILING_CLASSES,
+  type FaultEvent,
+  type OccurrenceClass,
+  type OccurrenceVerdict,
+  type RecordKind,
+  type Verdict,
+  type VerdictFigures,
+} from './scheduler-chaos.verdict';
 
 export interface FaultCounts {
   kills: number;
@@ -102,6 +111,16 @@ const COLUMNS: Array<[OccurrenceClass | 'due' | 'concurrent', string]> = [
   ['concurrent', 'concurrent'],
 ];
 
+const RECORD_LABELS: Record<RecordKind, string> = {
+  none: 'no row (lost silently)',
+  success: 'SUCCESS (but no handler record)',
+  running: 'left RUNNING',
+  missed: "FAIL { outcome: 'missed' }",
+  abandoned: 'FAIL { abandoned: true } (JOB_ABANDONED)',
+  'given back': 'FAIL { released: true } (given back)',
+  failed: 'FAIL, other',
+};
+
 const table = (header: string[], rows: string[][], alignRight: boolean[]): string => {
   const widths = header.map((cell, index) => Math.max(cell.length, ...rows.map((row) => row[index].length)));
   const line = (cells: string[]) => `| ${cells.map((cell, index) => (alignRight[index] ? cell.padStart(widths[index]) : cell.padEnd(widths[index]))).join(' | ')} |`;
@@ -141,6 +160,19 @@ export const renderReport = (report: SchedulerChaosReport): string => {
       `frozen overlaps (a stopped owner woke and stopped within 2 s) ${figures.frozenOverlaps}; runs started after their instance began shutting down ${figures.runsStartedAfterShutdownBegan}; ` +
       `runs started before their due instant ${figures.runsStartedBeforeTheirInstant}; runs missing from chaos_runs ${figures.runsMissingFromTable} / from the journals ${figures.runsMissingFromJournal}`,
   ];
+  const unrun = Object.entries(figures.unrunByRecord);
+  if (unrun.length > 0) {
+    lines.push(
+      '',
+      'Due occurrences that did not run, by what their lease row says:',
+      '',
+      table(
+        ['row', 'justified', 'NOT justified'],
+        unrun.map(([record, counts]) => [RECORD_LABELS[record as RecordKind], String(counts?.justified ?? 0), String(counts?.unjustified ?? 0)]),
+        [false, true, true],
+      ),
+    );
+  }
   if (report.failures.length > 0) lines.push('', '**Failures**', '', ...report.failures.map((failure) => `- ${failure}`));
   if (report.problems.length > 0) lines.push('', '**Problems** (the run proves less than it says)', '', ...report.problems.map((problem) => `- ${problem.split('\n')[0]}`));
   const exampleKeys = Object.keys(report.examples) as Array<keyof SchedulerChaosReport['examples']>;

@@ -154,6 +154,9 @@ export interface RunSummary {
   outcome: string;
 }
 
+/** What the lease row of an occurrence that did not run says. */
+export type RecordKind = 'none' | 'success' | 'running' | 'missed' | 'abandoned' | 'given back' | 'failed';
+
 export interface OccurrenceVerdict {
   id: string;
   label: string;
@@ -167,11 +170,15 @@ export interface OccurrenceVerdict {
   row?: { status: string; attempts: number; fencingToken: number; ownerId: string | null; data: unknown; lastError: unknown };
   concurrentPairs: number;
   frozenOverlaps: number;
+  /** For occurrences that did not run: what their row says. */
+  record?: RecordKind;
 }
 
 export interface VerdictFigures {
   occurrencesDue: number;
   byClass: Record<OccurrenceClass, number>;
+  /** Due occurrences that did not run, by what their row says, justified or not. */
+  unrunByRecord: Partial<Record<RecordKind, { justified: number; unjustified: number }>>;
   /** Due occurrences whose one run completed / was interrupted. */
   onceCompleted: number;
   onceInterrupted: number;
@@ -390,6 +397,7 @@ export const judge = (input: VerdictInput): Verdict => {
 
     let cls: OccurrenceClass;
     let detail: string;
+    let record: RecordKind | undefined;
     const removal = entry?.forbidden ? input.scheduleChanges.find((change) => change.scheduleId === entry.occurrence.scheduleId && change.change === 'removed') : undefined;
     const seenBy = removal ? runs.filter((run) => couldHaveSeen(run.nodeId, removal.doneMs, run.startedMs)) : [];
     if (!entry || (entry.forbidden && seenBy.length > 0)) {
@@ -401,7 +409,7 @@ export const judge = (input: VerdictInput): Verdict => {
       cls = 'once';
       detail = `ran after its schedule's removal, on ${runs.map((run) => run.nodeId).join(', ')}, which could not have seen it yet (stopped or cut off)`;
     } else if (runs.length === 0) {
-      ({ cls, detail } = judgeUnrun(row, entry.occurrence));
+      ({ cls, detail, record } = judgeUnrun(row, entry.occurrence));
     } else if (runs.length === 1) {
       cls = 'once';
       detail = `${first.outcome ?? (lives.get(first.nodeId)?.killedMs !== undefined ? 'killed' : 'cut off')} on ${first.nodeId} (${first.trigger})`;
@@ -472,24 +480,40 @@ export const judge = (input: VerdictInput): Verdict => {
         : {}),
       concurrentPairs,
       frozenOverlaps,
+      ...(record ? { record } : {}),
     });
   }
 
-  function judgeUnrun(row: LeaseRow | undefined, occurrence: ExpectedOccurrence): { cls: OccurrenceClass; detail: string } {
+  /** Every fault at this instance around an instant, for the detail of what is not justified. */
+  function around(nodeId: string | null, at: number): string {
+    if (!nodeId) return '';
+    const events = [...new Set([...leaseLosses(nodeId, at - 15_000, at + 15_000), ...otherEvents(nodeId, at - 15_000, at + 15_000)])];
+    return events.length > 0 ? ` (within 15 s of the instant ${nodeId} had: ${events.join(', ')})` : '';
+  }
+
+  function judgeUnrun(row: LeaseRow | undefined, occurrence: ExpectedOccurrence): { cls: OccurrenceClass; detail: string; record: RecordKind } {
     const at = occurrence.scheduledAt;
     if (!row) {
-      return { cls: 'lost-silently', detail: `no run and no row; ${healthyCountAt(at)} instance(s) healthy at the instant` };
+      return { cls: 'lost-silently', detail: `no run and no row; ${healthyCountAt(at)} instance(s) healthy at the instant`, record: 'none' };
     }
-    if (row.status === 'SUCCESS') return { cls: 'success-without-run', detail: `SUCCESS by ${row.ownerId} without any handler record` };
+    if (row.status === 'SUCCESS') return { cls: 'success-without-run', detail: `SUCCESS by ${row.ownerId} without any handler record`, record: 'success' };
     if (row.status === 'RUNNING') {
-      return { cls: 'recorded-unjustified', detail: `left RUNNING by ${row.ownerId} (attempts ${row.attempts}), never run, not taken over by the end` };
+      return {
+        cls: 'recorded-unjustified',
+        detail: `left RUNNING by ${row.ownerId} (attempts ${row.attempts}), never run, not taken over by the end${around(row.ownerId, at)}`,
+        record: 'running',
+      };
     }
     const data = (row.data ?? {}) as { outcome?: unknown; abandoned?: unknown; released?: unknown; reason?: unknown; error?: { code?: unknown } };
     if (data.outcome === 'missed') {
       const healthy = healthyCountAt(at);
       return healthy === 0
-        ? { cls: 'recorded-justified', detail: 'missed while no instance was healthy' }
-        : { cls: 'recorded-unjustified', detail: `recorded missed by ${row.ownerId} while ${healthy} instance(s) were healthy at the instant` };
+        ? { cls: 'recorded-justified', detail: 'missed while no instance was healthy', record: 'missed' }
+        : {
+            cls: 'recorded-unjustified',
+            detail: `recorded missed by ${row.ownerId} while ${healthy} instance(s) were healthy at the instant${around(row.ownerId, at)}`,
+            record: 'missed',
+          };
     }
     if (data.abandoned === true || data.error?.code === 'JOB_ABANDONED') {
       const owner = row.ownerId ?? '';
@@ -497,12 +521,16 @@ export const judge = (input: VerdictInput): Verdict => {
       const from = at - claimAhead - occurrence.leaseMs - 2_000;
       const to = row.finishedMs ?? row.modifiedMs;
       const losses = leaseLosses(owner, from, to);
-      if (losses.length > 0) return { cls: 'recorded-justified', detail: `abandoned unrun (${occurrence.abandoned}) after ${owner}: ${[...new Set(losses)].join(', ')}` };
+      if (losses.length > 0) {
+        return { cls: 'recorded-justified', detail: `abandoned unrun (${occurrence.abandoned}) after ${owner}: ${[...new Set(losses)].join(', ')}`, record: 'abandoned' };
+      }
       const context = otherEvents(owner, from, to);
       return {
         cls: 'recorded-unjustified',
-        detail: `abandoned unrun (${occurrence.abandoned}, attempts ${row.attempts}) although its owner ${owner} neither crashed nor stalled` +
+        detail:
+          `abandoned unrun (${occurrence.abandoned}, attempts ${row.attempts}) although its owner ${owner} neither crashed nor stalled` +
           (context.length > 0 ? ` (it had: ${context.join(', ')})` : ''),
+        record: 'abandoned',
       };
     }
     if (data.released === true) {
@@ -511,16 +539,26 @@ export const judge = (input: VerdictInput): Verdict => {
         input.scheduleChanges.some((change) => change.scheduleId === occurrence.scheduleId && change.change === 'removed') &&
         (data.reason === 'schedule removed' || data.reason === 'schedule changed');
       return removed
-        ? { cls: 'recorded-justified', detail: `given back: ${String(data.reason)}` }
-        : { cls: 'recorded-unjustified', detail: `given back unrun by ${row.ownerId} (${describe(data.reason)}), and nobody ran it` };
+        ? { cls: 'recorded-justified', detail: `given back: ${String(data.reason)}`, record: 'given back' }
+        : {
+            cls: 'recorded-unjustified',
+            detail: `given back unrun by ${row.ownerId} (${describe(data.reason)}), and nobody ran it${around(row.ownerId, at)}`,
+            record: 'given back',
+          };
     }
-    return { cls: 'recorded-unjustified', detail: `FAIL unrun by ${row.ownerId}: data ${describe(row.data)}, lastError ${describe(row.lastError)}` };
+    return {
+      cls: 'recorded-unjustified',
+      detail: `FAIL unrun by ${row.ownerId}: data ${describe(row.data)}, lastError ${describe(row.lastError)}${around(row.ownerId, at)}`,
+      record: 'failed',
+    };
   }
+
 
   const byClass = Object.fromEntries(CLASSES.map((cls) => [cls, 0])) as Record<OccurrenceClass, number>;
   const byJob: Verdict['byJob'] = {};
   let onceCompleted = 0;
   let onceInterrupted = 0;
+  const unrunByRecord: VerdictFigures['unrunByRecord'] = {};
   for (const occurrence of occurrences) {
     // Grey occurrences (a dynamic schedule changing) count only for what no change excuses.
     const counted = occurrence.due || occurrence.class === 'unexpected-run' || occurrence.class === 'rerun-unjustified' || occurrence.concurrentPairs > 0;
@@ -530,6 +568,11 @@ export const judge = (input: VerdictInput): Verdict => {
     if (occurrence.due) job.due++;
     job[occurrence.class]++;
     if (occurrence.concurrentPairs > 0) job.concurrent++;
+    if (occurrence.record) {
+      const counts = (unrunByRecord[occurrence.record] ??= { justified: 0, unjustified: 0 });
+      if (occurrence.class === 'recorded-justified') counts.justified++;
+      else counts.unjustified++;
+    }
     if (occurrence.class === 'once') {
       if (occurrence.runs[0].outcome === 'completed') onceCompleted++;
       else onceInterrupted++;
@@ -541,6 +584,7 @@ export const judge = (input: VerdictInput): Verdict => {
   const figures: VerdictFigures = {
     occurrencesDue: occurrences.filter((occurrence) => occurrence.due).length,
     byClass,
+    unrunByRecord,
     onceCompleted,
     onceInterrupted,
     concurrent: occurrences.filter((occurrence) => occurrence.concurrentPairs > 0).length,
