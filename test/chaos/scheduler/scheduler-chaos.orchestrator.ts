@@ -38,7 +38,8 @@ export interface SchedulerChaosOutcome {
 
 interface ChaosDatabase {
   url: string;
-  kind: 'external' | 'embedded';
+  /** On the server DATABASE_URL names, or on an embedded server of the run's own. */
+  kind: 'DATABASE_URL' | 'embedded';
   name: string;
   drop(): Promise<void>;
 }
@@ -54,7 +55,7 @@ const createDatabase = async (log: (line: string) => void): Promise<ChaosDatabas
     await adminQuery(external, `CREATE DATABASE "${name}"`);
     return {
       url: withDatabase(external, name),
-      kind: 'external',
+      kind: 'DATABASE_URL',
       name,
       drop: async () => void (await adminQuery(external, `DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`)),
     };
@@ -149,7 +150,7 @@ export const runSchedulerChaos = async (config: SchedulerChaosConfig, options: S
       clockSlot,
       libfaketime,
     });
-    log(`database ${database.name} (${database.kind}); starting ${config.instances} instances (${proxiedSlots.size} behind the proxy${clockSlot === undefined ? '' : `, i${clockSlot} under libfaketime`})`);
+    log(`database ${database.name} (on ${database.kind === 'DATABASE_URL' ? 'the server DATABASE_URL names' : 'an embedded server'}); starting ${config.instances} instances (${proxiedSlots.size} behind the proxy${clockSlot === undefined ? '' : `, i${clockSlot} under libfaketime`})`);
     await fleet.start(120_000);
 
     const windowFromMs = realNow() + config.startMarginMs;
@@ -250,7 +251,7 @@ export const runSchedulerChaos = async (config: SchedulerChaosConfig, options: S
     process.removeListener('exit', killFleet);
     await admin?.app.close().catch(() => undefined);
     await proxy?.close().catch(() => undefined);
-    if (options.keep && database.kind === 'external') log(`database ${database.name} kept`);
+    if (options.keep && database.kind === 'DATABASE_URL') log(`database ${database.name} kept`);
     else await database.drop().catch((error: unknown) => log(`could not drop ${database.name}: ${String(error)}`));
     if (!keep) await rm(runDirectory, { recursive: true, force: true });
   }

@@ -432,7 +432,8 @@ export const judge = (input: VerdictInput): Verdict => {
         const to = Math.max(before.startedMs, after.startedMs);
         const losses = leaseLosses(before.nodeId, from, to);
         if (losses.length === 0) {
-          const context = otherEvents(before.nodeId, from, to);
+          // Context only: a clock step long before (a claim made too early) shows here too.
+          const context = otherEvents(before.nodeId, from - 30_000, to);
           problems.push(
             `no crash, stall or database loss at ${before.nodeId} (token ${before.fencingToken}) before ${name} took over` +
               (context.length > 0 ? ` (it had: ${context.join(', ')})` : ''),
