@@ -135,6 +135,19 @@ describe('scheduler chaos verdict', () => {
     expect(judge(input).ok).toBe(true);
   });
 
+  it('tells a re-run of a completed run whose completion the database did not get from one nothing explains', () => {
+    const completed = everyRun({ nodeId: 'i1.1', fencingToken: 10, endedMs: AT + 800 });
+    const again = everyRun({ nodeId: 'i2.1', fencingToken: 11, trigger: 'take-over', startedMs: AT + 40_000, endedMs: AT + 40_200 });
+    const cut: FaultEvent = { kind: 'outage', nodeIds: ['i1.1'], fromMs: AT + 500, toMs: AT + 5_000 };
+    const unrecorded = verdictOf(withOccurrence([completed, again], {}, [cut]));
+    expect(unrecorded.class).toBe('rerun-justified');
+    expect(unrecorded.rerunCauses).toEqual(['completion not recorded']);
+    // An outage long over when it completed explains nothing.
+    const earlier = verdictOf(withOccurrence([completed, again], {}, [{ ...cut, fromMs: AT - 5_000, toMs: AT - 2_000 }]));
+    expect(earlier.class).toBe('rerun-unjustified');
+    expect(earlier.detail).toContain('completed its run, and nothing at its instance as it completed explains');
+  });
+
   it('does not justify a re-run after a graceful shutdown, nor one without trigger take-over', () => {
     const first = everyRun({ nodeId: 'i1.1', fencingToken: 10, outcome: 'aborted', reason: 'JobShutdownError' });
     const second = everyRun({ nodeId: 'i2.1', fencingToken: 11, trigger: 'take-over', startedMs: AT + 20_000, endedMs: AT + 20_200 });

@@ -17,8 +17,12 @@ export interface PlannedFault {
   choiceSeed: number;
 }
 
-/** The grids of the schedules' due instants (ms): "just before an instant" picks one of them. */
-const INSTANT_GRIDS = [3_000, 4_000, 5_000, 5_000, 10_000];
+/**
+ * The grids of the schedules' due instants (ms): "just before an instant" picks one of them, most
+ * often an instant of 5 s, where the declared jobs, the @RunOnce cron and a dynamic schedule are
+ * due together (and the tenants' job, every other time).
+ */
+const INSTANT_GRIDS = [3_000, 4_000, 5_000, 5_000, 5_000, 10_000];
 
 /** The fault plan of a run: a pure function of its configuration (seed included). */
 export const planFaults = (config: SchedulerChaosConfig): PlannedFault[] => {

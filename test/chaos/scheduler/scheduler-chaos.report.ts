@@ -160,6 +160,8 @@ export const renderReport = (report: SchedulerChaosReport): string => {
       `frozen overlaps (a stopped owner woke and stopped within 2 s) ${figures.frozenOverlaps}; runs started after their instance began shutting down ${figures.runsStartedAfterShutdownBegan}; ` +
       `runs started before their due instant ${figures.runsStartedBeforeTheirInstant}; runs missing from chaos_runs ${figures.runsMissingFromTable} / from the journals ${figures.runsMissingFromJournal}`,
   ];
+  const causes = Object.entries(figures.rerunCauses);
+  if (causes.length > 0) lines.push('', `justified re-runs by cause: ${causes.map(([cause, count]) => `${cause} ${count}`).join(', ')}`);
   const unrun = Object.entries(figures.unrunByRecord);
   if (unrun.length > 0) {
     lines.push(

@@ -172,11 +172,15 @@ export interface OccurrenceVerdict {
   frozenOverlaps: number;
   /** For occurrences that did not run: what their row says. */
   record?: RecordKind;
+  /** For justified re-runs: the kinds of fault that made their owners lose them. */
+  rerunCauses?: string[];
 }
 
 export interface VerdictFigures {
   occurrencesDue: number;
   byClass: Record<OccurrenceClass, number>;
+  /** Justified re-runs by the kind of fault behind them (one re-run may count under several). */
+  rerunCauses: Record<string, number>;
   /** Due occurrences that did not run, by what their row says, justified or not. */
   unrunByRecord: Partial<Record<RecordKind, { justified: number; unjustified: number }>>;
   /** Due occurrences whose one run completed / was interrupted. */
@@ -398,6 +402,7 @@ export const judge = (input: VerdictInput): Verdict => {
     let cls: OccurrenceClass;
     let detail: string;
     let record: RecordKind | undefined;
+    let rerunCauses: string[] | undefined;
     const removal = entry?.forbidden ? input.scheduleChanges.find((change) => change.scheduleId === entry.occurrence.scheduleId && change.change === 'removed') : undefined;
     const seenBy = removal ? runs.filter((run) => couldHaveSeen(run.nodeId, removal.doneMs, run.startedMs)) : [];
     if (!entry || (entry.forbidden && seenBy.length > 0)) {
@@ -419,6 +424,7 @@ export const judge = (input: VerdictInput): Verdict => {
       // under a lease it had lost).
       const problems: string[] = [];
       const causes: string[] = [];
+      const rerunKinds = new Set<string>();
       const owners = [...runs].sort((a, b) => a.fencingToken - b.fencingToken || a.startedMs - b.startedMs);
       for (let index = 1; index < owners.length; index++) {
         const [before, after] = [owners[index - 1], owners[index]];
@@ -430,7 +436,24 @@ export const judge = (input: VerdictInput): Verdict => {
         }
         const from = Math.min(before.startedMs, after.startedMs) - leaseMs;
         const to = Math.max(before.startedMs, after.startedMs);
+        if (before.outcome === 'completed' && before.endedMs !== undefined && before.endedMs <= after.startedMs) {
+          // Its handler returned before the take-over began: the run was over, only its
+          // completion can have failed to reach the table (README: complete is one attempt).
+          const atEnd = leaseLosses(before.nodeId, before.endedMs - 1_000, before.endedMs + 6_000);
+          if (atEnd.length > 0) {
+            causes.push(`${before.nodeId}: its run completed, but not its lease (${[...new Set(atEnd)].join(', ')} as it completed)`);
+            rerunKinds.add('completion not recorded');
+          } else {
+            const context = [...leaseLosses(before.nodeId, from, to), ...otherEvents(before.nodeId, from - 30_000, to)];
+            problems.push(
+              `${before.nodeId} (token ${before.fencingToken}) completed its run, and nothing at its instance as it completed explains ${name} running it again` +
+                (context.length > 0 ? ` (it had: ${[...new Set(context)].join(', ')})` : ''),
+            );
+          }
+          continue;
+        }
         const losses = leaseLosses(before.nodeId, from, to);
+        for (const loss of losses) rerunKinds.add(loss.replace(/ \d+ ms$/, '').replace(/ \(.*\)$/, ''));
         if (losses.length === 0) {
           // Context only: a clock step long before (a claim made too early) shows here too.
           const context = otherEvents(before.nodeId, from - 30_000, to);
@@ -443,6 +466,7 @@ export const judge = (input: VerdictInput): Verdict => {
         }
       }
       cls = problems.length === 0 ? 'rerun-justified' : 'rerun-unjustified';
+      if (cls === 'rerun-justified') rerunCauses = [...rerunKinds];
       detail = problems.length === 0 ? `re-run after ${causes.join('; ')}` : problems.join('; ');
     }
 
@@ -482,6 +506,7 @@ export const judge = (input: VerdictInput): Verdict => {
       concurrentPairs,
       frozenOverlaps,
       ...(record ? { record } : {}),
+      ...(rerunCauses ? { rerunCauses } : {}),
     });
   }
 
@@ -560,6 +585,7 @@ export const judge = (input: VerdictInput): Verdict => {
   let onceCompleted = 0;
   let onceInterrupted = 0;
   const unrunByRecord: VerdictFigures['unrunByRecord'] = {};
+  const rerunCauses: Record<string, number> = {};
   for (const occurrence of occurrences) {
     // Grey occurrences (a dynamic schedule changing) count only for what no change excuses.
     const counted = occurrence.due || occurrence.class === 'unexpected-run' || occurrence.class === 'rerun-unjustified' || occurrence.concurrentPairs > 0;
@@ -569,6 +595,7 @@ export const judge = (input: VerdictInput): Verdict => {
     if (occurrence.due) job.due++;
     job[occurrence.class]++;
     if (occurrence.concurrentPairs > 0) job.concurrent++;
+    for (const cause of occurrence.rerunCauses ?? []) rerunCauses[cause] = (rerunCauses[cause] ?? 0) + 1;
     if (occurrence.record) {
       const counts = (unrunByRecord[occurrence.record] ??= { justified: 0, unjustified: 0 });
       if (occurrence.class === 'recorded-justified') counts.justified++;
@@ -585,6 +612,7 @@ export const judge = (input: VerdictInput): Verdict => {
   const figures: VerdictFigures = {
     occurrencesDue: occurrences.filter((occurrence) => occurrence.due).length,
     byClass,
+    rerunCauses,
     unrunByRecord,
     onceCompleted,
     onceInterrupted,
