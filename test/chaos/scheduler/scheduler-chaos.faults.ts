@@ -62,6 +62,8 @@ export class SchedulerChaosFaults {
   readonly problems: string[] = [];
   /** Process-level faults wait for each other where they would take too many instances down. */
   private busySlots = new Set<number>();
+  /** The proxy is cut: the proxied instances count as down. */
+  private cut = false;
 
   constructor(
     private readonly config: SchedulerChaosConfig,
@@ -137,10 +139,13 @@ export class SchedulerChaosFaults {
     }
   }
 
-  /** Slots down now (no healthy instance) or held by a fault under way. */
-  private unavailable(): number {
-    const slots = new Set(this.busySlots);
-    for (let slot = 0; slot < this.config.instances; slot++) if (!this.fleet.currentOf(slot)?.healthy) slots.add(slot);
+  /** Slots down now (no healthy instance, or cut from the database) or held by a fault under way. */
+  private unavailable(extra: Iterable<number> = []): number {
+    const slots = new Set([...this.busySlots, ...extra]);
+    for (let slot = 0; slot < this.config.instances; slot++) {
+      const instance = this.fleet.currentOf(slot);
+      if (!instance?.healthy || (this.cut && instance.proxied)) slots.add(slot);
+    }
     return slots.size;
   }
 
@@ -257,8 +262,16 @@ export class SchedulerChaosFaults {
   /** The proxy in front of the proxied instances' pools drops every connection and refuses new ones for a while. */
   private async outage(random: SeededRandom): Promise<void> {
     const durationMs = random.int(this.config.outageMinMs, this.config.outageMaxMs);
+    const proxiedSlots = this.fleet.live().filter((instance) => instance.proxied).map((instance) => instance.slot);
+    const wait = Date.now() + 30_000;
+    while (this.unavailable(proxiedSlots) > this.config.maxDown && Date.now() < wait) await sleep(100);
+    if (this.unavailable(proxiedSlots) > this.config.maxDown) {
+      this.problems.push(`outage: the proxied instances could not be cut (at most ${this.config.maxDown} down at once) within 30 s`);
+      return;
+    }
     const fromMs = realNow();
     const nodeIds = new Set(this.fleet.live().filter((instance) => instance.proxied).map((instance) => instance.nodeId));
+    this.cut = true;
     this.proxy.cut();
     const deadline = fromMs + durationMs;
     // Instances that boot during the outage are cut too.
@@ -267,6 +280,7 @@ export class SchedulerChaosFaults {
       await sleep(Math.min(200, deadline - realNow()));
     }
     this.proxy.restore();
+    this.cut = false;
     this.events.push({ kind: 'outage', nodeIds: [...nodeIds], fromMs, toMs: realNow() });
   }
 
