@@ -223,6 +223,21 @@ describe('scheduler chaos verdict', () => {
     expect(judged()?.class).toBe('once');
   });
 
+  it("justifies a crashed holder's occurrence left RUNNING when its schedule was removed before any take-over", () => {
+    const input = baseline();
+    const at = FROM + 6_000;
+    const key = runKeyOf(at, { scheduleId: 'report 6s/acme' });
+    input.runs = input.runs.filter((candidate) => candidate.runKey !== key);
+    input.rows = input.rows.filter((candidate) => candidate.runKey !== key);
+    input.rows.push(row(DYNAMIC_HANDLER, key, { status: 'RUNNING', ownerId: 'i2.1', modifiedMs: at - 3_000, finishedMs: null }));
+    input.scheduleChanges = [{ scheduleId: 'report 6s/acme', change: 'removed', sentMs: at + 9_000, doneMs: at + 9_020 }];
+    input.windowToMs = at + 60_000;
+    const judged = () => judge(input).occurrences.find((occurrence) => occurrence.runKey === key);
+    expect(judged()?.class).toBe('recorded-unjustified');
+    input.faults = [{ kind: 'kill', nodeId: 'i2.1', atMs: at - 2_000, mode: 'before-instant' }];
+    expect(judged()?.class).toBe('recorded-justified');
+  });
+
   it('plans every fault kind of the ci preset inside the window, reproducibly', () => {
     const { config } = parseSchedulerChaosArguments(['--preset', 'ci', '--seed', '5']);
     const plan = planFaults(config);

@@ -24,7 +24,11 @@ export const LIBRARY_DEFAULTS = {
   maxAttempts: 3,
 } as const;
 
-export const TENANTS = ['acme', 'globex', 'initech', 'umbrella', 'hooli', 'stark'] as const;
+/**
+ * More tenants than a per-tenant job runs at once on an instance (tenantConcurrency, 8 by
+ * default): some wait claimed for a slot, as at scale; one id needs encoding in the lease key.
+ */
+export const TENANTS = ['acme', 'globex', 'initech', 'umbrella', 'hooli', 'stark', 'wayne enterprises', 'cyberdyne', 'tyrell', 'wonka', 'soylent', 'oscorp'] as const;
 
 export type JobKind = 'scheduled' | 'tenant' | 'run-once' | 'dynamic';
 

@@ -203,7 +203,10 @@ export const runSchedulerChaos = async (config: SchedulerChaosConfig, options: S
         [CHAOS_CODES],
       );
       const busy = fleet.live().some((instance) => [...instance.inFlight.values()].some((run) => due.has(occurrenceId(run))));
-      if (running && !busy && !running.some((row) => due.has(occurrenceId(row)))) {
+      // A removed schedule's occurrence whose holder died stays RUNNING: nobody takes it over.
+      const removed = scheduleChanges.filter((change) => change.change === 'removed').map((change) => `schedule=${encodeURIComponent(change.scheduleId)} `);
+      const waiting = (running ?? []).filter((row) => due.has(occurrenceId(row)) && !removed.some((prefix) => row.runKey.startsWith(prefix)));
+      if (running && !busy && waiting.length === 0) {
         settled = true;
         break;
       }

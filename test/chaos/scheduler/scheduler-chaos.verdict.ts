@@ -465,6 +465,13 @@ export const judge = (input: VerdictInput): Verdict => {
           causes.push(`${before.nodeId}: ${[...new Set(losses)].join(', ')}`);
         }
       }
+      if (problems.length > 0) {
+        const context = [...new Set(owners.slice(0, -1).flatMap((owner) => {
+          const events = [...leaseLosses(owner.nodeId, owner.startedMs - leaseMs - 30_000, owners.at(-1)!.startedMs), ...otherEvents(owner.nodeId, owner.startedMs - leaseMs - 30_000, owners.at(-1)!.startedMs)];
+          return events.length > 0 ? [`${owner.nodeId}: ${[...new Set(events)].join(', ')}`] : [];
+        }))];
+        if (context.length > 0) problems.push(`around it, ${context.join('; ')}`);
+      }
       cls = problems.length === 0 ? 'rerun-justified' : 'rerun-unjustified';
       if (cls === 'rerun-justified') rerunCauses = [...rerunKinds];
       detail = problems.length === 0 ? `re-run after ${causes.join('; ')}` : problems.join('; ');
@@ -523,6 +530,20 @@ export const judge = (input: VerdictInput): Verdict => {
       return { cls: 'lost-silently', detail: `no run and no row; ${healthyCountAt(at)} instance(s) healthy at the instant`, record: 'none' };
     }
     if (row.status === 'SUCCESS') return { cls: 'success-without-run', detail: `SUCCESS by ${row.ownerId} without any handler record`, record: 'success' };
+    const removal = input.scheduleChanges.find((change) => change.scheduleId === occurrence.scheduleId && change.change === 'removed');
+    if (removal && (row.status === 'RUNNING' || (row.data as { abandoned?: unknown } | null)?.abandoned === true)) {
+      // Its holder vanished, and the schedule was removed before a take-over scan could run it
+      // again: README, "no instance starts an occurrence of it once it has seen the change".
+      const takeOverBy = row.modifiedMs + occurrence.leaseMs + LIBRARY_DEFAULTS.takeOverScanMs + 5_000;
+      const losses = leaseLosses(row.ownerId ?? '', at - occurrence.leaseMs, removal.sentMs);
+      if (removal.sentMs <= takeOverBy && losses.length > 0) {
+        return {
+          cls: 'recorded-justified',
+          detail: `its holder ${row.ownerId} lost it (${[...new Set(losses)].join(', ')}) and its schedule was removed before a take-over`,
+          record: row.status === 'RUNNING' ? 'running' : 'abandoned',
+        };
+      }
+    }
     if (row.status === 'RUNNING') {
       return {
         cls: 'recorded-unjustified',
