@@ -82,7 +82,7 @@ export const SCHEDULER_CHAOS_PRESETS: Record<SchedulerChaosPresetName, Preset> =
     instances: 4,
     windowMs: 70_000,
     startMarginMs: 3_000,
-    quietEndMs: 6_000,
+    quietEndMs: 10_000,
     settleMaxMs: 55_000,
     killsMidRun: 1,
     killsBeforeInstant: 1,
