@@ -184,6 +184,9 @@ describe('scheduler chaos verdict', () => {
       concurrentPairs: 0,
       frozenOverlaps: 1,
     });
+    // Woken, its work returned first (its timer fell due while it was stopped): frozen too.
+    Object.assign(stopped, { outcome: 'completed', reason: undefined, endedMs: AT + 30_010 });
+    expect(verdictOf(input).frozenOverlaps).toBe(1);
     // Woken, it ran on for longer than the grace without noticing: concurrent.
     stopped.endedMs = AT + 35_000;
     expect(verdictOf(input).concurrentPairs).toBe(1);
@@ -193,7 +196,13 @@ describe('scheduler chaos verdict', () => {
     expect(verdictOf(withOccurrence([])).class).toBe('lost-silently');
     expect(verdictOf(withOccurrence([], { status: 'SUCCESS' })).class).toBe('success-without-run');
     expect(verdictOf(withOccurrence([], { status: 'RUNNING' })).class).toBe('recorded-unjustified');
-    expect(verdictOf(withOccurrence([], { status: 'FAIL', data: { released: true, reason: 'not run' } })).detail).toContain('given back unrun by i0.1 ("not run")');
+    expect(verdictOf(withOccurrence([], { status: 'FAIL', data: { released: true, reason: 'not run' } })).detail).toContain(
+      'given back unrun by i0.1 ("not run") for no reason the evidence shows',
+    );
+    // Its owner still ran the previous occurrence (an overrun): an overlap given back.
+    const overlap = withOccurrence([], { status: 'FAIL', data: { released: true, reason: 'not run' } });
+    overlap.runs.push(run(EVERY, runKeyOf(AT - 5_000), AT - 5_000, { startedMs: AT - 4_990, endedMs: AT + 2_000 }));
+    expect(verdictOf(overlap).givenBack).toBe('while it still ran the previous occurrence (overlap)');
     expect(verdictOf(withOccurrence([], { status: 'FAIL', data: { outcome: 'missed', missed: 1 } })).class).toBe('recorded-unjustified');
 
     const abandoned = { status: 'FAIL' as const, ownerId: 'i1.1', data: { abandoned: true, attempts: 1, error: { code: 'JOB_ABANDONED' } } };

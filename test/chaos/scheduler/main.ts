@@ -1,8 +1,10 @@
 import 'reflect-metadata';
-import { writeFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { parseSchedulerChaosArguments, SCHEDULER_CHAOS_USAGE } from './scheduler-chaos.config';
 import { runSchedulerChaos } from './scheduler-chaos.orchestrator';
-import { renderReport } from './scheduler-chaos.report';
+import { rejudge, renderReport, type SchedulerChaosReport } from './scheduler-chaos.report';
+import { judge, type VerdictInput } from './scheduler-chaos.verdict';
 
 /**
  * `npm run chaos:scheduler`: the scheduler's fault proof. At least 4 instance processes, each a
@@ -23,6 +25,15 @@ const main = async (): Promise<number> => {
   if (options.help) {
     process.stdout.write(`${SCHEDULER_CHAOS_USAGE}\n`);
     return 0;
+  }
+  if (options.judgeDirectory) {
+    // The verdict again, on the evidence of a kept run (after the verdict's rules changed, say).
+    const evidence = JSON.parse(await readFile(join(options.judgeDirectory, 'evidence.json'), 'utf8')) as VerdictInput;
+    const before = JSON.parse(await readFile(join(options.judgeDirectory, 'report.json'), 'utf8')) as SchedulerChaosReport;
+    const report = rejudge(before, judge(evidence));
+    process.stdout.write(`\n${renderReport(report)}\n`);
+    if (options.reportPath) await writeFile(options.reportPath, `${JSON.stringify(report, null, 2)}\n`);
+    return report.ok ? 0 : 1;
   }
   const { config } = options;
   const minutes = config.preset === 'full' ? ` --minutes ${config.windowMs / 60_000}` : '';

@@ -110,10 +110,12 @@ export interface SchedulerChaosCliOptions {
   reportPath?: string;
   /** Keep the run directory (journals, outputs, rows) and the database even when every check passes. */
   keep: boolean;
+  /** Judge again the evidence a kept run directory holds, instead of running. */
+  judgeDirectory?: string;
   help: boolean;
 }
 
-export const SCHEDULER_CHAOS_USAGE = `npm run chaos:scheduler -- [--preset full|ci] [--minutes N] [--seed N] [--instances N] [--no-clock-step] [--report file.json] [--keep]
+export const SCHEDULER_CHAOS_USAGE = `npm run chaos:scheduler -- [--preset full|ci] [--minutes N] [--seed N] [--instances N] [--no-clock-step] [--report file.json] [--keep] [--judge DIR]
 
   --preset         full (default: 6 instances, 15 minutes) or ci (4 instances, 70 s: the jest variant)
   --minutes        the counted window in minutes (full preset; faults scale with it)
@@ -121,7 +123,8 @@ export const SCHEDULER_CHAOS_USAGE = `npm run chaos:scheduler -- [--preset full|
   --instances      instance processes (at least 4)
   --no-clock-step  skips the wall-clock step (for a machine without Debian's faketime)
   --report         also writes the report as JSON
-  --keep           keeps the run directory and the database`;
+  --keep           keeps the run directory and the database
+  --judge DIR      judges again the evidence of a kept run directory (evidence.json, report.json)`;
 
 const positive = (name: string, value: string | undefined): number => {
   const number = Number(value);
@@ -137,6 +140,7 @@ export const parseSchedulerChaosArguments = (args: readonly string[]): Scheduler
   let clockStep = true;
   let reportPath: string | undefined;
   let keep = false;
+  let judgeDirectory: string | undefined;
   let help = false;
   for (let index = 0; index < args.length; index++) {
     const arg = args[index];
@@ -164,6 +168,9 @@ export const parseSchedulerChaosArguments = (args: readonly string[]): Scheduler
       case '--report':
         reportPath = value();
         break;
+      case '--judge':
+        judgeDirectory = value();
+        break;
       case '--keep':
         keep = true;
         break;
@@ -187,6 +194,7 @@ export const parseSchedulerChaosArguments = (args: readonly string[]): Scheduler
     },
     reportPath,
     keep,
+    ...(judgeDirectory === undefined ? {} : { judgeDirectory }),
     help,
   };
 };

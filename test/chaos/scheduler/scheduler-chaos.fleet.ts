@@ -278,6 +278,10 @@ export class ChaosFleet {
     child.on('error', () => undefined);
     this.all.push(instance);
     this.current.set(slot, instance);
+    // An instance that crashed by itself is replaced too (the crash is reported as a problem).
+    void instance.exited.then(() => {
+      if (!this.stopping && instance.crashed && this.current.get(slot) === instance) this.spawn(slot);
+    });
     return instance;
   }
 

@@ -244,6 +244,7 @@ export const runSchedulerChaos = async (config: SchedulerChaosConfig, options: S
     if (keep) {
       await writeFile(join(runDirectory, 'evidence.json'), `${JSON.stringify(input, null, 1)}\n`);
       await writeFile(join(runDirectory, 'occurrences.json'), `${JSON.stringify(verdict.occurrences, null, 1)}\n`);
+      await writeFile(join(runDirectory, 'report.json'), `${JSON.stringify(report, null, 1)}\n`);
     }
     return { report, ...(keep ? { runDirectory } : {}) };
   } catch (error) {

@@ -98,6 +98,22 @@ export const buildReport = (parts: {
   };
 };
 
+/** A kept run's report with a new verdict on the same evidence (its faults and problems unchanged). */
+export const rejudge = (before: SchedulerChaosReport, verdict: Verdict): SchedulerChaosReport => {
+  const after = buildReport({
+    config: before.config,
+    command: before.command,
+    durationSeconds: before.durationSeconds,
+    database: before.database,
+    verdict,
+    faults: [],
+    problems: before.problems.filter((problem) => !problem.startsWith('the occurrences due in the window had not settled')),
+    instances: before.instancesStarted,
+    settled: before.settled,
+  });
+  return { ...after, faults: before.faults };
+};
+
 const COLUMNS: Array<[OccurrenceClass | 'due' | 'concurrent', string]> = [
   ['due', 'due'],
   ['once', 'once'],
@@ -157,7 +173,7 @@ export const renderReport = (report: SchedulerChaosReport): string => {
     main,
     '',
     `runs ${figures.runs} (take-overs ${figures.takeOverRuns}); once: ${figures.onceCompleted} completed, ${figures.onceInterrupted} interrupted; ` +
-      `frozen overlaps (a stopped owner woke and stopped within 2 s) ${figures.frozenOverlaps}; runs started after their instance began shutting down ${figures.runsStartedAfterShutdownBegan}; ` +
+      `frozen overlaps (a stopped owner woke and ended within 2 s) ${figures.frozenOverlaps}; runs started after their instance began shutting down ${figures.runsStartedAfterShutdownBegan}; ` +
       `runs started before their due instant ${figures.runsStartedBeforeTheirInstant}; runs missing from chaos_runs ${figures.runsMissingFromTable} / from the journals ${figures.runsMissingFromJournal}`,
   ];
   const causes = Object.entries(figures.rerunCauses);
@@ -175,6 +191,8 @@ export const renderReport = (report: SchedulerChaosReport): string => {
       ),
     );
   }
+  const givenBack = Object.entries(figures.givenBackWhy);
+  if (givenBack.length > 0) lines.push('', `given back unrun: ${givenBack.map(([why, count]) => `${count} ${why}`).join('; ')}`);
   if (report.failures.length > 0) lines.push('', '**Failures**', '', ...report.failures.map((failure) => `- ${failure}`));
   if (report.problems.length > 0) lines.push('', '**Problems** (the run proves less than it says)', '', ...report.problems.map((problem) => `- ${problem.split('\n')[0]}`));
   const exampleKeys = Object.keys(report.examples) as Array<keyof SchedulerChaosReport['examples']>;

@@ -34,8 +34,9 @@ import type { RunOutcome, RunStart } from './scheduler-chaos.protocol';
  * - unexpected-run: a run of an occurrence that was not due (a removed schedule's, long after).
  * Orthogonally, two runs of one occurrence whose active times overlap are a concurrent execution
  * (active = between start and end, less the time its process was stopped, less up to
- * WAKE_GRACE_MS after it woke if it then ended aborted: a frozen owner learns its loss only when
- * it runs again, as README says; those are counted apart, as frozen overlaps).
+ * WAKE_GRACE_MS after it woke if it then ended: a frozen owner learns its loss only when it runs
+ * again, as README says, and work whose timer fell due meanwhile may return first; those are
+ * counted apart, as frozen overlaps).
  */
 
 export interface RunEvidence extends RunStart {
@@ -174,6 +175,8 @@ export interface OccurrenceVerdict {
   record?: RecordKind;
   /** For justified re-runs: the kinds of fault that made their owners lose them. */
   rerunCauses?: string[];
+  /** For occurrences given back unrun: what their owner was doing at the instant. */
+  givenBack?: string;
 }
 
 export interface VerdictFigures {
@@ -181,6 +184,8 @@ export interface VerdictFigures {
   byClass: Record<OccurrenceClass, number>;
   /** Justified re-runs by the kind of fault behind them (one re-run may count under several). */
   rerunCauses: Record<string, number>;
+  /** Due occurrences given back unrun (and not justified), by what their owner was doing. */
+  givenBackWhy: Record<string, number>;
   /** Due occurrences that did not run, by what their row says, justified or not. */
   unrunByRecord: Partial<Record<RecordKind, { justified: number; unjustified: number }>>;
   /** Due occurrences whose one run completed / was interrupted. */
@@ -246,7 +251,7 @@ export const expectedOccurrences = (input: Pick<VerdictInput, 'windowFromMs' | '
         ...(schedule.tenantId === undefined ? {} : { tenantId: schedule.tenantId }),
       };
       if (schedule.addedAt !== undefined && (!added || scheduledAt < added.sentMs)) continue;
-      if (added && scheduledAt < added.doneMs + LIBRARY_DEFAULTS.changePollMs + 1_000) grey.push(occurrence);
+      if (added && scheduledAt < added.doneMs + LIBRARY_DEFAULTS.changePollMs + 3_000) grey.push(occurrence);
       else if (removed && scheduledAt > removed.doneMs + seenWithin) forbidden.push(occurrence);
       else if (removed && scheduledAt >= removed.sentMs - 1_000) grey.push(occurrence);
       else due.push(occurrence);
@@ -302,8 +307,10 @@ export const judge = (input: VerdictInput): Verdict => {
     for (const stop of stopsOf(run.nodeId)) {
       if (stop.to <= run.startedMs || stop.from >= end) continue;
       intervals = minus(intervals, stop);
-      // Woken to a lost lease: it may run until it notices (its signal aborts), briefly.
-      if (run.outcome === 'aborted' && run.endedMs !== undefined && run.endedMs - stop.to <= WAKE_GRACE_MS && run.endedMs >= stop.to) {
+      // Woken to a lost lease: it runs until it notices (its signal aborts), or until work whose
+      // timer fell due while it was stopped returns first; briefly either way. No scheduler can
+      // stop a frozen process; fencing tokens protect what it writes then (README, Limits).
+      if (run.endedMs !== undefined && run.endedMs - stop.to <= WAKE_GRACE_MS && run.endedMs >= stop.to) {
         intervals = minus(intervals, { from: stop.to, to: run.endedMs });
         frozen = true;
       }
@@ -403,6 +410,7 @@ export const judge = (input: VerdictInput): Verdict => {
     let detail: string;
     let record: RecordKind | undefined;
     let rerunCauses: string[] | undefined;
+    let cause: string | undefined;
     const removal = entry?.forbidden ? input.scheduleChanges.find((change) => change.scheduleId === entry.occurrence.scheduleId && change.change === 'removed') : undefined;
     const seenBy = removal ? runs.filter((run) => couldHaveSeen(run.nodeId, removal.doneMs, run.startedMs)) : [];
     if (!entry || (entry.forbidden && seenBy.length > 0)) {
@@ -414,7 +422,7 @@ export const judge = (input: VerdictInput): Verdict => {
       cls = 'once';
       detail = `ran after its schedule's removal, on ${runs.map((run) => run.nodeId).join(', ')}, which could not have seen it yet (stopped or cut off)`;
     } else if (runs.length === 0) {
-      ({ cls, detail, record } = judgeUnrun(row, entry.occurrence));
+      ({ cls, detail, record, cause } = judgeUnrun(row, entry.occurrence));
     } else if (runs.length === 1) {
       cls = 'once';
       detail = `${first.outcome ?? (lives.get(first.nodeId)?.killedMs !== undefined ? 'killed' : 'cut off')} on ${first.nodeId} (${first.trigger})`;
@@ -514,6 +522,7 @@ export const judge = (input: VerdictInput): Verdict => {
       frozenOverlaps,
       ...(record ? { record } : {}),
       ...(rerunCauses ? { rerunCauses } : {}),
+      ...(cause ? { givenBack: cause } : {}),
     });
   }
 
@@ -524,7 +533,30 @@ export const judge = (input: VerdictInput): Verdict => {
     return events.length > 0 ? ` (within 15 s of the instant ${nodeId} had: ${events.join(', ')})` : '';
   }
 
-  function judgeUnrun(row: LeaseRow | undefined, occurrence: ExpectedOccurrence): { cls: OccurrenceClass; detail: string; record: RecordKind } {
+  /** What the owner of an occurrence it gave back was doing at the instant, as far as the evidence tells. */
+  function whyGivenBack(owner: string | null, occurrence: ExpectedOccurrence): string {
+    const at = occurrence.scheduledAt;
+    const prefix = occurrence.scheduleId === undefined ? undefined : `schedule=${encodeURIComponent(occurrence.scheduleId)} `;
+    // On its own clock (a stepped one reaches the instant early): the offset its run recorded.
+    const busy = input.runs.some((run) => {
+      if (run.nodeId !== owner || run.code !== occurrence.code || run.scheduledAt >= at) return false;
+      if (prefix !== undefined && !run.runKey.startsWith(prefix)) return false;
+      const offset = run.wallStartedMs - run.startedMs;
+      return run.startedMs + offset <= at + 50 && endOf(run) + offset > at - 50;
+    });
+    if (busy) return 'while it still ran the previous occurrence (overlap)';
+    const life = owner ? lives.get(owner) : undefined;
+    if (life?.stops.some((stop) => stop.fromMs < at && (stop.toMs ?? Infinity) > at - 3_000)) return 'after a SIGSTOP across its instant';
+    if (input.faults.some((fault) => fault.kind === 'clock-step' && fault.nodeId === owner && Math.abs(fault.atMs - at) <= 60_000)) {
+      return 'after a wall-clock step';
+    }
+    return 'for no reason the evidence shows';
+  }
+
+  function judgeUnrun(
+    row: LeaseRow | undefined,
+    occurrence: ExpectedOccurrence,
+  ): { cls: OccurrenceClass; detail: string; record: RecordKind; cause?: string } {
     const at = occurrence.scheduledAt;
     if (!row) {
       return { cls: 'lost-silently', detail: `no run and no row; ${healthyCountAt(at)} instance(s) healthy at the instant`, record: 'none' };
@@ -581,6 +613,7 @@ export const judge = (input: VerdictInput): Verdict => {
       };
     }
     if (data.released === true) {
+      const why = whyGivenBack(row.ownerId, occurrence);
       const removed =
         occurrence.scheduleId !== undefined &&
         input.scheduleChanges.some((change) => change.scheduleId === occurrence.scheduleId && change.change === 'removed') &&
@@ -589,8 +622,9 @@ export const judge = (input: VerdictInput): Verdict => {
         ? { cls: 'recorded-justified', detail: `given back: ${String(data.reason)}`, record: 'given back' }
         : {
             cls: 'recorded-unjustified',
-            detail: `given back unrun by ${row.ownerId} (${describe(data.reason)}), and nobody ran it${around(row.ownerId, at)}`,
+            detail: `given back unrun by ${row.ownerId} (${describe(data.reason)}) ${why}, and nobody ran it${around(row.ownerId, at)}`,
             record: 'given back',
+            cause: why,
           };
     }
     return {
@@ -607,6 +641,7 @@ export const judge = (input: VerdictInput): Verdict => {
   let onceInterrupted = 0;
   const unrunByRecord: VerdictFigures['unrunByRecord'] = {};
   const rerunCauses: Record<string, number> = {};
+  const givenBackWhy: Record<string, number> = {};
   for (const occurrence of occurrences) {
     // Grey occurrences (a dynamic schedule changing) count only for what no change excuses.
     const counted = occurrence.due || occurrence.class === 'unexpected-run' || occurrence.class === 'rerun-unjustified' || occurrence.concurrentPairs > 0;
@@ -617,6 +652,7 @@ export const judge = (input: VerdictInput): Verdict => {
     job[occurrence.class]++;
     if (occurrence.concurrentPairs > 0) job.concurrent++;
     for (const cause of occurrence.rerunCauses ?? []) rerunCauses[cause] = (rerunCauses[cause] ?? 0) + 1;
+    if (occurrence.givenBack && occurrence.due) givenBackWhy[occurrence.givenBack] = (givenBackWhy[occurrence.givenBack] ?? 0) + 1;
     if (occurrence.record) {
       const counts = (unrunByRecord[occurrence.record] ??= { justified: 0, unjustified: 0 });
       if (occurrence.class === 'recorded-justified') counts.justified++;
@@ -634,6 +670,7 @@ export const judge = (input: VerdictInput): Verdict => {
     occurrencesDue: occurrences.filter((occurrence) => occurrence.due).length,
     byClass,
     rerunCauses,
+    givenBackWhy,
     unrunByRecord,
     onceCompleted,
     onceInterrupted,
