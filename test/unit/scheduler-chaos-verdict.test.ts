@@ -206,10 +206,19 @@ describe('scheduler chaos verdict', () => {
     expect(verdictOf(withOccurrence([], { status: 'FAIL', data: { outcome: 'missed', missed: 1 } })).class).toBe('recorded-unjustified');
 
     const abandoned = { status: 'FAIL' as const, ownerId: 'i1.1', data: { abandoned: true, attempts: 1, error: { code: 'JOB_ABANDONED' } } };
-    expect(verdictOf(withOccurrence([], abandoned, [{ kind: 'kill', nodeId: 'i1.1', atMs: AT - 1_000, mode: 'before-instant' }])).class).toBe('recorded-justified');
     const handedOver = verdictOf(withOccurrence([], abandoned, [{ kind: 'term', nodeId: 'i1.1', atMs: AT - 300, mode: 'before-instant', closed: true }]));
     expect(handedOver.class).toBe('recorded-unjustified');
     expect(handedOver.detail).toContain('neither crashed nor stalled (it had: SIGTERM (before-instant))');
+
+    // A take-over job's occurrence abandoned after one crash, the fleet up: never taken over.
+    const once = { ...abandoned, attempts: 1, modifiedMs: AT - 1_000 };
+    const neverTakenOver = verdictOf(withOccurrence([], once, [{ kind: 'kill', nodeId: 'i1.1', atMs: AT - 500, mode: 'mid-run' }]));
+    expect(neverTakenOver.class).toBe('recorded-unjustified');
+    expect(neverTakenOver.detail).toContain('never taken over');
+    // After maxAttempts owners it is what the job asked for.
+    expect(verdictOf(withOccurrence([], { ...once, attempts: 3 }, [{ kind: 'kill', nodeId: 'i1.1', atMs: AT - 500, mode: 'mid-run' }])).class).toBe(
+      'recorded-justified',
+    );
 
     // Missed while every instance was down: the record is justified.
     const allDown = withOccurrence([], { status: 'FAIL', data: { outcome: 'missed', missed: 1 } });

@@ -600,6 +600,22 @@ export const judge = (input: VerdictInput): Verdict => {
       const from = at - claimAhead - occurrence.leaseMs - 2_000;
       const to = row.finishedMs ?? row.modifiedMs;
       const losses = leaseLosses(owner, from, to);
+      if (losses.length > 0 && occurrence.abandoned === 'take-over' && row.attempts < LIBRARY_DEFAULTS.maxAttempts) {
+        // A take-over job ends an occurrence unrun after a crash only past maxAttempts owners, or
+        // when no instance could take it over within the late tolerance (the fleet was down).
+        const expired = row.modifiedMs;
+        let fewest = Infinity;
+        for (let at = expired; at <= expired + LIBRARY_DEFAULTS.lateToleranceMs; at += 1_000) fewest = Math.min(fewest, healthyCountAt(at));
+        if (fewest > 0) {
+          return {
+            cls: 'recorded-unjustified',
+            detail:
+              `abandoned unrun (take-over, attempts ${row.attempts} of ${LIBRARY_DEFAULTS.maxAttempts}) after ${owner}: ${[...new Set(losses)].join(', ')}, ` +
+              `although at least ${fewest} instance(s) were up throughout the late tolerance after its last write: never taken over`,
+            record: 'abandoned',
+          };
+        }
+      }
       if (losses.length > 0) {
         return { cls: 'recorded-justified', detail: `abandoned unrun (${occurrence.abandoned}) after ${owner}: ${[...new Set(losses)].join(', ')}`, record: 'abandoned' };
       }
