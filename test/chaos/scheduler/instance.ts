@@ -1,0 +1,104 @@
+import 'reflect-metadata';
+import { Module } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import { ScheduleModule } from '@nestjs/schedule';
+import { TypeOrmModule } from '@nestjs/typeorm';
+import {
+  DynamicSchedulesModule,
+  JobScheduler,
+  JobSchedulerModule,
+  RunOnceModule,
+  SchedulingModule,
+  TENANT_DIRECTORY,
+} from '../../../src/features';
+import { ChaosTenants, DECLARED_JOB_PROVIDERS, DynamicRunHandler } from './scheduler-chaos.jobs';
+import { type InstanceMessage, type InstanceSettings, type OrchestratorMessage, realNow } from './scheduler-chaos.protocol';
+import { RunRecorder } from './scheduler-chaos.recorder';
+
+/**
+ * One instance of the scheduler chaos run: a Nest application, as a user would write it, with
+ * SchedulingModule (@Scheduled jobs, global and per-tenant), @nestjs/schedule + RunOnceModule (a
+ * @RunOnce @Cron) and DynamicSchedulesModule (a @ScheduleHandler), every module with its default
+ * options. Started by the orchestrator (scheduler-chaos.fleet.ts) with SCHED_CHAOS_INSTANCE set.
+ * SIGTERM closes the application (app.close(), as enableShutdownHooks would) and exits 0.
+ * No handler for uncaught errors: a crash must show as a crash.
+ */
+const settings = JSON.parse(process.env.SCHED_CHAOS_INSTANCE ?? 'null') as InstanceSettings | null;
+if (!settings) throw new Error('test/chaos/scheduler/instance.ts is started by the scheduler chaos orchestrator (npm run chaos:scheduler)');
+
+const send = (message: InstanceMessage): void => {
+  if (process.connected) process.send?.(message, undefined, {}, () => undefined);
+};
+
+const main = async (): Promise<void> => {
+  const recorder = new RunRecorder(settings, send);
+  recorder.journal({ type: 'boot', nodeId: settings.nodeId, pid: process.pid, realMs: realNow(), wallMs: Date.now() });
+
+  @Module({
+    imports: [
+      TypeOrmModule.forRoot({
+        type: 'postgres',
+        url: settings.databaseUrl,
+        entities: [JobScheduler],
+        poolSize: 6,
+        applicationName: `sched-chaos-${settings.nodeId}`,
+        connectTimeoutMS: 5_000,
+        // A replacement may boot while its proxy is cut.
+        retryAttempts: 120,
+        retryDelay: 250,
+      }),
+      JobSchedulerModule.forRoot({ nodeId: settings.nodeId }),
+      SchedulingModule.forRoot(),
+      DynamicSchedulesModule.forRoot(),
+      ScheduleModule.forRoot(),
+      RunOnceModule.forRoot(),
+    ],
+    providers: [
+      { provide: RunRecorder, useValue: recorder },
+      { provide: TENANT_DIRECTORY, useClass: ChaosTenants },
+      ...DECLARED_JOB_PROVIDERS,
+      DynamicRunHandler,
+    ],
+  })
+  class InstanceModule {}
+
+  const app = await NestFactory.createApplicationContext(InstanceModule, {
+    logger: ['error', 'warn', 'log'],
+    abortOnError: false,
+  });
+
+  let closing = false;
+  const close = (): void => {
+    if (closing) return;
+    closing = true;
+    recorder.journal({ type: 'closing', realMs: realNow() });
+    app
+      .close()
+      .then(() => recorder.close())
+      .then(
+        () => {
+          recorder.journal({ type: 'closed', realMs: realNow() });
+          if (recorder.failures.length > 0) process.stderr.write(`recorder failures: ${recorder.failures.join('; ')}\n`);
+          process.exit(0);
+        },
+        (error: unknown) => {
+          process.stderr.write(`instance ${settings.nodeId} could not close: ${String(error)}\n`);
+          process.exit(2);
+        },
+      );
+  };
+  process.once('SIGTERM', close);
+  process.on('message', (message: OrchestratorMessage) => {
+    if (message.type === 'stop') close();
+  });
+  // The orchestrator is gone: leave at once rather than linger.
+  process.on('disconnect', () => process.exit(0));
+
+  recorder.journal({ type: 'ready', realMs: realNow() });
+  send({ type: 'ready' });
+};
+
+main().catch((error: unknown) => {
+  process.stderr.write(`instance ${settings.nodeId} failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+  process.exit(1);
+});
