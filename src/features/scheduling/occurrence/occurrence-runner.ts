@@ -89,16 +89,16 @@ export class OccurrenceRunner {
   ) {}
 
   async run(request: OccurrenceRequest): Promise<JobRunRecord> {
-    const { job, scheduledAt, trigger, tenantId, ahead } = request;
+    const { job, scheduledAt, tenantId, ahead } = request;
     const correlationId = request.claim?.correlationId ?? ahead?.correlationId ?? randomUUID();
     const schedule = job.dynamicSchedule;
-    const base: JobRunRecord = { name: job.name, outcome: 'failed', scheduledAt: new Date(scheduledAt), trigger, tenantId, correlationId };
+    const base: JobRunRecord = { name: job.name, outcome: 'failed', scheduledAt: new Date(scheduledAt), trigger: request.trigger, tenantId, correlationId };
     if (schedule) base.scheduleId = schedule.id;
 
     let claim = request.claim;
     if (!claim) {
       // Shutdown waits for acquires in flight: one that wins after stop() is handed over.
-      const runKey = runKeyOf({ scheduleId: schedule?.id }, scheduledAt, tenantId, trigger === 'run-now' ? { correlationId } : undefined);
+      const runKey = runKeyOf({ scheduleId: schedule?.id }, scheduledAt, tenantId, request.trigger === 'run-now' ? { correlationId } : undefined);
       const outcome = await (ahead?.outcome ?? this.claim(job, runKey, correlationId));
       if (outcome.kind === 'unavailable') return { ...base, errorCode: 'JOB_LEASE_UNAVAILABLE', error: outcome.error };
       if (outcome.kind === 'lost') return { ...base, outcome: 'skipped-locked' };
@@ -113,6 +113,9 @@ export class OccurrenceRunner {
     }
     claim.start();
     const { hold, lock, lease } = claim;
+    // A claim that reclaimed an expired row (a holder that vanished, a hand-over) runs it again: a take-over, whoever claimed it.
+    const trigger: JobExecution['trigger'] = lock.reclaimed && request.trigger !== 'run-now' ? 'take-over' : request.trigger;
+    const started = { ...base, trigger };
     const startedAt = this.timers.now();
     const execution: JobExecution = {
       name: job.name,
@@ -132,7 +135,7 @@ export class OccurrenceRunner {
     let finished: () => void = ignore;
     const active: ActiveJobRun = { name: job.name, lease, hold, settled: new Promise((resolve) => (finished = resolve)), done: false };
     this.active.add(active);
-    const started = { ...base, startedAt: execution.startedAt };
+    started.startedAt = execution.startedAt;
 
     // Each run in its own scope: code below run() reads it with currentJobExecution().
     const attributes: Record<string, string> = {
