@@ -357,9 +357,15 @@ export class JobScheduleEngine {
     const now = this.options.timers.now();
     const due = dueInstantsSince(state.job.declaration.schedule, state.lastDue, now);
     state.lastDue = Math.max(state.lastDue, now);
-    // Claimed ahead for an instant that passed unrun (this instance stalled past the next one): missed, recorded by its holder.
-    const passed = due.latest === null ? undefined : this.ahead.takePassed(state, due.latest);
-    if (passed) void this.track(this.unrun.passedClaim(state, passed));
+    // Claimed ahead for an instant that passed unrun (this instance stalled, or its clock stepped,
+    // past the next one): nobody else can run it. Within the late tolerance it runs here (it takes
+    // its claim synchronously, before the latest one is admitted); later, it is recorded missed.
+    const passed = due.latest !== null && state.ahead && state.ahead.scheduledAt < due.latest ? state.ahead : undefined;
+    if (passed && now - passed.scheduledAt <= (this.options.lateToleranceMs ?? 60_000)) {
+      void this.track(this.admit(state, passed.scheduledAt, 'schedule'));
+    } else if (passed) {
+      void this.track(this.unrun.passedClaim(state, this.ahead.take(state, passed.scheduledAt) as AheadClaim));
+    }
     const lostAhead = state.ahead?.scheduledAt === due.latest && state.ahead?.settled?.kind === 'lost';
     // The occurrence takes its lease claimed ahead (synchronously) before the next one is armed.
     if (due.latest !== null && !lostAhead) void this.track(this.handleDue(state, due as DueInstants, now));

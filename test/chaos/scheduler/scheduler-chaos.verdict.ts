@@ -568,10 +568,14 @@ export const judge = (input: VerdictInput): Verdict => {
       // again: README, "no instance starts an occurrence of it once it has seen the change".
       const takeOverBy = row.modifiedMs + occurrence.leaseMs + LIBRARY_DEFAULTS.takeOverScanMs + 5_000;
       const losses = leaseLosses(row.ownerId ?? '', at - occurrence.leaseMs, removal.sentMs);
-      if (removal.sentMs <= takeOverBy && losses.length > 0) {
+      // Or its holder handed it over (a graceful shutdown) and the take-over found the schedule
+      // removed: ended JOB_SCHEDULE_REMOVED, as the same README rule says.
+      const endedAsRemoved = (row.data as { error?: { code?: unknown } } | null)?.error?.code === 'JOB_SCHEDULE_REMOVED';
+      if (removal.sentMs <= takeOverBy && (losses.length > 0 || endedAsRemoved)) {
+        const why = losses.length > 0 ? `its holder ${row.ownerId} lost it (${[...new Set(losses)].join(', ')})` : `its holder ${row.ownerId} handed it over`;
         return {
           cls: 'recorded-justified',
-          detail: `its holder ${row.ownerId} lost it (${[...new Set(losses)].join(', ')}) and its schedule was removed before a take-over`,
+          detail: `${why} and its schedule was removed before a take-over`,
           record: row.status === 'RUNNING' ? 'running' : 'abandoned',
         };
       }

@@ -166,8 +166,8 @@ describe('overlap counts runs, not claims', () => {
   });
 });
 
-describe('an instant passed unrun is recorded', () => {
-  it('a claimer that stalls past the next instant within its lease records the first one missed (FAIL outcome missed) and runs the latest', async () => {
+describe('an instant claimed ahead and passed unrun (a stall past the next instant)', () => {
+  it('runs within the late tolerance: its holder is the only one that can, and the latest instant runs too', async () => {
     const fleet = new Fleet();
     const job = { name: 'reports.every-10s', every: '10s', leaseMs: MINUTE };
     const a = fleet.node('a', job, { claimAheadMs: 2_000 });
@@ -176,9 +176,24 @@ describe('an instant passed unrun is recorded', () => {
     expect(fleet.lease.statusOf('reports.every-10s', occurrenceRunKey(10_000))).toBe(JobSchedulerStatus.RUNNING);
     fleet.clock.set(20_500); // stalled past 10 s and 20 s
     await fleet.advance(1_000, ['a']);
+    await a.idle();
+    await fleet.stop();
+    expect(fleet.runsOf(10_000)).toEqual([expect.objectContaining({ node: 'a', trigger: 'schedule' })]);
+    expect(fleet.runsOf(20_000)).toEqual([expect.objectContaining({ node: 'a' })]);
+    expect(fleet.lease.statusOf('reports.every-10s', occurrenceRunKey(10_000))).toBe(JobSchedulerStatus.SUCCESS);
+  });
+
+  it('is recorded missed (FAIL outcome missed) by its holder past the late tolerance: never silently lost', async () => {
+    const fleet = new Fleet();
+    const job = { name: 'reports.every-10s', every: '10s', leaseMs: 5 * MINUTE };
+    const a = fleet.node('a', job, { claimAheadMs: 2_000 });
+    await a.start();
+    await fleet.advance(9_000, ['a']); // claimed 10 s ahead at 8 s
+    fleet.clock.set(10_000 + 2 * MINUTE); // stalled two minutes, within the lease
+    await fleet.advance(1_000, ['a']);
+    await a.idle();
     await fleet.stop();
     expect(fleet.runsOf(10_000)).toEqual([]);
-    expect(fleet.runsOf(20_000)).toEqual([expect.objectContaining({ node: 'a' })]);
     expect(fleet.lease.statusOf('reports.every-10s', occurrenceRunKey(10_000))).toBe(JobSchedulerStatus.FAIL);
     expect(fleet.records.filter((record) => record.scheduledAt.getTime() === 10_000).map((record) => record.outcome)).toEqual(['missed']);
   });

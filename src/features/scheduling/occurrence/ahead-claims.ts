@@ -68,14 +68,6 @@ export class AheadClaims {
     holder.ahead = this.runner.claimAhead(holder.job.declaration, next);
   }
 
-  /**
-   * The claim of an instant before `latest` (this instance stalled past the next instant): its
-   * occurrence is one of the missed ones, recorded by its holder.
-   */
-  takePassed(holder: AheadClaimHolder, latest: number): AheadClaim | undefined {
-    return holder.ahead && holder.ahead.scheduledAt < latest ? this.take(holder, holder.ahead.scheduledAt) : undefined;
-  }
-
   /** The lease claimed ahead for this occurrence, handed to its run (once). */
   take(holder: AheadClaimHolder, scheduledAt: number): AheadClaim | undefined {
     const ahead = holder.ahead;
