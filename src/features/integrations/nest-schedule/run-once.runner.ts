@@ -10,6 +10,17 @@ import type { JobExecution } from '../../scheduling/scheduling.types';
 import type { RunOnceErrorPolicy } from './run-once.types';
 import { occurrenceOfTick, type TickSchedule } from './tick-occurrence';
 
+/** One tick to run: the method, the due instant it is named by, and the lease a take-over claimed for it (run under it rather than acquire). */
+interface Tick {
+  plan: RunOncePlan;
+  instance: object;
+  method: (...args: unknown[]) => unknown;
+  args: unknown[];
+  scheduledAt: number;
+  trigger: 'schedule' | 'take-over';
+  claimed?: JobAcquiredLease;
+}
+
 /** One @RunOnce method, resolved at boot. */
 export interface RunOncePlan {
   /** The lease code: the @RunOnce name. */
@@ -67,7 +78,7 @@ export class RunOnceRunner {
       this.logger.warn(`${plan.code} (${plan.method}) fired at ${new Date(firedAt).toISOString()}, when no instant of its ${plan.ticks.description} is due: skipped`);
       return undefined;
     }
-    return this.runTick(plan, instance, method, args, scheduledAt, 'schedule');
+    return this.runTick({ plan, instance, method, args, scheduledAt, trigger: 'schedule' });
   }
 
   /**
@@ -76,38 +87,22 @@ export class RunOnceRunner {
    * are logged: no @nestjs/schedule timer waits for it.
    */
   async takeOver(plan: RunOncePlan, instance: object, method: (...args: unknown[]) => unknown, scheduledAt: number, lock: JobAcquiredLease): Promise<void> {
-    await this.runTick({ ...plan, errors: 'log' }, instance, method, [], scheduledAt, 'take-over', lock);
+    await this.runTick({ plan: { ...plan, errors: 'log' }, instance, method, args: [], scheduledAt, trigger: 'take-over', claimed: lock });
   }
 
-  private runTick(
-    plan: RunOncePlan,
-    instance: object,
-    method: (...args: unknown[]) => unknown,
-    args: unknown[],
-    scheduledAt: number,
-    trigger: 'schedule' | 'take-over',
-    claimed?: JobAcquiredLease,
-  ): Promise<unknown> {
+  private runTick(tick: Tick): Promise<unknown> {
+    const { plan, scheduledAt, claimed } = tick;
     if (this.closed && !claimed) {
       this.logger.debug(`${plan.code} ${new Date(scheduledAt).toISOString()}: shutting down, not run here`);
       return Promise.resolve(undefined);
     }
-    const tick = this.takeAndRun(plan, instance, method, args, scheduledAt, trigger, claimed);
-    this.inFlight.add(tick);
-    void tick.finally(() => this.inFlight.delete(tick)).catch(() => undefined);
-    return tick;
+    const running = this.takeAndRun(tick);
+    this.inFlight.add(running);
+    void running.finally(() => this.inFlight.delete(running)).catch(() => undefined);
+    return running;
   }
 
-  private async takeAndRun(
-    plan: RunOncePlan,
-    instance: object,
-    method: (...args: unknown[]) => unknown,
-    args: unknown[],
-    scheduledAt: number,
-    trigger: 'schedule' | 'take-over',
-    /** The lease the take-over claimed: run under it rather than acquire. */
-    claimed?: JobAcquiredLease,
-  ): Promise<unknown> {
+  private async takeAndRun({ plan, instance, method, args, scheduledAt, trigger, claimed }: Tick): Promise<unknown> {
     const runKey = occurrenceRunKey(scheduledAt);
     let started = false;
     try {
