@@ -238,3 +238,38 @@ describe('LeaseHold', () => {
     await hold.stop();
   });
 });
+
+describe('LeaseHold held before use (a claim waiting to start)', () => {
+  const held = (heartbeatMs: number) => {
+    const timers = new ManualTimers();
+    const clock: HoldClock = { now: () => timers.now(), after: (delayMs, fn) => timers.at(timers.now() + delayMs, fn) };
+    const hold = new LeaseHold(
+      { leaseId: ID, leaseMs: LEASE_MS, heartbeatMs, heldUntil: provenUntil(timers.now(), LEASE_MS), statementTimeoutMs: 5_000, clock, random: () => 0.5 },
+      { heartbeat: () => Promise.resolve(true), finalize: () => Promise.resolve(true) },
+    ).startHeartbeats();
+    return { timers, hold };
+  };
+
+  it('arms no deadline timer while it waits, and is judged by proven when it is about to be used', async () => {
+    const { timers, hold } = held(0);
+    expect(timers.pending).toEqual([]);
+    expect(hold.proven).toBe(true);
+    await timers.advance(LEASE_MS);
+    expect(hold.proven).toBe(false);
+    expect(hold.signal.aborted).toBe(false);
+    // Watched from now on: already past its deadline, it is lost at once.
+    hold.watchDeadline();
+    expect(hold.signal.aborted).toBe(true);
+    expect(hold.signal.reason).toBeInstanceOf(LostJobLeaseError);
+  });
+
+  it('keeps its lease by heartbeats while it waits; watched, its deadline runs from the last one', async () => {
+    const { timers, hold } = held(HEARTBEAT_MS);
+    await timers.advance(3 * LEASE_MS);
+    expect(hold.proven).toBe(true);
+    hold.watchDeadline();
+    expect(timers.pending.length).toBeGreaterThan(1);
+    expect(hold.signal.aborted).toBe(false);
+    await hold.stop();
+  });
+});

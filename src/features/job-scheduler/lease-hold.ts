@@ -82,6 +82,8 @@ export class LeaseHold implements JobLeaseHold {
   private beating = false;
   private lastError: unknown;
   private lost = false;
+  /** Whether the deadline timer runs (start, watchDeadline); a hold that only heartbeats is judged when asked (`proven`). */
+  private watching = false;
 
   constructor(
     private readonly settings: HoldSettings,
@@ -113,16 +115,30 @@ export class LeaseHold implements JobLeaseHold {
 
   /** Arms the deadline and starts heartbeats; a lease already past its deadline is lost at once. */
   start(): this {
-    if (this.deadlinePassed()) {
-      this.onDeadline();
-      return this;
-    }
-    this.armDeadline();
-    if (this.settings.heartbeatMs > 0) {
+    this.startHeartbeats();
+    this.watchDeadline();
+    return this;
+  }
+
+  /**
+   * Heartbeats only, without the deadline timer: for a lease held while it waits to be used (a
+   * scheduler's claim before its run starts), which is judged by `proven` when it is about to be
+   * used. Thousands of claims waiting together then arm no timer that fires every second.
+   */
+  startHeartbeats(): this {
+    if (this.settings.heartbeatMs > 0 && !this.beating && !this.lost) {
       this.beating = true;
       this.scheduleBeat(this.settings.heartbeatMs, 1);
     }
     return this;
+  }
+
+  /** Arms the deadline timer (after startHeartbeats); a lease already past its deadline is lost at once. */
+  watchDeadline(): void {
+    if (this.watching || this.lost) return;
+    this.watching = true;
+    if (this.deadlinePassed()) this.onDeadline();
+    else this.armDeadline();
   }
 
   /**
@@ -278,7 +294,7 @@ export class LeaseHold implements JobLeaseHold {
         this.until = proven;
         this.wallUntil = wallProven;
       }
-      this.armDeadline();
+      if (this.watching) this.armDeadline();
     }
     this.scheduleBeat(this.settings.heartbeatMs, 1);
   }

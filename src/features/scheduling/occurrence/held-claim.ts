@@ -19,7 +19,8 @@ export interface OccurrenceClaim {
 /**
  * A won claim of one occurrence (for one tenant), held from the moment it was won: its local
  * deadline runs from the claim's send instant and heartbeats keep it while it waits to start
- * (the time claimed ahead, jitter, a tenant's queue). It ends exactly one way: started (the run
+ * (the time claimed ahead, jitter, a tenant's queue); the deadline is judged when it is about to
+ * start (`prove`), and watched by a timer only from then. It ends exactly one way: started (the run
  * finalizes it through `hold`), handed over to the fleet (left RUNNING with its lease run out, for
  * a take-over elsewhere), or ended unrun with a reason (FAIL with data that says why).
  */
@@ -66,9 +67,10 @@ export class HeldClaim {
     return this.hold.proven ? { kind: 'held' } : { kind: 'unavailable', error: new Error('the heartbeat that proved the claim answered after the lease it proved') };
   }
 
-  /** The claim's run starts: from now on its run finalizes it (hold.complete / hold.fail). */
+  /** The claim's run starts: from now on its deadline is watched (the signal aborts at it) and its run finalizes it (hold.complete / hold.fail). */
   start(): void {
     this.ended = true;
+    this.hold.watchDeadline();
   }
 
   /**
@@ -110,6 +112,6 @@ export class HeldClaim {
         finalize: (outcome, data, again) =>
           outcome === 'complete' ? port.complete(lease, data, again ? { again } : undefined) : port.fail(lease, data, again ? { again } : undefined),
       },
-    ).start();
+    ).startHeartbeats();
   }
 }
