@@ -1,5 +1,7 @@
 import { JobSchedulerService, JobSchedulerStatus, LostJobLeaseError } from '../../src/features';
+import { Client } from 'pg';
 import { sleep, startLeaseNodes } from '../support/lease-nodes';
+import { startNestNode } from '../support/nest-node';
 import { captureNestLogs } from '../support/nest-log-capture';
 import { TcpProxy } from '../support/tcp-proxy';
 import { createTestDatabase, type TestDatabase } from '../support/test-database';
@@ -236,5 +238,37 @@ describe('runAcquired', () => {
         expect((await nodes[1].acquire({ code: 'nightly-export', runKey: `tick-${sequence}` })).acquired).toBe(true);
       }),
     ).rejects.toBeInstanceOf(LostJobLeaseError);
+  });
+});
+
+describe('runExclusive on shutdown', () => {
+  it('a run whose acquire is in flight as app.close() begins is told to stop and finalized before the DataSource closes (never left RUNNING)', async () => {
+    const node = await startNestNode(database.url);
+    // A held table lock (as a migration would hold it) keeps the acquire in flight.
+    const locker = new Client({ connectionString: database.url });
+    await locker.connect();
+    await locker.query('BEGIN');
+    await locker.query('LOCK TABLE "job-scheduler" IN ACCESS EXCLUSIVE MODE');
+    const request = options();
+    let toldToStop: boolean | undefined;
+    const outcome = node.jobs.runExclusive(request, async ({ signal, idempotencyKey }) => {
+      await sleep(100);
+      toldToStop = signal.aborted;
+      return idempotencyKey;
+    });
+    await sleep(200);
+    const closed = node.close();
+    await sleep(200);
+    await locker.query('COMMIT');
+    await locker.end();
+    const settled = await outcome.then(
+      (value) => ({ value }),
+      (error: unknown) => ({ error }),
+    );
+    await closed;
+    expect(toldToStop).toBe(true);
+    expect(settled).toEqual({ value: { acquired: true, result: expect.any(String) } });
+    const row = await rowByKey((settled as { value: { result: string } }).value.result);
+    expect(row.status).toBe(JobSchedulerStatus.SUCCESS);
   });
 });

@@ -134,6 +134,10 @@ export class JobSchedulerService implements OnModuleInit, OnApplicationBootstrap
   private readonly shutdownGraceMs: number;
   private readonly requireSynchronousReplication: boolean;
   private readonly active = new Set<ActiveRun>();
+  /** runExclusive calls whose acquire is in flight: shutdown waits for them (a run they win is then one of `active`). */
+  private readonly acquiring = new Set<Promise<unknown>>();
+  /** Shutdown began: a run acquired from now on is told to stop (its signal aborts) as it starts. */
+  private closing = false;
   /** The last replication reading (monotonic instant) and whether its risk was logged. */
   private replication: { status: JobLeaseReplicationStatus; readAt: number } | undefined;
   private replicationWarned = false;
@@ -438,7 +442,10 @@ export class JobSchedulerService implements OnModuleInit, OnApplicationBootstrap
     fn: (lease: JobExecutionLease) => Promise<T>,
   ): Promise<RunExclusiveResult<T>> {
     if (typeof fn !== 'function') throw callbackErrors.notAFunction(fn);
-    const lock = await this.acquire(options);
+    const acquiring = this.acquire(options);
+    this.acquiring.add(acquiring);
+    void acquiring.finally(() => this.acquiring.delete(acquiring)).catch(ignore);
+    const lock = await acquiring;
     if (!lock.acquired) return { acquired: false };
     return { acquired: true, result: await this.runHeld(lock, fn) };
   }
@@ -464,6 +471,8 @@ export class JobSchedulerService implements OnModuleInit, OnApplicationBootstrap
     });
     run.settled = outcome.then(ignore, ignore);
     this.active.add(run);
+    // Won while shutting down: it runs (the lease is this node's), told to stop at once, and shutdown waits for it.
+    if (this.closing) hold.abort(new JobShutdownError(lease.id));
     return outcome;
   }
 
@@ -502,13 +511,20 @@ export class JobSchedulerService implements OnModuleInit, OnApplicationBootstrap
    * them to settle, then releases the leases still held (fenced: another node's lease is safe).
    */
   async beforeApplicationShutdown(): Promise<void> {
-    const running = [...this.active];
-    if (running.length === 0) return;
-    for (const run of running) run.hold.abort(new JobShutdownError(run.lease.id));
+    this.closing = true;
     let timer: NodeJS.Timeout | undefined;
     const grace = new Promise<void>((resolve) => {
       timer = setTimeout(resolve, this.shutdownGraceMs);
     });
+    // Acquires in flight first (a cron tick that fired as shutdown began): a run they win is
+    // finalized before the DataSource closes, in a later shutdown hook, like the others.
+    await Promise.race([Promise.allSettled([...this.acquiring]), grace]);
+    const running = [...this.active];
+    if (running.length === 0) {
+      clearTimeout(timer);
+      return;
+    }
+    for (const run of running) run.hold.abort(new JobShutdownError(run.lease.id));
     await Promise.race([Promise.all(running.map((run) => run.settled)), grace]);
     clearTimeout(timer);
     const stuck = running.filter((run) => !run.done);
