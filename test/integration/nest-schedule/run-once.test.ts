@@ -6,6 +6,7 @@ import {
   currentJobExecution,
   type JobExecution,
   JobScheduler,
+  JobSchedulerType,
   JobSchedulerModule,
   JobSchedulerService,
   RunOnce,
@@ -358,6 +359,22 @@ class SlowTick {
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
 }
+
+describe('@RunOnce reclaiming an abandoned tick', () => {
+  it('a tick that reclaims a row whose holder stopped heartbeating runs with trigger take-over and a greater fencing token', async () => {
+    seen.length = 0;
+    const node = await startNode();
+    const runKey = new Date(Math.floor(Date.now() / HOUR) * HOUR).toISOString();
+    // A holder that took this tick's lease and vanished (its row RUNNING, its lease run out).
+    const abandoned = await node.jobs.acquire({ code: 'hourly-report.build', runKey, leaseMs: 30_000, type: JobSchedulerType.SCHEDULE, reclaimFailed: false });
+    expect(abandoned.acquired).toBe(true);
+    await database.sql(`UPDATE "job-scheduler" SET "modifiedAt" = "modifiedAt" - interval '1 day' WHERE code = 'hourly-report.build'`);
+    expect(await node.app.get(HourlyReport).build()).toBe('built');
+    expect(seen.map(({ execution }) => execution?.trigger)).toEqual(['take-over']);
+    expect(seen[0].execution!.fencingToken).toBeGreaterThan((abandoned as { fencingToken: number }).fencingToken);
+    expect((await leaseRows('hourly-report.build')).map((row) => [row.status, row.attempts])).toEqual([['SUCCESS', 2]]);
+  });
+});
 
 describe('@RunOnce on shutdown', () => {
   it.each([1, 5, 10, 20])(

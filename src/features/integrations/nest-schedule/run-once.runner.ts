@@ -105,6 +105,7 @@ export class RunOnceRunner {
   private async takeAndRun({ plan, instance, method, args, scheduledAt, trigger, claimed }: Tick): Promise<unknown> {
     const runKey = occurrenceRunKey(scheduledAt);
     let started = false;
+    let runTrigger = trigger;
     try {
       const tick = async (lease: JobExecutionLease) => {
         started = true;
@@ -116,7 +117,7 @@ export class RunOnceRunner {
           idempotencyKey: lease.idempotencyKey,
           fencingToken: lease.fencingToken,
           correlationId: randomUUID(),
-          trigger,
+          trigger: runTrigger,
         };
         return withJobExecution(execution, () => method.apply(instance, args));
       };
@@ -144,6 +145,8 @@ export class RunOnceRunner {
         this.logger.log(`${plan.code} ${runKey}: won while shutting down, handed over to another instance's take-over`);
         return undefined;
       }
+      // A tick that reclaimed an expired row (its holder vanished or stalled past its lease) runs it again: a take-over.
+      if (lock.reclaimed) runTrigger = 'take-over';
       const result = await this.jobs.runAcquired(lock, tick);
       this.write(this.failures.succeeded(plan.code));
       return result;
