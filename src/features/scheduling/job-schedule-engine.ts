@@ -247,9 +247,9 @@ export class JobScheduleEngine {
       state.occupancy.queued = undefined;
       if (state.ahead) claimedAhead.push(state);
     }
-    const released = this.ahead.handOver(claimedAhead);
+    // Claims held by runs waiting for their jitter are handed over with the others.
+    const released = Promise.all([this.ahead.handOver(claimedAhead), this.ahead.handOverClaims(this.jitter.cancelAll())]);
     this.unrun.stop();
-    this.jitter.cancelAll();
     await this.takeOvers?.stop();
     await Promise.all([released, this.tenantFanOut.stop(), this.runner.shutdown(this.options.shutdownGraceMs ?? 10_000)]);
   }
@@ -499,8 +499,8 @@ export class JobScheduleEngine {
       return [this.records.emit({ ...recordOfJob(state.job.declaration), outcome: 'skipped-locked', scheduledAt: new Date(scheduledAt), trigger, correlationId: ahead.correlationId })];
     }
     if ((trigger === 'schedule' || trigger === 'catch-up') && declaration.jitterMs > 0) {
-      await this.jitter.wait(declaration.jitterMs);
-      if (!this.started) return [];
+      // Cancelled by stop(), which hands over the claim ahead this wait held.
+      if (!(await this.jitter.wait(declaration.jitterMs, ahead))) return [];
     }
     // A take-over runs the one (tenant's) occurrence that was abandoned.
     if (declaration.tenancy === 'global' || trigger === 'take-over') {

@@ -115,6 +115,27 @@ describe('a claim ahead is held from the claim', () => {
   });
 });
 
+describe('a graceful stop while a claimed run waits for its jitter', () => {
+  it('hands the claim over: another instance runs it at its next scan, not a lease later, and the stopped one never does', async () => {
+    const fleet = new Fleet();
+    const job = { name: 'reports.jitter-stop', every: '1m', leaseMs: 40_000, jitterMs: 10_000 };
+    const a = fleet.node('a', job, { claimAheadMs: 5_000, random: () => 0.99 });
+    const b = fleet.node('b', job, { random: () => 0 });
+    await a.start();
+    await fleet.advance(MINUTE - 5_500, ['a']);
+    await b.start();
+    // a claimed at 55 s and, from 60 s, waits its 9.9 s jitter; b lost the instant to a's claim.
+    await fleet.advance(7_000);
+    expect(fleet.runsOf(MINUTE)).toEqual([]);
+    await a.stop();
+    // b's take-over scan (every second) finds the handed-over row: far sooner than a's 40 s lease.
+    await fleet.advance(3_000, ['b']);
+    expect(fleet.runsOf(MINUTE)).toEqual([expect.objectContaining({ node: 'b', trigger: 'take-over' })]);
+    await fleet.stop();
+    expect(fleet.lease.statusOf('reports.jitter-stop', occurrenceRunKey(MINUTE))).toBe(JobSchedulerStatus.SUCCESS);
+  });
+});
+
 describe('overlap counts runs, not claims', () => {
   it('an instance busy with the previous run does not claim the next occurrence ahead: an idle instance runs it', async () => {
     const fleet = new Fleet();

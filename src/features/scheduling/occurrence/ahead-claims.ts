@@ -92,7 +92,11 @@ export class AheadClaims {
    * runs them.
    */
   handOver(holders: readonly AheadClaimHolder[], why = 'shutdown'): Promise<void> {
-    const claims = this.detach(holders);
+    return this.handOverClaims(this.detach(holders), why);
+  }
+
+  /** The same, for claims already taken from their jobs (by a run waiting for its jitter, say). */
+  handOverClaims(claims: readonly AheadClaim[], why = 'shutdown'): Promise<void> {
     if (claims.length === 0) return Promise.resolve();
     return this.track(
       this.runner.won(claims).then(async (won) => {
