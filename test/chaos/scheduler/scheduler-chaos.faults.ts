@@ -290,14 +290,15 @@ export class SchedulerChaosFaults {
       this.problems.push('clock step: no instance runs under libfaketime');
       return;
     }
-    const deadline = Date.now() + 15_000;
+    // Up to a minute: the slot may be stopped (a long stall lasts up to ~45 s) or booting on a loaded machine.
+    const deadline = Date.now() + 60_000;
     let instance = this.fleet.currentOf(this.clockSlot);
     while (Date.now() < deadline && !instance?.healthy) {
       await sleep(100);
       instance = this.fleet.currentOf(this.clockSlot);
     }
     if (!instance?.healthy) {
-      this.problems.push(`clock step: slot ${this.clockSlot} had no healthy instance within 15 s`);
+      this.problems.push(`clock step: slot ${this.clockSlot} had no healthy instance within 60 s`);
       return;
     }
     const offsetMs = this.config.clockStepMs;
