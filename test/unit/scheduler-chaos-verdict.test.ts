@@ -226,6 +226,24 @@ describe('scheduler chaos verdict', () => {
     expect(verdictOf(allDown).class).toBe('recorded-justified');
   });
 
+  it('justifies a skipped-overlap record only when no healthy instance could run the occurrence', () => {
+    const skipped = { status: 'FAIL' as const, ownerId: 'i0.1', data: { outcome: 'skipped-overlap' } };
+    // Only i0.1 was busy (its previous run overran): the three others were idle.
+    const oneBusy = withOccurrence([], skipped);
+    oneBusy.runs.push(run(EVERY, runKeyOf(AT - 5_000), AT - 5_000, { startedMs: AT - 4_990, endedMs: AT + 2_000 }));
+    const unjustified = verdictOf(oneBusy);
+    expect(unjustified.class).toBe('recorded-unjustified');
+    expect(unjustified.detail).toContain('although i1.1, i2.1, i3.1 could run it');
+    // i0.1 busy, i1.1 stopped, i2.1 down, i3.1's clock stepped past the instant: nobody could.
+    const nobody = withOccurrence([], skipped, [{ kind: 'clock-step', nodeId: 'i3.1', atMs: AT - 6_000, offsetMs: 25_000 }]);
+    nobody.runs.push(run(EVERY, runKeyOf(AT - 5_000), AT - 5_000, { startedMs: AT - 4_990, endedMs: AT + 2_000 }));
+    nobody.instances[1].stops = [{ fromMs: AT - 20_000, toMs: AT + 20_000 }];
+    nobody.instances[2].killedMs = AT - 1_000;
+    const justified = verdictOf(nobody);
+    expect(justified.class).toBe('recorded-justified');
+    expect(justified.detail).toContain('i0.1 while it still ran the previous occurrence (overlap); i3.1 after a wall-clock step');
+  });
+
   it("judges a removed dynamic schedule's late runs by whether the instance could have seen the removal", () => {
     const removedMs = FROM - 30_000;
     const input = baseline();

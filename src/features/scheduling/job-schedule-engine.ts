@@ -127,7 +127,7 @@ export class JobScheduleEngine {
       history: options.history,
       lateToleranceMs: options.lateToleranceMs ?? 60_000,
       track: (work) => this.track(work),
-      current: (holder) => this.started && this.states.get(jobKeyOf(holder.job.declaration)) === holder,
+      current: (holder) => this.states.get(jobKeyOf(holder.job.declaration)) === holder,
     });
     if (options.abandoned) {
       const periodMs = options.takeOverScanMs ?? DEFAULT_TAKE_OVER_SCAN_MS;
@@ -249,9 +249,10 @@ export class JobScheduleEngine {
     }
     // Claims held by runs waiting for their jitter are handed over with the others.
     const released = Promise.all([this.ahead.handOver(claimedAhead), this.ahead.handOverClaims(this.jitter.cancelAll())]);
-    this.unrun.stop();
+    // Occurrences skipped here as overlapping, still unchecked: recorded now if nobody claimed them.
+    const checked = this.unrun.stop();
     await this.takeOvers?.stop();
-    await Promise.all([released, this.tenantFanOut.stop(), this.runner.shutdown(this.options.shutdownGraceMs ?? 10_000)]);
+    await Promise.all([released, checked, this.tenantFanOut.stop(), this.runner.shutdown(this.options.shutdownGraceMs ?? 10_000)]);
   }
 
   /** Runs the job now, whatever its schedule; scheduledAt is the instant it was asked. */

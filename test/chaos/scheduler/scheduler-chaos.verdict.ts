@@ -535,6 +535,11 @@ export const judge = (input: VerdictInput): Verdict => {
 
   /** What the owner of an occurrence it gave back was doing at the instant, as far as the evidence tells. */
   function whyGivenBack(owner: string | null, occurrence: ExpectedOccurrence): string {
+    return whyNotRun(owner, occurrence) ?? 'for no reason the evidence shows';
+  }
+
+  /** Why an instance could not run an occurrence at its instant (busy with the previous one, stalled, a stepped clock), or null. */
+  function whyNotRun(owner: string | null, occurrence: ExpectedOccurrence): string | null {
     const at = occurrence.scheduledAt;
     const prefix = occurrence.scheduleId === undefined ? undefined : `schedule=${encodeURIComponent(occurrence.scheduleId)} `;
     // On its own clock (a stepped one reaches the instant early): the offset its run recorded.
@@ -550,7 +555,7 @@ export const judge = (input: VerdictInput): Verdict => {
     if (input.faults.some((fault) => fault.kind === 'clock-step' && fault.nodeId === owner && Math.abs(fault.atMs - at) <= 60_000)) {
       return 'after a wall-clock step';
     }
-    return 'for no reason the evidence shows';
+    return null;
   }
 
   function judgeUnrun(
@@ -631,6 +636,17 @@ export const judge = (input: VerdictInput): Verdict => {
           (context.length > 0 ? ` (it had: ${context.join(', ')})` : ''),
         record: 'abandoned',
       };
+    }
+    if (data.outcome === 'skipped-overlap') {
+      // Recorded by an instance that skipped it as overlapping, one tolerance later (or at its
+      // stop) when nobody had claimed it: justified when no instance healthy at the instant could run it.
+      const healthy = input.instances.filter((life) => healthyAt(life, at));
+      const reasons = healthy.map((life) => ({ nodeId: life.nodeId, why: whyNotRun(life.nodeId, occurrence) }));
+      const able = reasons.filter((reason) => reason.why === null).map((reason) => reason.nodeId);
+      const detail = reasons.map((reason) => `${reason.nodeId} ${reason.why ?? 'idle'}`).join('; ');
+      return able.length === 0
+        ? { cls: 'recorded-justified', detail: `skipped as overlapping: no healthy instance could run it (${detail || 'none healthy'})`, record: 'failed' }
+        : { cls: 'recorded-unjustified', detail: `recorded skipped-overlap by ${row.ownerId} although ${able.join(', ')} could run it (${detail})`, record: 'failed' };
     }
     if (data.released === true) {
       const why = whyGivenBack(row.ownerId, occurrence);

@@ -187,6 +187,24 @@ describe('overlap counts runs, not claims', () => {
   });
 });
 
+describe('an occurrence skipped as overlapping, its check pending when the instance stops', () => {
+  it('is recorded at the stop (FAIL skipped-overlap) when nobody claimed it: the check is not dropped with the instance', async () => {
+    const fleet = new Fleet();
+    let release: () => void = () => undefined;
+    const job = { name: 'reports.overrun', every: '10s' };
+    // The run of 10 s overruns past 20 s: 20 s is skipped here, and no other instance runs it.
+    const a = fleet.node('a', job, { run: (execution) => (execution.scheduledAt.getTime() === 10_000 ? new Promise<void>((resolve) => (release = resolve)) : undefined) });
+    await a.start();
+    await fleet.advance(25_000);
+    expect(fleet.lease.statusOf('reports.overrun', occurrenceRunKey(20_000))).toBeUndefined();
+    const stopping = a.stop();
+    release();
+    await stopping;
+    expect(fleet.runsOf(20_000)).toEqual([]);
+    expect(fleet.lease.statusOf('reports.overrun', occurrenceRunKey(20_000))).toBe(JobSchedulerStatus.FAIL);
+  });
+});
+
 describe('an instant claimed ahead and passed unrun (a stall past the next instant)', () => {
   it('runs within the late tolerance: its holder is the only one that can, and the latest instant runs too', async () => {
     const fleet = new Fleet();

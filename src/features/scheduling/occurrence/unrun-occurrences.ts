@@ -19,7 +19,7 @@ export interface UnrunOccurrencesOptions {
   lateToleranceMs: number;
   /** Keeps work in the engine's work in flight (idle(), stop()). */
   track: <T>(work: Promise<T>) => Promise<T>;
-  /** Whether this job is still the engine's, running (not stopped, removed or replaced). */
+  /** Whether this job is still the engine's (not removed or replaced). */
   current: (holder: AheadClaimHolder) => boolean;
 }
 
@@ -30,8 +30,8 @@ export interface UnrunOccurrencesOptions {
  * occurrences nobody ran are reported missed by the one instance that holds their record.
  */
 export class UnrunOccurrences {
-  /** Timers of the checks that an occurrence skipped here as overlapping ran somewhere. */
-  private readonly overlapChecks = new Set<() => void>();
+  /** The checks that an occurrence skipped here as overlapping ran somewhere, by their timer's cancel. */
+  private readonly overlapChecks = new Map<() => void, () => Promise<void>>();
 
   constructor(private readonly options: UnrunOccurrencesOptions) {}
 
@@ -48,11 +48,14 @@ export class UnrunOccurrences {
     if (claimed) {
       await runner.handOver(await runner.won([claimed]));
     } else if (trigger === 'schedule' && declaration.tenancy === 'global') {
+      const check = async () => {
+        if (this.options.current(holder)) await this.recordIfUnclaimed(holder, scheduledAt);
+      };
       const cancel = timers.at(scheduledAt + lateToleranceMs + 1_000, () => {
         this.overlapChecks.delete(cancel);
-        void this.options.track(this.recordIfUnclaimed(holder, scheduledAt));
+        void this.options.track(check());
       });
-      this.overlapChecks.add(cancel);
+      this.overlapChecks.set(cancel, check);
     }
     return records.emit({ ...recordOfJob(declaration), outcome: 'skipped-overlap', scheduledAt: new Date(scheduledAt), trigger });
   }
@@ -94,17 +97,22 @@ export class UnrunOccurrences {
     this.options.records.missed(recordOfJob(holder.job.declaration), missed, due.count - 1 - (due.earlier.length - missed.length));
   }
 
-  /** Cancels the pending overlap checks (stop). */
-  stop(): void {
-    for (const cancel of this.overlapChecks) cancel();
+  /**
+   * On stop: the pending overlap checks run now instead of at their timer (nobody would run them
+   * after this instance is gone, and the occurrences would be lost without a word), before the
+   * lease's connections close.
+   */
+  async stop(): Promise<void> {
+    const checks = [...this.overlapChecks];
     this.overlapChecks.clear();
+    for (const [cancel] of checks) cancel();
+    await Promise.all(checks.map(([, check]) => check()));
   }
 
   /** Records an occurrence skipped as overlapping that no instance claimed (see skippedOverlap). */
   private async recordIfUnclaimed(holder: AheadClaimHolder, scheduledAt: number): Promise<void> {
     const { runner, logger } = this.options;
     const declaration = holder.job.declaration;
-    if (!this.options.current(holder)) return;
     const instant = new Date(scheduledAt).toISOString();
     try {
       const claimed = await runner.claim(declaration, runKeyOf({ scheduleId: declaration.dynamicSchedule?.id }, scheduledAt), randomUUID());
