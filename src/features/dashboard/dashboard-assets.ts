@@ -1,7 +1,13 @@
-import { readFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
-/** The page's static files: the sources in ui/, copied next to the compiled module at package build time. */
+/**
+ * The page's static files. In the package, ui/ next to the compiled module holds all three, built
+ * at package build time (scripts/build-dashboard.mjs: the script bundled by esbuild from the typed
+ * sources in ui/src). Run from src/ (tests, `npm run demo`), ui/ holds the sources: the script is
+ * bundled from them once, when the module is set up, so it is never stale.
+ */
 export interface DashboardAssets {
   html: string;
   script: string;
@@ -10,10 +16,28 @@ export interface DashboardAssets {
 
 const UI_DIRECTORY = join(__dirname, 'ui');
 
+/**
+ * The script bundled from ui/src by the repository's build script (esbuild, a devDependency), in a
+ * process of its own, once per process: only a checkout runs this, never the package (which has
+ * no ui/src).
+ */
+const bundled = new Map<string, string>();
+const bundleFromSources = (directory: string): string => {
+  let script = bundled.get(directory);
+  if (script === undefined) {
+    script = execFileSync(process.execPath, [join(directory, '..', '..', '..', '..', 'scripts', 'build-dashboard.mjs'), '--stdout'], {
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    bundled.set(directory, script);
+  }
+  return script;
+};
+
 /** Read once, when the module is set up. */
 export const loadDashboardAssets = (directory = UI_DIRECTORY): DashboardAssets => ({
   html: readFileSync(join(directory, 'dashboard.html'), 'utf8'),
-  script: readFileSync(join(directory, 'dashboard.js'), 'utf8'),
+  script: existsSync(join(directory, 'src', 'main.ts')) ? bundleFromSources(directory) : readFileSync(join(directory, 'dashboard.js'), 'utf8'),
   style: readFileSync(join(directory, 'dashboard.css'), 'utf8'),
 });
 

@@ -1,0 +1,99 @@
+// The answers of the dashboard's JSON API as the page reads them. Pure types (no DOM, no Node):
+// test/unit/dashboard/dashboard-ui-types.test.ts checks at compile time that the server's views
+// (dashboard-views.ts, dashboard-timeline.ts, dashboard-schedules.ts) still fit them.
+
+export interface ScheduleDescription {
+  expression: string;
+  words: string;
+  timeZone: string | null;
+}
+
+export interface Job {
+  name: string;
+  schedule: ScheduleDescription;
+  nextDue: string[];
+  lastSuccessAt: string | null;
+  /** ok | late | failing | disabled: the badge's class. */
+  health: string;
+  paused: { by: string } | null;
+}
+
+export interface JobsAnswer {
+  jobs: Job[];
+}
+
+export interface Schedule {
+  id: string;
+  handler: string;
+  schedule: ScheduleDescription;
+  nextDue: string[];
+  enabled: boolean;
+  tenantId: string | null;
+}
+
+export interface SchedulesPage {
+  schedules: Schedule[];
+  nextCursor: string | null;
+}
+
+export interface TimelineMark {
+  at: string;
+  /** succeeded | failed | missed | running | taken-over: the mark's class. */
+  outcome: string;
+  trigger: 'schedule' | 'run-now';
+  runId: string;
+  runs: number;
+}
+
+export interface TimelineGap {
+  from: string;
+  to: string;
+  occurrences: number;
+}
+
+export interface Timeline {
+  from: string;
+  to: string;
+  marks: TimelineMark[];
+  gaps: TimelineGap[];
+  truncated: boolean;
+}
+
+export interface RunSummary {
+  id: string;
+  code: string;
+  status: string;
+  runKey: string | null;
+  attempts: number;
+  fencingToken: number;
+  ownerId: string | null;
+  createdAt: string;
+  startedAt: string | null;
+  finishedAt: string | null;
+  heartbeatAgeMs: number;
+}
+
+export interface RunsPage {
+  runs: RunSummary[];
+  nextCursor: string | null;
+}
+
+export interface RunDetail extends RunSummary {
+  leaseMs: number | null;
+  modifiedAt: string;
+  data: unknown;
+  lastError: unknown;
+}
+
+export interface ExpiredLease extends RunSummary {
+  overdueMs: number;
+}
+
+export interface LeasesAnswer {
+  leases: ExpiredLease[];
+}
+
+/** What an action (run now, pause, resume, release) answers: `applied: false` when there was nothing to do. */
+export interface ActionAnswer {
+  applied?: boolean;
+}

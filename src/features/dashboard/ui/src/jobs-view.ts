@@ -1,0 +1,54 @@
+// The declared jobs: schedule in words, time zone, next due instants, last success, health, and
+// the actions (run now, pause or resume, show the timeline).
+
+import { action } from './actions';
+import { api } from './api';
+import type { Job, JobsAnswer } from './api-types';
+import { offerChoices } from './choices';
+import { byId, cell, el, replaceContent, table } from './dom';
+import { when } from './format';
+import { messageOf, say } from './status';
+import { showTimeline } from './timeline-view';
+
+/** The jobs of the last answer ([] until one arrives). */
+let jobs: readonly Job[] = [];
+
+export const declaredJobs = (): readonly Job[] => jobs;
+
+const jobRow = (job: Job): HTMLTableRowElement => {
+  const path = 'jobs/' + encodeURIComponent(job.name) + '/';
+  const health = el('span', { class: 'badge health-' + job.health, text: job.health });
+  const pausedNote = job.paused ? el('small', { class: 'muted', text: ' paused by ' + job.paused.by }) : '';
+  const toggle = job.paused ? action('Resume', path + 'resume') : action('Pause', path + 'pause', 'Pause ' + job.name + ' on every instance?');
+  const show = el('button', { type: 'button', text: 'Timeline', onclick: () => showTimeline('job:' + job.name) });
+  return el('tr', { 'data-job': job.name }, [
+    el('th', { scope: 'row', text: job.name }),
+    cell(el('span', { title: job.schedule.expression, text: job.schedule.words })),
+    cell(job.schedule.timeZone),
+    cell(job.nextDue.length ? el('span', { title: job.nextDue.map(when).join('\n'), text: when(job.nextDue[0]) }) : null),
+    cell(when(job.lastSuccessAt)),
+    el('td', {}, [health, pausedNote]),
+    el('td', { class: 'actions' }, [action('Run now', path + 'run-now'), toggle, show]),
+  ]);
+};
+
+const renderJobs = (answer: readonly Job[]): void => {
+  jobs = answer;
+  const content = jobs.length
+    ? table(['Job', 'Schedule', 'Time zone', 'Next due', 'Last success', 'Health', 'Actions'], jobs.map(jobRow))
+    : el('p', { class: 'muted', text: 'No declared jobs.' });
+  replaceContent(byId('jobs', HTMLElement), content);
+  offerChoices(
+    jobs.map((job) => ({ key: 'job:' + job.name, label: job.name })),
+    jobs.map((job) => job.name),
+    true,
+  );
+};
+
+export const loadJobs = (): Promise<void> =>
+  api<JobsAnswer>('jobs').then(
+    (body) => renderJobs(body.jobs),
+    (error: unknown) => {
+      say('Jobs: ' + messageOf(error), true);
+    },
+  );
