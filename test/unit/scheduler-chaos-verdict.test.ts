@@ -257,6 +257,12 @@ describe('scheduler chaos verdict', () => {
     // Stopped from before the removal until just before the run: it could not have seen it.
     input.instances[2].stops = [{ fromMs: removedMs - 1_000, toMs: FROM + 5_000 }];
     expect(judged()?.class).toBe('once');
+    // Up from the removal, a run 6.5 s after it: seen by then, unless terminated backends failed its change polls.
+    input.instances[2].stops = [];
+    input.scheduleChanges = [{ scheduleId: 'report 6s/acme', change: 'removed', sentMs: FROM - 500, doneMs: FROM - 480 }];
+    expect(judged()?.class).toBe('unexpected-run');
+    input.faults = [1_000, 3_000].map((offset) => ({ kind: 'backend-kill' as const, atMs: FROM + offset, nodeIds: ['i2.1'], terminated: 2 }));
+    expect(judged()?.class).toBe('once');
   });
 
   it("justifies a crashed holder's occurrence left RUNNING when its schedule was removed before any take-over", () => {

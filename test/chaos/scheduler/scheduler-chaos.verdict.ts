@@ -373,6 +373,12 @@ export const judge = (input: VerdictInput): Verdict => {
         if (fault.kind === 'outage' && fault.nodeIds.includes(nodeId)) blind += overlapMs([{ from: fault.fromMs, to: fault.toMs }], [{ from: fromMs, to: toMs }]);
       }
     }
+    // A terminated pool connection fails the change poll that used it: seen one poll later.
+    for (const fault of input.faults) {
+      if (fault.kind === 'backend-kill' && fault.nodeIds.includes(nodeId) && fault.atMs >= fromMs - LIBRARY_DEFAULTS.changePollMs && fault.atMs <= toMs) {
+        blind += LIBRARY_DEFAULTS.changePollMs;
+      }
+    }
     return toMs - fromMs - blind >= LIBRARY_DEFAULTS.changePollMs + 2_000;
   };
 
