@@ -28,18 +28,7 @@ afterAll(async () => {
   await rm(reportPath, { force: true });
 });
 
-/**
- * Opt-in (SDCOREJS_SCHEDULER_CHAOS=1) until it is stable: on a fresh-clone CI run on 2026-12-02 it
- * found, under a 41 s SIGSTOP, one occurrence lost silently, one left RUNNING past the settle
- * window and one run of a schedule removed 11 s before; four other runs of the same preset passed.
- * The finding is open (see the notes of issue 20); `npm run chaos:scheduler -- --preset ci` runs it.
- */
-const schedulerChaos = process.env.SDCOREJS_SCHEDULER_CHAOS === '1' ? describe : describe.skip;
-if (process.env.SDCOREJS_SCHEDULER_CHAOS !== '1') {
-  process.stdout.write('scheduler chaos (CI-sized) skipped: set SDCOREJS_SCHEDULER_CHAOS=1 to run it (it is not stable yet: see its comment)\n');
-}
-
-schedulerChaos('scheduler chaos (CI-sized)', () => {
+describe('scheduler chaos (CI-sized)', () => {
   let report: SchedulerChaosReport;
 
   beforeAll(async () => {
