@@ -2,7 +2,7 @@ import 'reflect-metadata';
 import { type DynamicModule, type INestApplication, Module } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { ExpressAdapter } from '@nestjs/platform-express';
-import { TypeOrmModule, type TypeOrmModuleOptions } from '@nestjs/typeorm';
+import { TypeOrmModule } from '@nestjs/typeorm';
 import { JobScheduler, JobSchedulerModule, Scheduled, SchedulingModule } from '../../src/features';
 import { JobSchedulerDashboardModule } from '../../src/features/dashboard';
 import type { TestDatabase } from '../../test/support/test-database';
@@ -78,7 +78,7 @@ const startApp = async (database: TestDatabase, times: Map<string, number[]>, la
   const root: DynamicModule = {
     module: DashboardBenchModule,
     imports: [
-      TypeOrmModule.forRoot({ type: 'postgres', url: database.url, entities: [JobScheduler], poolSize: 4 } as TypeOrmModuleOptions),
+      TypeOrmModule.forRoot({ type: 'postgres', url: database.url, entities: [JobScheduler], poolSize: 4 }),
       JobSchedulerModule.forRoot({ nodeId: 'dashboard-bench' }),
       SchedulingModule.forRoot({ start: false, metrics: false, retention: false }),
       BenchJobs,

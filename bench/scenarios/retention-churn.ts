@@ -214,7 +214,7 @@ const report = (sheet: FigureSheet, churnCase: ChurnCase, run: CaseRun, quick: b
 export const retentionChurn: Scenario = {
   name: 'retention-churn',
   title: '7. Retention under churn (full lease cycles at a steady arrival rate, pruned as they age)',
-  run: async ({ quick, repetitions, cleanup, sheet, log }) => {
+  run: async ({ quick, repetitions, sheet, log }) => {
     const sizes = quick ? SIZES.quick : SIZES.full;
     const cases = casesFor(sizes);
     for (const churnCase of cases) {

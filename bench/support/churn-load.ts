@@ -100,7 +100,7 @@ export const startChurnLoad = (nodes: readonly JobSchedulerService[], options: C
       stopping = true;
       await generator;
       await Promise.all([...inFlight]);
-      if (failure !== undefined) throw failure;
+      if (failure !== undefined) throw failure instanceof Error ? failure : new Error(String(failure));
     },
   };
 };

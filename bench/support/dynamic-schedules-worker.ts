@@ -69,7 +69,7 @@ const main = async (): Promise<void> => {
     imports: [
       TypeOrmModule.forRoot({ type: 'postgres', url: options.url, entities: [JobScheduler], poolSize: options.poolSize }),
       JobSchedulerModule.forRoot({ nodeId: options.nodeId }),
-      DynamicSchedulesModule.forRoot({ metrics: false, retention: false, changePollMs: options.changePollMs }) as DynamicModule,
+      DynamicSchedulesModule.forRoot({ metrics: false, retention: false, changePollMs: options.changePollMs }),
       HandlersModule,
     ],
   };

@@ -78,7 +78,7 @@ const main = async (): Promise<void> => {
     imports: [
       TypeOrmModule.forRoot({ type: 'postgres', url: options.url, entities: [JobScheduler], poolSize: options.poolSize }),
       JobSchedulerModule.forRoot({ nodeId: options.nodeId }),
-      SchedulingModule.forRoot({ metrics: false, retention: false, claimAheadMs: options.claimAheadMs }) as DynamicModule,
+      SchedulingModule.forRoot({ metrics: false, retention: false, claimAheadMs: options.claimAheadMs }),
       JobsModule,
     ],
   };

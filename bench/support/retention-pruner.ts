@@ -85,7 +85,7 @@ export const startRetentionPruner = (jobs: JobSchedulerService, options: PrunerO
       running = false;
       paused?.resolve();
       await loop;
-      if (failure !== undefined) throw failure;
+      if (failure !== undefined) throw failure instanceof Error ? failure : new Error(String(failure));
     },
   };
 };

@@ -40,6 +40,7 @@ const settledWithin = async (running: Promise<readonly { outcome: string }[]>, m
 };
 
 /** A printable, bounded actor name for the log. */
+// eslint-disable-next-line no-control-regex -- control characters are what it replaces
 const printable = (actor: string): string => actor.replace(/[\u0000-\u001f\u007f]/g, '?').slice(0, 256);
 
 /** What the dashboard reads and does, over ScheduledJobsService (when the app declares jobs) and JobRunsInspector. */

@@ -7,7 +7,7 @@ import type * as Page from '../../../src/features/dashboard/ui/src/api-types';
 type Answer<Route extends keyof JobSchedulerDashboardController> = JobSchedulerDashboardController[Route] extends (...args: never[]) => Promise<infer T> ? T : never;
 
 /** Compiles only when what the server answers fits what the page reads (`npm run typecheck`). */
-const fits = <Server extends Read, Read>(): true => true;
+const fits = <_Server extends Read, Read>(): true => true;
 
 describe("the page's sources (ui/src) and the server", () => {
   it('read the JSON API as the controller answers it (checked at compile time)', () => {

@@ -26,7 +26,7 @@ const run = (index: number): JobAcquireOptions => ({ code: `jobs.job-${index}`, 
 describe('ClaimBatcher', () => {
   it('claims the acquires of one turn with a few statements, walked from a random offset', async () => {
     const { lease, calls, singles } = recordingLease();
-    const batcher = new ClaimBatcher(lease as InMemoryJobLease & Required<Pick<InMemoryJobLease, 'acquireMany'>>, () => 0.5);
+    const batcher = new ClaimBatcher(lease, () => 0.5);
     const results = await Promise.all(Array.from({ length: 100 }, (_, index) => batcher.acquire(run(index))));
     expect(results.every((result) => result.acquired)).toBe(true);
     expect(singles).toEqual([]);
@@ -38,7 +38,7 @@ describe('ClaimBatcher', () => {
 
   it('sends an acquire alone in its turn as it is', async () => {
     const { lease, calls, singles } = recordingLease();
-    const batcher = new ClaimBatcher(lease as InMemoryJobLease & Required<Pick<InMemoryJobLease, 'acquireMany'>>, Math.random);
+    const batcher = new ClaimBatcher(lease, Math.random);
     expect((await batcher.acquire(run(1))).acquired).toBe(true);
     await new Promise((resolve) => setImmediate(resolve));
     expect((await batcher.acquire(run(2))).acquired).toBe(true);
@@ -48,7 +48,7 @@ describe('ClaimBatcher', () => {
 
   it('an invalid run fails alone: its statement is sent again one run at a time', async () => {
     const { lease, singles } = recordingLease();
-    const batcher = new ClaimBatcher(lease as InMemoryJobLease & Required<Pick<InMemoryJobLease, 'acquireMany'>>, () => 0);
+    const batcher = new ClaimBatcher(lease, () => 0);
     const settled = await Promise.allSettled([batcher.acquire(run(1)), batcher.acquire({ code: ' ', runKey: 'x' }), batcher.acquire(run(3))]);
     expect(settled.map((result) => result.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
     expect((settled[1] as PromiseRejectedResult).reason).toMatchObject({ name: 'InvalidJobIdentityOptionsError' });
@@ -59,7 +59,7 @@ describe('ClaimBatcher', () => {
     const { lease } = recordingLease();
     const refused = new JobLeaseDatabaseError('Job lease acquire failed: connection refused', { operation: 'acquire', retryable: true });
     lease.acquireMany = () => Promise.reject(refused);
-    const batcher = new ClaimBatcher(lease as InMemoryJobLease & Required<Pick<InMemoryJobLease, 'acquireMany'>>, () => 0);
+    const batcher = new ClaimBatcher(lease, () => 0);
     const settled = await Promise.allSettled([batcher.acquire(run(1)), batcher.acquire(run(2))]);
     expect(settled).toEqual([
       { status: 'rejected', reason: refused },

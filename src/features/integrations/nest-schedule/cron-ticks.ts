@@ -27,12 +27,13 @@ let cronTimeClass: CronTimeClass | undefined;
  */
 const loadCronTime = (): CronTimeClass => {
   if (cronTimeClass) return cronTimeClass;
+  // eslint-disable-next-line @typescript-eslint/no-require-imports -- an optional peer, loaded only when a @Cron is found
   const loaders = [() => createRequire(require.resolve('@nestjs/schedule'))('cron') as unknown, () => require('cron') as unknown];
   let failure: unknown;
   for (const load of loaders) {
     try {
       const candidate = (load() as { CronTime?: unknown } | undefined)?.CronTime as CronTimeClass | undefined;
-      if (typeof candidate === 'function' && typeof candidate.prototype?.getNextDateFrom === 'function') {
+      if (typeof candidate === 'function' && typeof (candidate.prototype as { getNextDateFrom?: unknown } | undefined)?.getNextDateFrom === 'function') {
         cronTimeClass = candidate;
         return candidate;
       }
@@ -112,7 +113,7 @@ export const dependsOnTimeZone = (method: string, cronTime: unknown, from: numbe
   let a: number | null = from;
   let b: number | null = from;
   for (let i = 0; i < 4; i++) {
-    a = inUtc.next(a as number);
+    a = inUtc.next(a);
     b = inKolkata.next(b as number);
     if (a !== b) return true;
     if (a === null) return false;

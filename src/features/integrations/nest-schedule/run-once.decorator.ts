@@ -27,7 +27,7 @@ const checkDeclaration = (method: string, name: unknown, options: unknown): RunO
       `the name must be <context>.<job-name>: two lowercase kebab-case segments, at most 64 characters, got ${typeof name === 'string' ? `"${name}"` : String(name)}`,
     );
   }
-  if (options === undefined) return { name: name as string | undefined };
+  if (options === undefined) return { name: name };
   if (typeof options !== 'object' || options === null) throw runOnceErrors.invalidDeclaration(method, 'options must be an object');
   const { leaseMs, heartbeatMs, errors, abandoned, maxAttempts } = options as RunOnceOptions;
   try {
@@ -44,7 +44,7 @@ const checkDeclaration = (method: string, name: unknown, options: unknown): RunO
   if (maxAttempts !== undefined && (!Number.isSafeInteger(maxAttempts) || maxAttempts < 1 || maxAttempts > 100)) {
     throw runOnceErrors.invalidDeclaration(method, `maxAttempts must be a whole number from 1 to 100, got ${String(maxAttempts)}`);
   }
-  return { name: name as string | undefined, leaseMs, heartbeatMs, errors, abandoned, maxAttempts };
+  return { name: name, leaseMs, heartbeatMs, errors, abandoned, maxAttempts };
 };
 
 /**

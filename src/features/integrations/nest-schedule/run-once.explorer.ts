@@ -134,7 +134,7 @@ export class RunOnceExplorer implements OnModuleInit, OnApplicationBootstrap, Be
 
   onModuleInit(): void {
     const wrappers: InstanceWrapper[] = [...this.discovery.getControllers(), ...this.discovery.getProviders()];
-    const explorers = new Set(wrappers.map((wrapper) => wrapper.instance).filter((instance) => instance instanceof RunOnceExplorer)).size;
+    const explorers = new Set(wrappers.map((wrapper): unknown => wrapper.instance).filter((instance) => instance instanceof RunOnceExplorer)).size;
     if (explorers > 1) throw runOnceErrors.duplicateModule(explorers);
     const scheduledNames = new Set<string>();
     for (const wrapper of wrappers) {
@@ -150,7 +150,7 @@ export class RunOnceExplorer implements OnModuleInit, OnApplicationBootstrap, Be
       seen.add(instance);
       // Like @nestjs/schedule: a request-scoped provider has no cron (it warns about it).
       if (!wrapper.isDependencyTreeStatic()) continue;
-      for (const key of this.scanner.getAllMethodNames(Object.getPrototypeOf(instance))) {
+      for (const key of this.scanner.getAllMethodNames(Object.getPrototypeOf(instance) as object | null)) {
         const found = this.plan(instance, key, scheduledNames, methodsByName);
         if (!found) continue;
         if (!this.jobs) throw runOnceErrors.noLease();

@@ -106,7 +106,7 @@ export class ScheduleSync {
     }
     this.tombstones.delete(change.id);
     this.applied.set(change.id, version);
-    const row = change as StoredScheduleRow;
+    const row = change;
     const handler = this.handlers.get(row.handler);
     if (!handler) {
       this.engine.remove(row.id);

@@ -64,7 +64,7 @@ export class AheadClaims {
     if (next <= now) return;
     // Busy with the job's previous run: an idle instance claims it (this one would skip it).
     if (holder.occupancy.running > 0) return;
-    if (holder.ahead) this.handOver([holder]);
+    if (holder.ahead) void this.handOver([holder]);
     holder.ahead = this.runner.claimAhead(holder.job.declaration, next);
   }
 

@@ -230,7 +230,7 @@ export class InMemoryJobLease implements SchedulerLease, SchedulerHistory, Aband
 
   private end(row: LeaseRow, data: unknown): void {
     const json = serializeJobData(data);
-    Object.assign(row, { status: JobSchedulerStatus.FAIL, ownerToken: '', data: json === null ? null : JSON.parse(json), modifiedAt: this.clock.now() });
+    Object.assign(row, { status: JobSchedulerStatus.FAIL, ownerToken: '', data: json === null ? null : (JSON.parse(json) as unknown), modifiedAt: this.clock.now() });
   }
 
   /** Whether any run is RUNNING (held, or left by a holder that stopped): the only rows a take-over scan can find. */
@@ -255,7 +255,7 @@ export class InMemoryJobLease implements SchedulerLease, SchedulerHistory, Aband
     const json = serializeJobData(data);
     const row = this.owned(lease);
     if (!row) return again && this.finishedBy(lease, status);
-    Object.assign(row, { status, data: json === null ? null : JSON.parse(json), modifiedAt: this.clock.now() });
+    Object.assign(row, { status, data: json === null ? null : (JSON.parse(json) as unknown), modifiedAt: this.clock.now() });
     return true;
   }
 

@@ -56,7 +56,7 @@ export class ManualJobScheduler {
   /** Declares a job, validated like @Scheduled. */
   register(job: { name: string; run: JobHandler; enabled?: boolean } & ScheduledJobOptions): void {
     const { name, run, enabled, ...options } = job;
-    this.engine.register({ declaration: checkJobDeclaration(name, options as ScheduledJobOptions), handler: run, enabled: enabled ?? true });
+    this.engine.register({ declaration: checkJobDeclaration(name, options), handler: run, enabled: enabled ?? true });
   }
 
   start(): Promise<void> {

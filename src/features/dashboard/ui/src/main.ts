@@ -31,14 +31,14 @@ const refresh = (): Promise<void> =>
 document.addEventListener('DOMContentLoaded', () => {
   byId('refresh', HTMLButtonElement).addEventListener('click', () => {
     say('');
-    refresh();
+    void refresh();
   });
   wireTimeline();
   wireRuns();
   wireRunDetail();
-  onActionDone(refresh);
-  refresh();
+  onActionDone(() => void refresh());
+  void refresh();
   setInterval(() => {
-    if (!document.hidden) refresh();
+    if (!document.hidden) void refresh();
   }, REFRESH_EVERY_MS);
 });

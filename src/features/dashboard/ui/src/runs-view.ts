@@ -74,15 +74,15 @@ export const wireRuns = (): void => {
     event.preventDefault();
     state.filter = { code: fieldValue(form, 'code'), status: fieldValue(form, 'status'), from: isoOf(fieldValue(form, 'from')), to: isoOf(fieldValue(form, 'to')) };
     state.cursors = [];
-    loadRuns();
+    void loadRuns();
   });
   byId('runs-next', HTMLButtonElement).addEventListener('click', () => {
     if (!state.nextCursor) return;
     state.cursors.push(state.nextCursor);
-    loadRuns(state.nextCursor);
+    void loadRuns(state.nextCursor);
   });
   byId('runs-first', HTMLButtonElement).addEventListener('click', () => {
     state.cursors = [];
-    loadRuns();
+    void loadRuns();
   });
 };

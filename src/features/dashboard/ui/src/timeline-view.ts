@@ -34,7 +34,7 @@ export const loadTimeline = (): Promise<void> => {
 export const chooseTimeline = (key: string): void => {
   state.key = key;
   byId('timeline-job', HTMLSelectElement).value = key;
-  loadTimeline();
+  void loadTimeline();
 };
 
 /** Shows this timeline and scrolls to it (a row's Timeline button). */
@@ -96,14 +96,14 @@ export const wireTimeline = (): void => {
   const select = byId('timeline-job', HTMLSelectElement);
   select.addEventListener('change', () => {
     state.key = select.value;
-    loadTimeline();
+    void loadTimeline();
   });
   const spans = document.querySelectorAll<HTMLButtonElement>('button.span');
   for (const button of spans) {
     button.addEventListener('click', () => {
       state.span = button.getAttribute('data-span') ?? state.span;
       for (const other of spans) other.setAttribute('aria-pressed', String(other === button));
-      loadTimeline();
+      void loadTimeline();
     });
   }
 };
