@@ -3,7 +3,7 @@ import type { Pool, PoolClient, QueryConfig } from 'pg';
 import { toLeaseDatabaseError, REDACTED } from './driver-error';
 import { databaseErrors, JobLeaseDatabaseError } from './job-scheduler.errors';
 import { createJobSchedulerStatements, type JobSchedulerStatements, qualifiedTableName, type SqlStatement } from './job-scheduler.sql';
-import { DEFAULT_STATEMENT_TIMEOUT_MS, monotonicNow } from './lease-deadline';
+import { DEFAULT_STATEMENT_TIMEOUT_MS, monotonicNow } from './run/lease-deadline';
 import { type JobSchedulerDatabase, type LeaseDatabase, leaseDatabaseOf } from './lease-database';
 import { requestCancel } from './query-cancel';
 

@@ -1,7 +1,7 @@
 import { ConfigurableModuleBuilder } from '@nestjs/common';
 import type { DataSource, DataSourceOptions } from 'typeorm';
-import type { JobRetentionOptions } from './job-retention';
-import type { LeaseTelemetryOptions } from './lease-telemetry';
+import type { JobRetentionOptions } from './operations/job-retention';
+import type { LeaseTelemetryOptions } from './telemetry/lease-telemetry';
 import type { LeaseTimingDefaults } from './lease-timing';
 
 /** Options read at runtime by the service (also what `forRootAsync` factories return). */

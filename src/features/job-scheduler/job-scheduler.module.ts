@@ -8,8 +8,8 @@ import {
   JobSchedulerConfigurableModule,
   type JobSchedulerModuleExtras,
 } from './job-scheduler.module-definition';
-import { JobRetention } from './job-retention';
-import { JobRunsInspector } from './job-runs.inspector';
+import { JobRetention } from './operations/job-retention';
+import { JobRunsInspector } from './operations/job-runs.inspector';
 import { JobSchedulerService } from './job-scheduler.service';
 import { JOB_SCHEDULER_MODULE_OPTIONS } from './job-scheduler.module-definition';
 

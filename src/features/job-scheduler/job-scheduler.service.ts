@@ -28,8 +28,8 @@ import type {
   RunExclusiveResult,
 } from './job-scheduler.types';
 import { ownValue } from './job-identity';
-import { resolvePruneOptions } from './job-run-arguments';
-import type { JobPruneOptions } from './job-run.types';
+import { resolvePruneOptions } from './operations/job-run-arguments';
+import type { JobPruneOptions } from './operations/job-run.types';
 import {
   acquireBatch,
   acquiredResult,
@@ -42,13 +42,13 @@ import {
   resolveManyAcquireRequests,
 } from './lease-batch-acquire';
 import { checkAcquiredLease, checkJobLease, describeFailure, resolveAcquireRequest, serializeJobData } from './lease-arguments';
-import { DEFAULT_STATEMENT_TIMEOUT_MS, monotonicNow, provenUntil } from './lease-deadline';
+import { DEFAULT_STATEMENT_TIMEOUT_MS, monotonicNow, provenUntil } from './run/lease-deadline';
 import type { JobSchedulerDatabase } from './lease-database';
-import { LeaseHold } from './lease-hold';
+import { LeaseHold } from './run/lease-hold';
 import { type TakeOverBatch, type TakeOverKey, takeOverBatchOf, takeOverParameters } from './lease-take-over';
-import { createLeaseTelemetry, type LeaseOperation, type LeaseTelemetry } from './lease-telemetry';
+import { createLeaseTelemetry, type LeaseOperation, type LeaseTelemetry } from './telemetry/lease-telemetry';
 import { type ResolvedTimingDefaults, resolveTimingDefaults } from './lease-timing';
-import { assessReplication, type JobLeaseReplicationStatus } from './replication-check';
+import { assessReplication, type JobLeaseReplicationStatus } from './operations/replication-check';
 
 /** How long a replication reading stands before requireSynchronousReplication reads it again. */
 const REPLICATION_RECHECK_MS = 30_000;

@@ -3,8 +3,8 @@ import type { AcquireBatchRow, JobSchedulerStatements, SqlStatement } from './jo
 import type { JobAcquireResult } from './job-scheduler.types';
 import { ownValue } from './job-identity';
 import { type AcquireRequest, resolveAcquireRequest } from './lease-arguments';
-import { monotonicNow, provenUntil } from './lease-deadline';
-import type { LeaseTelemetry } from './lease-telemetry';
+import { monotonicNow, provenUntil } from './run/lease-deadline';
+import type { LeaseTelemetry } from './telemetry/lease-telemetry';
 import type { ResolvedTimingDefaults } from './lease-timing';
 
 /** The most runs one batch acquire claims: one statement's parameters stay small. */

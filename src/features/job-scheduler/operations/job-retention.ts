@@ -1,11 +1,11 @@
 import { type BeforeApplicationShutdown, Inject, Injectable, Logger, type OnApplicationBootstrap, Optional } from '@nestjs/common';
-import { parseInterval } from './duration';
-import { JobSchedulerStatus } from './job-scheduler.entity';
-import { moduleErrors } from './job-scheduler.errors';
-import { JOB_SCHEDULER_MODULE_OPTIONS, type JobSchedulerRuntimeOptions } from './job-scheduler.module-definition';
+import { parseInterval } from '../duration';
+import { JobSchedulerStatus } from '../job-scheduler.entity';
+import { moduleErrors } from '../job-scheduler.errors';
+import { JOB_SCHEDULER_MODULE_OPTIONS, type JobSchedulerRuntimeOptions } from '../job-scheduler.module-definition';
 import { JobRunsInspector } from './job-runs.inspector';
-import { JobSchedulerService } from './job-scheduler.service';
-import { systemTimers } from './system-timers';
+import { JobSchedulerService } from '../job-scheduler.service';
+import { systemTimers } from '../system-timers';
 
 /** Module-level retention: finished runs older than these are pruned, once per period, by one node. */
 export interface JobRetentionOptions {
