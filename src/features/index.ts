@@ -33,7 +33,8 @@ export { JobSchedulerService } from './job-scheduler/job-scheduler.service';
 export { createJobScheduler, type StandaloneJobScheduler } from './job-scheduler/job-scheduler.standalone';
 export type { JobSchedulerDatabase, JobSchedulerPoolSource } from './job-scheduler/lease-database';
 export { JobRunsInspector } from './job-scheduler/operations/job-runs.inspector';
-export { JobRetention, type JobRetentionOptions, RETENTION_JOB_CODE, RETENTION_WARNING_ROWS } from './job-scheduler/operations/job-retention';
+export { JobRetention, RETENTION_JOB_CODE, RETENTION_WARNING_ROWS } from './job-scheduler/operations/job-retention';
+export type { JobRetentionOptions } from './job-scheduler/job-scheduler.options';
 export type {
   ExpiredJobLease,
   JobPruneOptions,
@@ -42,7 +43,7 @@ export type {
   JobRunView,
 } from './job-scheduler/operations/job-run.types';
 export { JobSchedulerModule } from './job-scheduler/job-scheduler.module';
-export type { JobSchedulerModuleOptions } from './job-scheduler/job-scheduler.module-definition';
+export type { JobSchedulerModuleOptions } from './job-scheduler/job-scheduler.options';
 export type { LeaseTimingDefaults } from './job-scheduler/lease-timing';
 export {
   AddJobPauseTable1764547200008,

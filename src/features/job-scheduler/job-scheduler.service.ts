@@ -14,7 +14,8 @@ import {
   moduleErrors,
   replicationErrors,
 } from './job-scheduler.errors';
-import { JOB_SCHEDULER_MODULE_OPTIONS, type JobSchedulerRuntimeOptions } from './job-scheduler.module-definition';
+import { JOB_SCHEDULER_MODULE_OPTIONS } from './job-scheduler.module-definition';
+import type { JobSchedulerRuntimeOptions } from './job-scheduler.options';
 import type { AcquireRow, JobSchedulerStatements, ReplicationRow, SqlStatement, TakeOverRow } from './job-scheduler.sql';
 import type {
   JobAcquireOptions,
