@@ -16,7 +16,9 @@ import {
 } from './job-scheduler.errors';
 import { JOB_SCHEDULER_MODULE_OPTIONS } from './job-scheduler.module-definition';
 import type { JobSchedulerRuntimeOptions } from './job-scheduler.options';
-import type { AcquireRow, JobSchedulerStatements, ReplicationRow, SqlStatement, TakeOverRow } from './job-scheduler.sql';
+import type { AcquireRow, SqlStatement, TakeOverRow } from './job-scheduler.sql';
+import type { JobSchedulerStatements } from './job-scheduler.statements';
+import type { ReplicationRow } from './operations/operations.sql';
 import type {
   JobAcquireOptions,
   JobAcquireResult,

@@ -1,5 +1,5 @@
 import { identityErrors, JobLeaseDatabaseError } from './job-scheduler.errors';
-import type { AcquireBatchRow, JobSchedulerStatements, SqlStatement } from './job-scheduler.sql';
+import type { AcquireBatchRow, LeaseStatements, SqlStatement } from './job-scheduler.sql';
 import type { JobAcquireResult } from './job-scheduler.types';
 import { ownValue } from './job-identity';
 import { type AcquireRequest, resolveAcquireRequest } from './lease-arguments';
@@ -58,7 +58,7 @@ export const resolveManyAcquireRequests = (runs: unknown, defaults: ResolvedTimi
 /** What a batch acquire needs of the service that runs it. */
 export interface BatchAcquireContext {
   ownerId: string;
-  statements: JobSchedulerStatements;
+  statements: LeaseStatements;
   telemetry: LeaseTelemetry;
   execute(statement: SqlStatement): Promise<AcquireBatchRow[]>;
 }

@@ -1,7 +1,7 @@
 import { parseInterval } from '../duration';
 import { JobSchedulerStatus, JobSchedulerType } from '../job-scheduler.entity';
 import { InvalidJobQueryOptionsError } from '../job-scheduler.errors';
-import type { FindRunsParameters, PruneParameters, RunRow } from '../job-scheduler.sql';
+import type { FindRunsParameters, PruneParameters, RunRow } from './operations.sql';
 import type { JobPruneOptions, JobRunFilter, JobRunView } from './job-run.types';
 import { ownValue } from '../job-identity';
 import { UUID } from '../lease-arguments';

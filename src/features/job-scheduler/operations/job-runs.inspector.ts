@@ -6,7 +6,7 @@ import { JobSchedulerExecutor } from '../job-scheduler.executor';
 import { JOB_SCHEDULER_MODULE_OPTIONS } from '../job-scheduler.module-definition';
 import type { JobSchedulerRuntimeOptions } from '../job-scheduler.options';
 import { InvalidJobQueryOptionsError } from '../job-scheduler.errors';
-import type { LatestOccurrenceRow, OccurrenceRow, RunRow } from '../job-scheduler.sql';
+import type { LatestOccurrenceRow, OccurrenceRow, RunRow } from './operations.sql';
 import type { JobAcquireOptions } from '../job-scheduler.types';
 import { resolveJobIdentity } from '../job-identity';
 import type { JobSchedulerDatabase } from '../lease-database';
