@@ -1,8 +1,12 @@
+import { hostname } from 'node:os';
 import type { DataSource, DataSourceOptions } from 'typeorm';
+import { DEFAULT_SHUTDOWN_GRACE_MS, MAX_TIMER_MS } from './job-scheduler.constants';
+import { moduleErrors } from './job-scheduler.errors';
 import type { LeaseTimingDefaults } from './lease-timing';
+import { DEFAULT_STATEMENT_TIMEOUT_MS } from './run/lease-deadline';
 import type { LeaseTelemetryOptions } from './telemetry/lease-telemetry';
 
-// The lease module's options. Kept below everything that reads them (the service, the inspector,
+// The lease module's options, and the checks the service makes of them at boot. Kept below everything that reads them (the service, the inspector,
 // retention, the module definition), so that none of those imports another to name them.
 
 /** Module-level retention: finished runs older than these are pruned, once per period, by one node. */
@@ -57,3 +61,36 @@ export interface JobSchedulerModuleExtras {
 }
 
 export type JobSchedulerModuleOptions = JobSchedulerRuntimeOptions & JobSchedulerModuleExtras;
+
+// The service's checks of these options at boot: each throws InvalidJobSchedulerModuleOptionsError.
+
+/** `nodeId`: the one given, or `hostname:pid`. */
+export const checkNodeId = (nodeId: unknown): string => {
+  if (nodeId === undefined) return `${hostname()}:${process.pid}`.slice(0, 256);
+  if (typeof nodeId !== 'string' || nodeId.trim() === '' || nodeId.length > 256 || nodeId.includes('\u0000')) {
+    throw moduleErrors.nodeId(nodeId);
+  }
+  return nodeId;
+};
+
+export const checkGraceMs = (value: unknown): number => {
+  if (value === undefined) return DEFAULT_SHUTDOWN_GRACE_MS;
+  if (!Number.isSafeInteger(value) || (value as number) < 0 || (value as number) > MAX_TIMER_MS) {
+    throw moduleErrors.shutdownGraceMs(value);
+  }
+  return value as number;
+};
+
+export const checkStatementTimeoutMs = (value: unknown): number => {
+  if (value === undefined) return DEFAULT_STATEMENT_TIMEOUT_MS;
+  if (!Number.isSafeInteger(value) || (value as number) < 1 || (value as number) > MAX_TIMER_MS) {
+    throw moduleErrors.statementTimeoutMs(value);
+  }
+  return value as number;
+};
+
+export const checkBoolean = (field: 'requireSynchronousReplication', value: unknown): boolean => {
+  if (value === undefined) return false;
+  if (typeof value !== 'boolean') throw moduleErrors.boolean(field, value);
+  return value;
+};
