@@ -415,6 +415,7 @@ export class JobSchedulerService implements OnModuleInit, OnApplicationBootstrap
       this.logger.warn(`Could not read the database's replication settings at boot: ${error instanceof Error ? error.message : String(error)}`);
     }
   }
+
   /**
    * On application shutdown: aborts every running callback's signal, waits up to the grace for
    * them to settle, then releases the leases still held (fenced: another node's lease is safe).
