@@ -1,5 +1,5 @@
-import { DEFAULT_STATEMENT_TIMEOUT_MS, monotonicNow, provenUntil } from '../../src/features/job-scheduler/lease-deadline';
-import { LeaseHold } from '../../src/features/job-scheduler/lease-hold';
+import { DEFAULT_STATEMENT_TIMEOUT_MS, monotonicNow, provenUntil } from '../../src/features/job-scheduler/run/lease-deadline';
+import { LeaseHold } from '../../src/features/job-scheduler/run/lease-hold';
 import type { AcquireRow } from '../../src/features/job-scheduler/job-scheduler.sql';
 import type { NodeContext } from './lease-node';
 import { type LibrarySetup, startLibraryNode } from './library-variants';

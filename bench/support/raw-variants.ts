@@ -2,13 +2,8 @@ import { randomUUID } from 'node:crypto';
 import { Pool, type QueryResultRow } from 'pg';
 import { JOB_SCHEDULER_TABLE, JobSchedulerType } from '../../src/features/job-scheduler/job-scheduler.entity';
 import { buildLockKey } from '../../src/features/job-scheduler/job-identity';
-import {
-  type AcquireParameters,
-  type AcquireRow,
-  createJobSchedulerStatements,
-  qualifiedTableName,
-  type SqlStatement,
-} from '../../src/features/job-scheduler/job-scheduler.sql';
+import { type AcquireParameters, type AcquireRow, qualifiedTableName, type SqlStatement } from '../../src/features/job-scheduler/job-scheduler.sql';
+import { createJobSchedulerStatements } from '../../src/features/job-scheduler/job-scheduler.statements';
 import { createBaselineStatements } from './baseline-statements';
 import { BENCH_LEASE_MS, type LeaseVariant, type NodeContext } from './lease-node';
 import { preparedStatementName } from './statement-names';

@@ -13,8 +13,8 @@ export type {
   RunExclusiveResult,
 } from './job-scheduler/job-scheduler.types';
 export { DEFAULT_HEARTBEAT_MS, DEFAULT_LEASE_MS } from './job-scheduler/job-scheduler.constants';
-export { DEFAULT_STATEMENT_TIMEOUT_MS, leaseSafetyMarginMs } from './job-scheduler/lease-deadline';
-export type { JobLeaseReplicationStatus } from './job-scheduler/replication-check';
+export { DEFAULT_STATEMENT_TIMEOUT_MS, leaseSafetyMarginMs } from './job-scheduler/run/lease-deadline';
+export type { JobLeaseReplicationStatus } from './job-scheduler/operations/replication-check';
 export {
   InvalidJobCallbackError,
   InvalidJobDataError,
@@ -32,17 +32,18 @@ export {
 export { JobSchedulerService } from './job-scheduler/job-scheduler.service';
 export { createJobScheduler, type StandaloneJobScheduler } from './job-scheduler/job-scheduler.standalone';
 export type { JobSchedulerDatabase, JobSchedulerPoolSource } from './job-scheduler/lease-database';
-export { JobRunsInspector } from './job-scheduler/job-runs.inspector';
-export { JobRetention, type JobRetentionOptions, RETENTION_JOB_CODE, RETENTION_WARNING_ROWS } from './job-scheduler/job-retention';
+export { JobRunsInspector } from './job-scheduler/operations/job-runs.inspector';
+export { JobRetention, RETENTION_JOB_CODE, RETENTION_WARNING_ROWS } from './job-scheduler/operations/job-retention';
+export type { JobRetentionOptions } from './job-scheduler/job-scheduler.options';
 export type {
   ExpiredJobLease,
   JobPruneOptions,
   JobRunFilter,
   JobRunPage,
   JobRunView,
-} from './job-scheduler/job-run.types';
+} from './job-scheduler/operations/job-run.types';
 export { JobSchedulerModule } from './job-scheduler/job-scheduler.module';
-export type { JobSchedulerModuleOptions } from './job-scheduler/job-scheduler.module-definition';
+export type { JobSchedulerModuleOptions } from './job-scheduler/job-scheduler.options';
 export type { LeaseTimingDefaults } from './job-scheduler/lease-timing';
 export {
   AddJobPauseTable1764547200008,

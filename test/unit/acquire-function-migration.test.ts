@@ -1,5 +1,6 @@
 import { acquireFunctionStatement } from '../../migrations/support/job-scheduler-acquire-function';
-import { createJobSchedulerStatements, qualifiedTableName } from '../../src/features/job-scheduler/job-scheduler.sql';
+import { qualifiedTableName } from '../../src/features/job-scheduler/job-scheduler.sql';
+import { createJobSchedulerStatements } from '../../src/features/job-scheduler/job-scheduler.statements';
 
 const parameters = {
   lockKey: 'k',

@@ -1,4 +1,5 @@
-import { createJobSchedulerStatements, qualifiedTableName } from '../../src/features/job-scheduler/job-scheduler.sql';
+import { qualifiedTableName } from '../../src/features/job-scheduler/job-scheduler.sql';
+import { createJobSchedulerStatements } from '../../src/features/job-scheduler/job-scheduler.statements';
 
 describe('lease SQL', () => {
   const statements = createJobSchedulerStatements(qualifiedTableName('job-scheduler'), qualifiedTableName('job-scheduler_fencingToken_seq'));

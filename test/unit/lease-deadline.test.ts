@@ -5,8 +5,8 @@ import {
   RETRY_MAX_DELAY_MS,
   retryDelayMs,
   statementTimeoutMs,
-} from '../../src/features/job-scheduler/lease-deadline';
-import { assessReplication } from '../../src/features/job-scheduler/replication-check';
+} from '../../src/features/job-scheduler/run/lease-deadline';
+import { assessReplication } from '../../src/features/job-scheduler/operations/replication-check';
 
 describe('the local deadline', () => {
   it('takes a tenth of the lease off, at most one second', () => {

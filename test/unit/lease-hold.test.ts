@@ -1,6 +1,6 @@
 import { JobLeaseDatabaseError, LostJobLeaseError } from '../../src/features';
-import { provenUntil } from '../../src/features/job-scheduler/lease-deadline';
-import { type HoldClock, type HoldStatements, LeaseHold } from '../../src/features/job-scheduler/lease-hold';
+import { provenUntil } from '../../src/features/job-scheduler/run/lease-deadline';
+import { type HoldClock, type HoldStatements, LeaseHold } from '../../src/features/job-scheduler/run/lease-hold';
 import { ManualTimers } from '../../src/features/testing';
 
 /**

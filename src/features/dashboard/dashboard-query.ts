@@ -1,6 +1,6 @@
 import { JobSchedulerStatus } from '../job-scheduler/job-scheduler.entity';
 import { InvalidJobQueryOptionsError } from '../job-scheduler/job-scheduler.errors';
-import type { JobRunFilter } from '../job-scheduler/job-run.types';
+import type { JobRunFilter } from '../job-scheduler/operations/job-run.types';
 
 /** A query string as both adapters give it: each value a string (or several). */
 export type QueryValues = Record<string, unknown>;

@@ -1,5 +1,5 @@
 import { Injectable, Optional } from '@nestjs/common';
-import { JobRunsInspector } from '../job-scheduler/job-runs.inspector';
+import { JobRunsInspector } from '../job-scheduler/operations/job-runs.inspector';
 import { DynamicSchedules } from '../scheduling/dynamic/dynamic-schedules.service';
 import type { DynamicScheduleView } from '../scheduling/dynamic/dynamic-schedule.types';
 import { scheduleRunKeyPrefix } from '../scheduling/occurrence-keys';

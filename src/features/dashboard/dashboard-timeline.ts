@@ -1,4 +1,4 @@
-import type { OccurrenceRow } from '../job-scheduler/job-scheduler.sql';
+import type { OccurrenceRow } from '../job-scheduler/operations/operations.sql';
 import { dueInstantOf } from '../scheduling/occurrence-keys';
 import type { DueSchedule } from '../scheduling/schedule/due-schedule';
 

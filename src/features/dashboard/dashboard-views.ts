@@ -1,4 +1,4 @@
-import type { ExpiredJobLease, JobRunView } from '../job-scheduler/job-run.types';
+import type { ExpiredJobLease, JobRunView } from '../job-scheduler/operations/job-run.types';
 import type { ScheduleDescription } from './schedule-words';
 
 /** ok: on schedule; late: two or more due occurrences without a success; failing: the latest occurrence failed; disabled: paused or switched off. */

@@ -1,6 +1,6 @@
 import { Inject, Injectable, Logger, Optional } from '@nestjs/common';
-import { JobRunsInspector } from '../job-scheduler/job-runs.inspector';
-import type { JobRunFilter } from '../job-scheduler/job-run.types';
+import { JobRunsInspector } from '../job-scheduler/operations/job-runs.inspector';
+import type { JobRunFilter } from '../job-scheduler/operations/job-run.types';
 import { ScheduledJobsService } from '../scheduling/scheduled-jobs.service';
 import { schedulingErrors } from '../scheduling/scheduling.errors';
 import { JobSchedulerDashboardSchedules } from './dashboard-schedules';

@@ -1,8 +1,8 @@
 import { Injectable, Optional } from '@nestjs/common';
 import { HealthIndicatorService } from '@nestjs/terminus';
-import { JobRunsInspector } from '../job-scheduler/job-runs.inspector';
+import { JobRunsInspector } from '../job-scheduler/operations/job-runs.inspector';
 import { JobSchedulerService } from '../job-scheduler/job-scheduler.service';
-import type { JobLeaseReplicationStatus } from '../job-scheduler/replication-check';
+import type { JobLeaseReplicationStatus } from '../job-scheduler/operations/replication-check';
 import { ScheduledJobsService } from '../scheduling/scheduled-jobs.service';
 
 export interface JobSchedulerHealthOptions {

@@ -1,5 +1,5 @@
 import { databaseErrors, type JobLeaseDatabaseError, type JobLeaseDatabaseOperation } from './job-scheduler.errors';
-import { isRetryableSqlState } from './lease-deadline';
+import { isRetryableSqlState } from './run/lease-deadline';
 
 /** What stands in an error or a log line where the owner token was. */
 export const REDACTED = '[redacted]';

@@ -2,8 +2,9 @@ import { createHash } from 'node:crypto';
 import type { Pool, PoolClient, QueryConfig } from 'pg';
 import { toLeaseDatabaseError, REDACTED } from './driver-error';
 import { databaseErrors, JobLeaseDatabaseError } from './job-scheduler.errors';
-import { createJobSchedulerStatements, type JobSchedulerStatements, qualifiedTableName, type SqlStatement } from './job-scheduler.sql';
-import { DEFAULT_STATEMENT_TIMEOUT_MS, monotonicNow } from './lease-deadline';
+import { qualifiedTableName, type SqlStatement } from './job-scheduler.sql';
+import { createJobSchedulerStatements, type JobSchedulerStatements } from './job-scheduler.statements';
+import { DEFAULT_STATEMENT_TIMEOUT_MS, monotonicNow } from './run/lease-deadline';
 import { type JobSchedulerDatabase, type LeaseDatabase, leaseDatabaseOf } from './lease-database';
 import { requestCancel } from './query-cancel';
 

@@ -1,51 +1,5 @@
 import { ConfigurableModuleBuilder } from '@nestjs/common';
-import type { DataSource, DataSourceOptions } from 'typeorm';
-import type { JobRetentionOptions } from './job-retention';
-import type { LeaseTelemetryOptions } from './lease-telemetry';
-import type { LeaseTimingDefaults } from './lease-timing';
-
-/** Options read at runtime by the service (also what `forRootAsync` factories return). */
-export interface JobSchedulerRuntimeOptions {
-  /** The owner identity written on rows this node acquires; defaults to `hostname:pid`. */
-  nodeId?: string;
-  /** Lease timing for acquires that name none; validated at boot. */
-  defaults?: LeaseTimingDefaults;
-  /** On shutdown: how long to wait for aborted callbacks before releasing their leases. Default 10 s. */
-  shutdownGraceMs?: number;
-  /**
-   * Prune finished runs on a schedule, once per period across all nodes:
-   * `{ success: '30d', fail: '90d', every: '1h' }`. The horizon must exceed any catch-up window.
-   */
-  retention?: JobRetentionOptions;
-  /**
-   * Named prepared statements for the lease: default true (the fast path). Set false behind
-   * PgBouncer in transaction pooling (a mismatch the server reports also turns them off).
-   */
-  preparedStatements?: boolean;
-  /**
-   * The bound on one lease statement, pool checkout included (default 5 s). A heartbeat is also
-   * bounded by its interval and by the local deadline. Client-side, so it holds behind PgBouncer.
-   */
-  statementTimeoutMs?: number;
-  /**
-   * Refuse to grant leases (JobLeaseReplicationError) while the primary streams to standbys
-   * without synchronous replication, where a failover could forget them. Default false: the risk
-   * is logged once at boot and shown by the health indicator.
-   */
-  requireSynchronousReplication?: boolean;
-  /** prom-client metrics and OpenTelemetry spans of lease operations (each on when installed). */
-  telemetry?: LeaseTelemetryOptions;
-}
-
-/** Options fixed when the module is declared (they shape the module graph). */
-export interface JobSchedulerModuleExtras {
-  /** Register the module globally. Default true. */
-  global?: boolean;
-  /** The TypeORM DataSource to use, as given to TypeOrmModule (its name). Default: the default one. */
-  dataSource?: string | DataSource | DataSourceOptions;
-}
-
-export type JobSchedulerModuleOptions = JobSchedulerRuntimeOptions & JobSchedulerModuleExtras;
+import type { JobSchedulerModuleExtras, JobSchedulerRuntimeOptions } from './job-scheduler.options';
 
 export const {
   ConfigurableModuleClass: JobSchedulerConfigurableModule,

@@ -4,14 +4,14 @@ import { JOB_SCHEDULER_DATA_SOURCE } from './job-scheduler.constants';
 import { JobScheduler } from './job-scheduler.entity';
 import {
   JOB_SCHEDULER_ASYNC_OPTIONS_TYPE,
+  JOB_SCHEDULER_MODULE_OPTIONS,
   JOB_SCHEDULER_OPTIONS_TYPE,
   JobSchedulerConfigurableModule,
-  type JobSchedulerModuleExtras,
 } from './job-scheduler.module-definition';
-import { JobRetention } from './job-retention';
-import { JobRunsInspector } from './job-runs.inspector';
+import type { JobSchedulerModuleExtras } from './job-scheduler.options';
+import { JobRetention } from './operations/job-retention';
+import { JobRunsInspector } from './operations/job-runs.inspector';
 import { JobSchedulerService } from './job-scheduler.service';
-import { JOB_SCHEDULER_MODULE_OPTIONS } from './job-scheduler.module-definition';
 
 /** Wires the lease to a TypeORM DataSource: the default one, or the one named by `dataSource`. */
 const withDataSource = (definition: DynamicModule, extras: JobSchedulerModuleExtras): DynamicModule => ({

@@ -1,21 +1,16 @@
+// Longer than ~350 lines on purpose: the lease's public API, one documented method per single-statement operation (the run machinery is in run/lease-runs.ts).
 import { randomUUID } from 'node:crypto';
-import { hostname } from 'node:os';
 import { type BeforeApplicationShutdown, Inject, Injectable, Logger, type OnApplicationBootstrap, type OnModuleInit, Optional } from '@nestjs/common';
 import { ModuleRef } from '@nestjs/core';
-import { DEFAULT_SHUTDOWN_GRACE_MS, JOB_SCHEDULER_DATA_SOURCE, MAX_TIMER_MS, RELEASED_DATA } from './job-scheduler.constants';
+import { JOB_SCHEDULER_DATA_SOURCE, RELEASED_DATA } from './job-scheduler.constants';
 import type { JobSchedulerStatus } from './job-scheduler.entity';
 import { JobSchedulerExecutor } from './job-scheduler.executor';
-import {
-  callbackErrors,
-  JobLeaseDatabaseError,
-  leaseErrors,
-  JobShutdownError,
-  LostJobLeaseError,
-  moduleErrors,
-  replicationErrors,
-} from './job-scheduler.errors';
-import { JOB_SCHEDULER_MODULE_OPTIONS, type JobSchedulerRuntimeOptions } from './job-scheduler.module-definition';
-import type { AcquireRow, JobSchedulerStatements, ReplicationRow, SqlStatement, TakeOverRow } from './job-scheduler.sql';
+import { moduleErrors, replicationErrors } from './job-scheduler.errors';
+import { JOB_SCHEDULER_MODULE_OPTIONS } from './job-scheduler.module-definition';
+import { checkBoolean, checkGraceMs, checkNodeId, checkStatementTimeoutMs, type JobSchedulerRuntimeOptions } from './job-scheduler.options';
+import type { AcquireRow, SqlStatement, TakeOverRow } from './job-scheduler.sql';
+import type { JobSchedulerStatements } from './job-scheduler.statements';
+import type { ReplicationRow } from './operations/operations.sql';
 import type {
   JobAcquireOptions,
   JobAcquireResult,
@@ -27,9 +22,8 @@ import type {
   JobLeaseHold,
   RunExclusiveResult,
 } from './job-scheduler.types';
-import { ownValue } from './job-identity';
-import { resolvePruneOptions } from './job-run-arguments';
-import type { JobPruneOptions } from './job-run.types';
+import { resolvePruneOptions } from './operations/job-run-arguments';
+import type { JobPruneOptions } from './operations/job-run.types';
 import {
   acquireBatch,
   acquiredResult,
@@ -41,87 +35,23 @@ import {
   resolveBatchAcquireRequests,
   resolveManyAcquireRequests,
 } from './lease-batch-acquire';
-import { checkAcquiredLease, checkJobLease, describeFailure, resolveAcquireRequest, serializeJobData } from './lease-arguments';
-import { DEFAULT_STATEMENT_TIMEOUT_MS, monotonicNow, provenUntil } from './lease-deadline';
+import { checkFinalizeAgain, checkJobLease, checkStatementTimeout, resolveAcquireRequest, serializeJobData } from './lease-arguments';
+import { monotonicNow } from './run/lease-deadline';
 import type { JobSchedulerDatabase } from './lease-database';
-import { LeaseHold } from './lease-hold';
+import type { HoldStatements } from './run/lease-hold';
+import { LeaseRuns } from './run/lease-runs';
 import { type TakeOverBatch, type TakeOverKey, takeOverBatchOf, takeOverParameters } from './lease-take-over';
-import { createLeaseTelemetry, type LeaseOperation, type LeaseTelemetry } from './lease-telemetry';
+import { createLeaseTelemetry, type LeaseOperation, type LeaseTelemetry } from './telemetry/lease-telemetry';
 import { type ResolvedTimingDefaults, resolveTimingDefaults } from './lease-timing';
-import { assessReplication, type JobLeaseReplicationStatus } from './replication-check';
+import { assessReplication, type JobLeaseReplicationStatus } from './operations/replication-check';
 
 /** How long a replication reading stands before requireSynchronousReplication reads it again. */
 const REPLICATION_RECHECK_MS = 30_000;
 
-/** Attaches `cause` to an error that has none, so a secondary failure is not lost. */
-const attachCause = (error: unknown, cause: unknown): void => {
-  if (typeof error === 'object' && error !== null && !Object.prototype.hasOwnProperty.call(error, 'cause')) {
-    Object.defineProperty(error, 'cause', { value: cause, configurable: true, writable: true });
-  }
-};
-
-const checkNodeId = (nodeId: unknown): string => {
-  if (nodeId === undefined) return `${hostname()}:${process.pid}`.slice(0, 256);
-  if (typeof nodeId !== 'string' || nodeId.trim() === '' || nodeId.length > 256 || nodeId.includes('\u0000')) {
-    throw moduleErrors.nodeId(nodeId);
-  }
-  return nodeId;
-};
-
-const checkGraceMs = (value: unknown): number => {
-  if (value === undefined) return DEFAULT_SHUTDOWN_GRACE_MS;
-  if (!Number.isSafeInteger(value) || (value as number) < 0 || (value as number) > MAX_TIMER_MS) {
-    throw moduleErrors.shutdownGraceMs(value);
-  }
-  return value as number;
-};
-
-const checkStatementTimeoutMs = (value: unknown): number => {
-  if (value === undefined) return DEFAULT_STATEMENT_TIMEOUT_MS;
-  if (!Number.isSafeInteger(value) || (value as number) < 1 || (value as number) > MAX_TIMER_MS) {
-    throw moduleErrors.statementTimeoutMs(value);
-  }
-  return value as number;
-};
-
-/** The optional `{ timeoutMs }` of one heartbeat: a positive safe integer when given. */
-const checkStatementTimeout = (options: unknown): number | undefined => {
-  if (options === undefined) return undefined;
-  if (typeof options !== 'object' || options === null) throw leaseErrors.statementTimeoutMs(options);
-  const value = ownValue(options, 'timeoutMs');
-  if (value === undefined) return undefined;
-  if (!Number.isSafeInteger(value) || (value as number) < 1) throw leaseErrors.statementTimeoutMs(value);
-  return value as number;
-};
-
-/** The optional `{ again }` of complete and fail: a boolean when given. */
-const checkFinalizeAgain = (options: unknown): boolean => {
-  if (options === undefined) return false;
-  if (typeof options !== 'object' || options === null) throw leaseErrors.again(options);
-  const value = ownValue(options, 'again');
-  if (value !== undefined && typeof value !== 'boolean') throw leaseErrors.again(value);
-  return value === true;
-};
-
-const checkBoolean = (field: 'requireSynchronousReplication', value: unknown): boolean => {
-  if (value === undefined) return false;
-  if (typeof value !== 'boolean') throw moduleErrors.boolean(field, value);
-  return value;
-};
-
-interface ActiveRun {
-  lease: JobLease;
-  hold: LeaseHold;
-  /** Settles (never rejects) once the run has finished, whatever its outcome. */
-  settled: Promise<void>;
-  done: boolean;
-}
-
-const ignore = (): void => undefined;
-
 /**
- * The PostgreSQL lease. Each method is one statement; runExclusive adds the heartbeat and the
- * finalization around a callback. Owner tokens are never logged.
+ * The PostgreSQL lease. Each method is one statement; runExclusive, runAcquired and keepAlive add
+ * the heartbeat and the finalization around a callback (run/lease-runs.ts, which this service
+ * hands its statements to). Owner tokens are never logged.
  */
 @Injectable()
 export class JobSchedulerService implements OnModuleInit, OnApplicationBootstrap, BeforeApplicationShutdown {
@@ -131,13 +61,9 @@ export class JobSchedulerService implements OnModuleInit, OnApplicationBootstrap
   private readonly statements: JobSchedulerStatements;
   private readonly timingDefaults: ResolvedTimingDefaults;
   private readonly nodeId: string;
-  private readonly shutdownGraceMs: number;
   private readonly requireSynchronousReplication: boolean;
-  private readonly active = new Set<ActiveRun>();
-  /** runExclusive calls whose acquire is in flight: shutdown waits for them (a run they win is then one of `active`). */
-  private readonly acquiring = new Set<Promise<unknown>>();
-  /** Shutdown began: a run acquired from now on is told to stop (its signal aborts) as it starts. */
-  private closing = false;
+  /** runExclusive, runAcquired, keepAlive and the shutdown of the runs still going. */
+  private readonly runs: LeaseRuns;
   /** The last replication reading (monotonic instant) and whether its risk was logged. */
   private replication: { status: JobLeaseReplicationStatus; readAt: number } | undefined;
   private replicationWarned = false;
@@ -151,7 +77,7 @@ export class JobSchedulerService implements OnModuleInit, OnApplicationBootstrap
   ) {
     this.timingDefaults = resolveTimingDefaults(options.defaults);
     this.nodeId = checkNodeId(options.nodeId);
-    this.shutdownGraceMs = checkGraceMs(options.shutdownGraceMs);
+    const shutdownGraceMs = checkGraceMs(options.shutdownGraceMs);
     this.requireSynchronousReplication = checkBoolean('requireSynchronousReplication', options.requireSynchronousReplication);
     this.executor = new JobSchedulerExecutor(dataSource, {
       preparedStatements: options.preparedStatements,
@@ -165,6 +91,16 @@ export class JobSchedulerService implements OnModuleInit, OnApplicationBootstrap
     });
     this.telemetry = createLeaseTelemetry(options.telemetry);
     this.statements = this.executor.statements;
+    this.runs = new LeaseRuns(
+      {
+        acquire: (acquireOptions) => this.acquire(acquireOptions),
+        release: (lease, data) => this.release(lease, data),
+        holdStatements: (lease) => this.holdStatements(lease),
+        statementTimeoutMs: this.executor.statementTimeoutMs,
+        lost: () => this.telemetry.lost(),
+      },
+      { shutdownGraceMs, logger: this.logger },
+    );
   }
 
   /** The owner identity this node writes on the rows it acquires. */
@@ -250,8 +186,7 @@ export class JobSchedulerService implements OnModuleInit, OnApplicationBootstrap
    * those, or stop(), when the work ends.
    */
   keepAlive(lock: JobAcquiredLease): JobLeaseHold {
-    const checked = checkAcquiredLease(lock);
-    return this.hold(checked, checked);
+    return this.runs.keepAlive(lock);
   }
 
   /** Bumps the row's modifiedAt (database clock) if this owner still holds it RUNNING. */
@@ -437,17 +372,8 @@ export class JobSchedulerService implements OnModuleInit, OnApplicationBootstrap
    * Success → SUCCESS; a thrown error → FAIL `{ error: { name, message } }` and the same error
    * rethrown; ownership lost before finalization → LostJobLeaseError.
    */
-  async runExclusive<T>(
-    options: JobAcquireOptions,
-    fn: (lease: JobExecutionLease) => Promise<T>,
-  ): Promise<RunExclusiveResult<T>> {
-    if (typeof fn !== 'function') throw callbackErrors.notAFunction(fn);
-    const acquiring = this.acquire(options);
-    this.acquiring.add(acquiring);
-    void acquiring.finally(() => this.acquiring.delete(acquiring)).catch(ignore);
-    const lock = await acquiring;
-    if (!lock.acquired) return { acquired: false };
-    return { acquired: true, result: await this.runHeld(lock, fn) };
+  runExclusive<T>(options: JobAcquireOptions, fn: (lease: JobExecutionLease) => Promise<T>): Promise<RunExclusiveResult<T>> {
+    return this.runs.runExclusive(options, fn);
   }
 
   /**
@@ -455,25 +381,8 @@ export class JobSchedulerService implements OnModuleInit, OnApplicationBootstrap
    * take-over claimed), as runExclusive runs it once acquired: heartbeats, the local deadline,
    * SUCCESS or FAIL, the signal, shutdown. Throws what runExclusive throws.
    */
-  async runAcquired<T>(lock: JobAcquiredLease, fn: (lease: JobExecutionLease) => Promise<T>): Promise<T> {
-    if (typeof fn !== 'function') throw callbackErrors.notAFunction(fn);
-    const checked = checkAcquiredLease(lock);
-    return this.runHeld({ ...lock, ...checked }, fn);
-  }
-
-  private runHeld<T>(lock: JobAcquiredLease, fn: (lease: JobExecutionLease) => Promise<T>): Promise<T> {
-    const lease: JobLease = { id: lock.id, ownerToken: lock.ownerToken };
-    const hold = this.hold(lock, lease);
-    const run: ActiveRun = { lease, hold, settled: Promise.resolve(), done: false };
-    const outcome = this.finishRun(lock, lease, hold, fn).finally(() => {
-      run.done = true;
-      this.active.delete(run);
-    });
-    run.settled = outcome.then(ignore, ignore);
-    this.active.add(run);
-    // Won while shutting down: it runs (the lease is this node's), told to stop at once, and shutdown waits for it.
-    if (this.closing) hold.abort(new JobShutdownError(lease.id));
-    return outcome;
+  runAcquired<T>(lock: JobAcquiredLease, fn: (lease: JobExecutionLease) => Promise<T>): Promise<T> {
+    return this.runs.runAcquired(lock, fn);
   }
 
   /**
@@ -506,134 +415,30 @@ export class JobSchedulerService implements OnModuleInit, OnApplicationBootstrap
       this.logger.warn(`Could not read the database's replication settings at boot: ${error instanceof Error ? error.message : String(error)}`);
     }
   }
+
   /**
    * On application shutdown: aborts every running callback's signal, waits up to the grace for
    * them to settle, then releases the leases still held (fenced: another node's lease is safe).
    */
-  async beforeApplicationShutdown(): Promise<void> {
-    this.closing = true;
-    let timer: NodeJS.Timeout | undefined;
-    const grace = new Promise<void>((resolve) => {
-      timer = setTimeout(resolve, this.shutdownGraceMs);
-    });
-    // Acquires in flight first (a cron tick that fired as shutdown began): a run they win is
-    // finalized before the DataSource closes, in a later shutdown hook, like the others.
-    await Promise.race([Promise.allSettled([...this.acquiring]), grace]);
-    const running = [...this.active];
-    if (running.length === 0) {
-      clearTimeout(timer);
-      return;
-    }
-    for (const run of running) run.hold.abort(new JobShutdownError(run.lease.id));
-    await Promise.race([Promise.all(running.map((run) => run.settled)), grace]);
-    clearTimeout(timer);
-    const stuck = running.filter((run) => !run.done);
-    await Promise.all(
-      stuck.map(async (run) => {
-        try {
-          await run.hold.stop();
-          await this.release(run.lease, { released: true, reason: 'shutdown' });
-        } catch (error) {
-          this.logger.error(`Could not release job lease ${run.lease.id} on shutdown: ${String(error)}`);
-        }
-      }),
-    );
-    if (stuck.length > 0) this.logger.warn(`Released ${stuck.length} job lease(s) still running after the shutdown grace`);
+  beforeApplicationShutdown(): Promise<void> {
+    return this.runs.shutdown();
   }
 
-  /** A started LeaseHold on `lock`, its statements going through this service's executor and telemetry. */
-  private hold(lock: Pick<JobAcquiredLease, 'leaseMs' | 'heartbeatMs' | 'heldUntil'>, lease: JobLease): LeaseHold {
+  /** The fenced statements a hold of `lease` sends, through this service's executor and telemetry. */
+  private holdStatements(lease: JobLease): HoldStatements {
     const { id, ownerToken } = lease;
-    return new LeaseHold(
-      {
-        leaseId: id,
-        leaseMs: lock.leaseMs,
-        heartbeatMs: lock.heartbeatMs,
-        heldUntil: lock.heldUntil,
-        statementTimeoutMs: this.executor.statementTimeoutMs,
-        onRetry: (operation, error, attempt) => {
-          const message = `Retrying ${operation} of job lease ${id} (attempt ${attempt + 1}): ${error instanceof Error ? error.message : String(error)}`;
-          if (attempt === 1) this.logger.warn(message);
-          else this.logger.debug(message);
-        },
+    return {
+      prepare: (data) => serializeJobData(data),
+      heartbeat: (timeoutMs) => this.applies('heartbeat', id, this.statements.heartbeat(id, ownerToken), timeoutMs),
+      finalize: (outcome, data, again, timeoutMs) => {
+        const json = data as string | null;
+        const statement =
+          outcome === 'complete'
+            ? (again ? this.statements.completeAgain : this.statements.complete)(id, ownerToken, json)
+            : (again ? this.statements.failAgain : this.statements.fail)(id, ownerToken, json);
+        return this.applies(outcome, id, statement, timeoutMs);
       },
-      {
-        prepare: (data) => serializeJobData(data),
-        heartbeat: (timeoutMs) => this.applies('heartbeat', id, this.statements.heartbeat(id, ownerToken), timeoutMs),
-        finalize: (outcome, data, again, timeoutMs) => {
-          const json = data as string | null;
-          const statement =
-            outcome === 'complete'
-              ? (again ? this.statements.completeAgain : this.statements.complete)(id, ownerToken, json)
-              : (again ? this.statements.failAgain : this.statements.fail)(id, ownerToken, json);
-          return this.applies(outcome, id, statement, timeoutMs);
-        },
-      },
-    ).start();
-  }
-
-  /**
-   * Runs the callback and finalizes. Whenever finalization finds the lease taken over, the signal
-   * is aborted with the LostJobLeaseError thrown (unless it already was), so that whatever still
-   * listens to it (work the callback left running, cleanup hooks) learns of the loss too.
-   */
-  private async finishRun<T>(
-    lock: { idempotencyKey: string; fencingToken: number; attempt: number },
-    lease: JobLease,
-    hold: LeaseHold,
-    fn: (lease: JobExecutionLease) => Promise<T>,
-  ): Promise<T> {
-    if (hold.signal.aborted) {
-      // The acquire answered after the deadline it proved: the run may be taken over any moment.
-      await this.release(lease, { released: true, reason: 'acquired past its local deadline' }).catch((error: unknown) => {
-        this.logger.warn(`Could not release job lease ${lease.id} acquired past its deadline: ${String(error)}`);
-      });
-      throw hold.signal.reason;
-    }
-    let result: T;
-    try {
-      result = await fn({
-        id: lease.id,
-        ownerToken: lease.ownerToken,
-        idempotencyKey: lock.idempotencyKey,
-        fencingToken: lock.fencingToken,
-        attempt: lock.attempt,
-        signal: hold.signal,
-      });
-    } catch (error) {
-      throw (await this.recordFailure(lease, hold, error)).thrown;
-    }
-    const lostBeforeCompleting = () =>
-      new LostJobLeaseError(lease.id, { reason: 'another owner took the run over before it completed' });
-    if (!(await hold.finalize('complete', undefined, lostBeforeCompleting))) {
-      this.telemetry.lost();
-      const reason: unknown = hold.signal.reason;
-      throw reason instanceof LostJobLeaseError ? reason : lostBeforeCompleting();
-    }
-    return result;
-  }
-
-  /**
-   * Records FAIL for a callback error and returns what runExclusive must throw, wrapped: an async
-   * function that returned a thrown thenable would have it adopted instead of rethrown.
-   */
-  private async recordFailure(lease: JobLease, hold: LeaseHold, error: unknown): Promise<{ thrown: unknown }> {
-    const lostBeforeFailing = () =>
-      error instanceof LostJobLeaseError
-        ? error
-        : new LostJobLeaseError(lease.id, { cause: error, reason: 'another owner took the run over before it failed' });
-    let recorded: boolean;
-    try {
-      recorded = await hold.finalize('fail', describeFailure(error), lostBeforeFailing);
-    } catch (recordError) {
-      this.logger.error(`Could not record FAIL for job lease ${lease.id}: ${String(recordError)}`);
-      attachCause(error, recordError);
-      return { thrown: error };
-    }
-    if (recorded) return { thrown: error };
-    this.telemetry.lost();
-    const reason: unknown = hold.signal.reason;
-    return { thrown: error instanceof LostJobLeaseError ? error : reason instanceof LostJobLeaseError ? reason : lostBeforeFailing() };
+    };
   }
 
   /**

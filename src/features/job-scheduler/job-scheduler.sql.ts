@@ -1,9 +1,15 @@
+// Longer than ~350 lines on purpose: every statement that decides who holds a run is audited in this one file, its concurrency argument beside it.
 import type { JobLeaseDatabaseOperation } from './job-scheduler.errors';
 
 /**
- * Every statement the lease runs, as pure builders of `{ text, values }`. Each operation is one
- * statement, atomic in PostgreSQL and judged by the database clock (CURRENT_TIMESTAMP), so node
- * clocks never matter. Everything a caller supplies travels as a parameter.
+ * The statements that decide who holds a run, as pure builders of `{ text, values }`: acquire,
+ * the batch claim, heartbeat, complete / fail (one, many, again), expire (a hand-over), the
+ * take-over claim and the ending of abandoned occurrences, and an operator's release of a stuck
+ * lease. Anyone auditing exclusion reads this file: the argument for why two holders can never
+ * both win stands beside each statement. Each operation is one statement, atomic in PostgreSQL
+ * and judged by the database clock (CURRENT_TIMESTAMP), so node clocks never matter. Everything a
+ * caller supplies travels as a parameter. The operators' reads and deletes (prune, inspection,
+ * history, the dashboard's reads, the replication reading) are in operations/operations.sql.ts.
  */
 
 export interface SqlStatement {
@@ -24,15 +30,6 @@ export interface SqlStatement {
    * a rare statement whose best plan depends on a value (a cached generic plan cannot see it).
    */
   planEachTime?: true;
-}
-
-/** What the replication check reads from the server the lease writes to. */
-export interface ReplicationRow {
-  inRecovery: boolean;
-  synchronousStandbyNames: string;
-  synchronousCommit: string;
-  /** Physical (streaming) standbys connected to this server; logical consumers are not counted. */
-  standbys: number;
 }
 
 export interface AcquireParameters {
@@ -139,69 +136,6 @@ export interface AcquireBatchRow {
   status: string | null;
 }
 
-export interface PruneParameters {
-  statuses: string[];
-  type: string | null;
-  olderThanMs: number;
-  /** Also delete INITIAL SUCCESS rows (their run-once job would run again). */
-  includeRunOnceSuccess: boolean;
-  batchSize: number;
-  /** Only these codes; null for every code. */
-  codes: string[] | null;
-}
-
-export interface FindRunsParameters {
-  code: string | null;
-  status: string | null;
-  type: string | null;
-  createdFrom: Date | null;
-  createdBefore: Date | null;
-  /** Keyset cursor: rows strictly after (createdAt, id) in descending order. */
-  after: { createdAt: string; id: string } | null;
-  limit: number;
-}
-
-/** A lease row as the inspection statements return it (the owner token is never read). */
-export interface RunRow {
-  id: string;
-  lockKey: string;
-  code: string;
-  name: string | null;
-  type: string;
-  status: string;
-  runKey: string | null;
-  attempts: number;
-  fencingToken: string;
-  ownerId: string | null;
-  leaseMs: number | null;
-  createdAt: Date;
-  /** createdAt with microseconds, for a cursor that never skips or repeats a row. */
-  createdAtExact: string;
-  modifiedAt: Date;
-  startedAt: Date | null;
-  finishedAt: Date | null;
-  data: unknown;
-  lastError: unknown;
-  heartbeatAgeMs: string;
-}
-
-/** One recorded occurrence of a job (scheduled, or asked with runNow) for the dashboard's timeline. */
-export interface OccurrenceRow {
-  id: string;
-  runKey: string;
-  status: string;
-  attempts: number;
-  /** data.outcome ('missed' for an occurrence recorded as missed), or null. */
-  outcome: string | null;
-}
-
-/** The latest occurrence of a job, with its status (for the dashboard's health). */
-export interface LatestOccurrenceRow {
-  code: string;
-  runKey: string;
-  status: string;
-}
-
 /** The mark expireMany leaves in a row's data: its owner gave it up before starting it. */
 const HANDED_OVER = `'{"handedOver": true}'::jsonb`;
 
@@ -211,7 +145,8 @@ export const quoteIdentifier = (identifier: string): string => `"${identifier.re
 export const qualifiedTableName = (tableName: string, schema?: string): string =>
   schema ? `${quoteIdentifier(schema)}.${quoteIdentifier(tableName)}` : quoteIdentifier(tableName);
 
-export interface JobSchedulerStatements {
+/** The statements that decide who holds a run: each fenced, each one round trip. */
+export interface LeaseStatements {
   acquire(parameters: AcquireParameters): SqlStatement;
   acquireBatch(parameters: AcquireBatchParameters): SqlStatement;
   heartbeat(id: string, ownerToken: string): SqlStatement;
@@ -225,34 +160,12 @@ export interface JobSchedulerStatements {
   completeAgain(id: string, ownerToken: string, data: string | null): SqlStatement;
   /** fail, also "applied" when this owner already failed the run. */
   failAgain(id: string, ownerToken: string, data: string | null): SqlStatement;
-  replication(): SqlStatement;
-  /** The planner's estimate of the table's rows (pg_class.reltuples: no scan), -1 if never analyzed. */
-  estimatedRows(): SqlStatement;
-  /** The latest occurrence runKey of each of `codes` that has one: rows `{ code, runKey }`. */
-  latestScheduledRunKeys(codes: readonly string[], status?: 'SUCCESS'): SqlStatement;
-  /** The latest runKey of each (code, runKey prefix) pair that has one: rows `{ code, prefix, runKey }`. */
-  latestRunKeysByPrefix(codes: readonly string[], prefixes: readonly string[]): SqlStatement;
-  prune(parameters: PruneParameters): SqlStatement;
-  findRuns(parameters: FindRunsParameters): SqlStatement;
-  runByKey(lockKey: string): SqlStatement;
-  expiredLeases(fallbackLeaseMs: number, limit: number): SqlStatement;
-  countExpiredLeases(fallbackLeaseMs: number): SqlStatement;
   /** Claims a batch of the scheduler's abandoned occurrences for this instance; reports those to end (TakeOverRow). */
   takeOverAbandoned(parameters: TakeOverParameters): SqlStatement;
   /** Ends abandoned occurrences FAIL, each if still RUNNING past its lease with the attempts and hand-over mark seen: rows `{ id }`. */
   abandonOccurrences(ids: readonly string[], attempts: readonly number[], handedOver: readonly boolean[], data: readonly string[], fallbackLeaseMs: number): SqlStatement;
   /** Ends FAIL every occurrence RUNNING past its lease of each (code, runKey prefix): rows `{ id, code, runKey }`. */
   abandonRunKeyRanges(codes: readonly string[], prefixes: readonly string[], data: readonly string[], fallbackLeaseMs: number): SqlStatement;
-  /** The occurrence runKeys of a code recorded in [from, to] (ISO 8601 keys; tenant suffixes included). */
-  scheduledRunKeysBetween(code: string, from: string, to: string): SqlStatement;
-  /** One run by its id, every column but the owner token. */
-  runById(id: string): SqlStatement;
-  /** A job's occurrences due in [from, to) and its runNow runs asked then (ISO 8601 bounds), by runKey, at most `limit`. */
-  occurrencesBetween(code: string, from: string, to: string, limit: number): SqlStatement;
-  /** A dynamic schedule's occurrences due in [from, to): runKeys `<prefix><instant>` of its handler's code, at most `limit`. */
-  scheduleOccurrencesBetween(code: string, prefix: string, from: string, to: string, limit: number): SqlStatement;
-  /** The latest occurrence of each of `codes` that has one, with its status: rows `{ code, runKey, status }`. */
-  latestOccurrences(codes: readonly string[]): SqlStatement;
   /** An operator frees a stuck lease: FAIL, if still RUNNING with that fencing token. */
   releaseStuckLease(id: string, fencingToken: string, data: string): SqlStatement;
 }
@@ -265,7 +178,7 @@ const functionCall = (functionName: string, parameterCount: number): string =>
   `SELECT * FROM ${functionName}(${Array.from({ length: parameterCount }, (_, index) => `$${index + 1}`).join(', ')})`;
 
 /**
- * Builds the statements for one table. The texts are computed once; each call only binds values.
+ * Builds the lease statements for one table. The texts are computed once; each call only binds values.
  *
  * Acquire: insert a fresh row, or reclaim a FAIL / expired RUNNING row, in one statement.
  *
@@ -298,12 +211,12 @@ const functionCall = (functionName: string, parameterCount: number): string =>
  * row. Under REPEATABLE READ or SERIALIZABLE the loser gets a serialization failure instead,
  * which the service maps to "not acquired".
  */
-export const createJobSchedulerStatements = (
+export const createLeaseStatements = (
   table: string,
   fencingTokenSequence: string,
   /** The function holding the acquire statement (see 1764547200005-AddJobSchedulerAcquireFunction), if any. */
   acquireFunction?: string,
-): JobSchedulerStatements => {
+): LeaseStatements => {
   const nextFencingToken = `'${fencingTokenSequence.replace(/'/g, "''")}'`;
   // What every reclaim writes besides its new owner: a fresh fencing token, one more attempt, why
   // the previous owner lost the run, and new timestamps (acquire and the batch claim share it).
@@ -460,124 +373,6 @@ RETURNING "id"`.trim();
   const completeAgainText = finalizeAgainText('SUCCESS');
   const failAgainText = finalizeAgainText('FAIL');
 
-  // Whether a failover could forget what this server acknowledges: physical walsenders (their
-  // pg_stat_activity row has no database; logical consumers have one), the synchronous standbys
-  // named, and this session's synchronous_commit. Readable without privileges.
-  const replicationText = `
-SELECT pg_is_in_recovery() AS "inRecovery",
-  current_setting('synchronous_standby_names') AS "synchronousStandbyNames",
-  current_setting('synchronous_commit') AS "synchronousCommit",
-  (SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'walsender' AND datid IS NULL)::int AS "standbys"`.trim();
-
-  // The scheduler's history: the latest occurrence of each job in $1, by its ISO 8601 runKey
-  // (which sorts chronologically in the "C" collation). One statement for any number of jobs: each
-  // job is one backward probe of IDX_job_scheduler_code_run_key (a boot with 1,000 jobs reads the
-  // history once, not 1,000 times). $2 narrows it to one status (the latest success, for health).
-  const latestScheduledRunKeysText = `
-SELECT wanted."code", latest."runKey"
-FROM unnest($1::text[]) AS wanted("code")
-CROSS JOIN LATERAL (
-  SELECT "runKey" FROM ${table}
-  WHERE "code" = wanted."code" AND "type" = 'SCHEDULE' AND "runKey" ~ '^[0-9]{4}-[0-9]{2}-[0-9]{2}T'
-    AND ($2::text IS NULL OR "status"::text = $2::text)
-  ORDER BY "runKey" COLLATE "C" DESC
-  LIMIT 1
-) AS latest`.trim();
-
-  // The same for dynamic schedules, whose occurrences are `<prefix><ISO 8601 instant>` (the
-  // prefix names the schedule and ends in a space): one backward probe of the index per schedule,
-  // within the prefix's range ('~' sorts after every character of an instant).
-  const latestRunKeysByPrefixText = `
-SELECT wanted."code", wanted."prefix", latest."runKey"
-FROM unnest($1::text[], $2::text[]) AS wanted("code", "prefix")
-CROSS JOIN LATERAL (
-  SELECT "runKey" FROM ${table}
-  WHERE "code" = wanted."code" AND "type" = 'SCHEDULE'
-    AND "runKey" COLLATE "C" >= wanted."prefix" COLLATE "C" AND "runKey" COLLATE "C" < (wanted."prefix" || '~') COLLATE "C"
-  ORDER BY "runKey" COLLATE "C" DESC
-  LIMIT 1
-) AS latest`.trim();
-
-  // Retention: one bounded batch of finished rows older than a database-clock cutoff. RUNNING
-  // rows never match; INITIAL SUCCESS rows only when asked (deleting one makes a run-once job run
-  // again). SKIP LOCKED leaves a row an acquire is reclaiming right now; the WHERE is re-checked
-  // on the locked version, so a row reclaimed meanwhile (RUNNING again) is kept.
-  // The "createdAt" bound adds no condition (a row is created before its last write; a clock
-  // stepping back could only delay a deletion) but lets IDX_job_scheduler_created_at find the old rows: "modifiedAt" changes on every heartbeat and
-  // complete, and an index on it would cost those updates their HOT path. Planned for its values
-  // each time (planEachTime): a cached generic plan does not see the cutoff and scans the table.
-  const pruneCutoff = `CURRENT_TIMESTAMP - $3::bigint * INTERVAL '1 millisecond'`;
-  const pruneText = `
-WITH doomed AS (
-  SELECT "id" FROM ${table}
-  WHERE "status" <> 'RUNNING'
-    AND "status"::text = ANY($1::text[])
-    AND ($2::text IS NULL OR "type"::text = $2::text)
-    AND "createdAt" < ${pruneCutoff}
-    AND "modifiedAt" < ${pruneCutoff}
-    AND ($4::boolean OR NOT ("type" = 'INITIAL' AND "status" = 'SUCCESS'))
-    AND ($6::text[] IS NULL OR "code" = ANY($6::text[]))
-  LIMIT $5
-  FOR UPDATE SKIP LOCKED
-)
-DELETE FROM ${table} AS t USING doomed WHERE t."id" = doomed."id"
-RETURNING t."id"`.trim();
-
-  // Inspection reads every column but the owner token, which is a secret capability.
-  const runColumns = `"id", "lockKey", "code", "name", "type"::text AS "type", "status"::text AS "status", "runKey",
-  "attempts", "fencingToken"::text AS "fencingToken", "ownerId", "leaseMs", "createdAt",
-  to_char("createdAt" AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS "createdAtExact",
-  "modifiedAt", "startedAt", "finishedAt", "data", "lastError",
-  (EXTRACT(EPOCH FROM (CURRENT_TIMESTAMP - "modifiedAt")) * 1000)::bigint::text AS "heartbeatAgeMs"`;
-
-  // One text per shape of filter (only the filters given, so that each shape gets plans that use
-  // the indexes: IDX_job_scheduler_created_at, IDX_job_scheduler_code_run_key for a rare code, the
-  // partial index of RUNNING rows for status RUNNING, written as a literal so that it matches the
-  // index's predicate). Each text is built once.
-  const findRunsTexts = new Map<string, string>();
-  const findRunsText = (p: FindRunsParameters): string => {
-    const given = [p.code, p.status, p.type, p.createdFrom, p.createdBefore, p.after].map((value) => (value === null ? '-' : 'x')).join('');
-    const shape = `${given}${p.status === 'RUNNING' ? 'R' : ''}`;
-    let text = findRunsTexts.get(shape);
-    if (text === undefined) {
-      const conditions: string[] = [];
-      let next = 0;
-      const parameter = () => `$${++next}`;
-      if (p.code !== null) conditions.push(`"code" = ${parameter()}::text`);
-      if (p.status === 'RUNNING') conditions.push(`"status" = 'RUNNING'`);
-      else if (p.status !== null) conditions.push(`"status"::text = ${parameter()}::text`);
-      if (p.type !== null) conditions.push(`"type"::text = ${parameter()}::text`);
-      if (p.createdFrom !== null) conditions.push(`"createdAt" >= ${parameter()}::timestamptz`);
-      if (p.createdBefore !== null) conditions.push(`"createdAt" < ${parameter()}::timestamptz`);
-      if (p.after !== null) conditions.push(`("createdAt", "id") < (${parameter()}::timestamptz, ${parameter()}::uuid)`);
-      text = `SELECT ${runColumns} FROM ${table}
-WHERE ${conditions.length === 0 ? 'true' : conditions.join('\n  AND ')}
-ORDER BY "createdAt" DESC, "id" DESC
-LIMIT ${parameter()}`;
-      findRunsTexts.set(shape, text);
-    }
-    return text;
-  };
-  const findRunsValues = (p: FindRunsParameters): unknown[] =>
-    ([
-      p.code,
-      p.status === 'RUNNING' ? null : p.status,
-      p.type,
-      p.createdFrom,
-      p.createdBefore,
-      p.after?.createdAt ?? null,
-      p.after?.id ?? null,
-    ] as unknown[])
-      .filter((value) => value !== null)
-      .concat([p.limit]);
-
-  const runByKeyText = `SELECT ${runColumns} FROM ${table} WHERE "lockKey" = $1`;
-
-  const expiredWhere = `"status" = 'RUNNING'
-  AND "modifiedAt" < CURRENT_TIMESTAMP - COALESCE("leaseMs", $1::integer) * INTERVAL '1 millisecond'`;
-  const expiredLeasesText = `SELECT ${runColumns} FROM ${table} WHERE ${expiredWhere} ORDER BY "modifiedAt" LIMIT $2`;
-  const countExpiredLeasesText = `SELECT count(*)::int AS "count" FROM ${table} WHERE ${expiredWhere}`;
-
   // Take-over: one statement per batch claims the abandoned occurrences (RUNNING past their lease
   // by the database clock) of the keys this instance runs, and reports those it must end instead.
   // - Found on the partial index of RUNNING rows (IDX_job_scheduler_running_modified_at), oldest
@@ -698,41 +493,6 @@ WHERE t."code" = k."code" AND t."type" = 'SCHEDULE' AND t."status" = 'RUNNING'
   AND ${expiredBy('t', '$4::integer')}
 RETURNING t."id", t."code", t."runKey"`.trim();
 
-  // Which occurrences of a job some instance recorded in a span (served by
-  // IDX_job_scheduler_code_run_key): a lagging instance reports as missed only the others.
-  const scheduledRunKeysBetweenText = `
-SELECT "runKey" FROM ${table}
-WHERE "code" = $1 AND "type" = 'SCHEDULE'
-  AND "runKey" COLLATE "C" >= $2::text COLLATE "C" AND "runKey" COLLATE "C" < $3::text COLLATE "C"`.trim();
-
-  const runByIdText = `SELECT ${runColumns} FROM ${table} WHERE "id" = $1::uuid`;
-
-  // The dashboard's timeline: two backward range scans of IDX_job_scheduler_code_run_key (the due
-  // instants, and the runNow keys "run-now <instant> ..." asked in the span), newest first, no
-  // sort and no other row read.
-  // `prefix` is SQL prepended to both bounds ($2 and $3); the limit is $4.
-  const occurrenceRange = (prefix: string) => `(SELECT "id", "runKey", "status"::text AS "status", "attempts",
-  CASE WHEN "status" = 'FAIL' THEN "data"->>'outcome' END AS "outcome"
-FROM ${table}
-WHERE "code" = $1 AND "type" = 'SCHEDULE'
-  AND "runKey" COLLATE "C" >= (${prefix}$2::text) COLLATE "C" AND "runKey" COLLATE "C" < (${prefix}$3::text) COLLATE "C"
-ORDER BY "runKey" COLLATE "C" DESC
-LIMIT $4)`;
-  const occurrencesBetweenText = `${occurrenceRange('')}\nUNION ALL\n${occurrenceRange("'run-now ' || ")}`;
-  // A dynamic schedule's keys, "schedule=<encoded id> <instant>", are one range too ($5: the prefix).
-  const scheduleOccurrencesBetweenText = occurrenceRange('$5::text || ');
-
-  // As latestScheduledRunKeys, with the status of that latest occurrence: one backward probe per job.
-  const latestOccurrencesText = `
-SELECT wanted."code", latest."runKey", latest."status"
-FROM unnest($1::text[]) AS wanted("code")
-CROSS JOIN LATERAL (
-  SELECT "runKey", "status"::text AS "status" FROM ${table}
-  WHERE "code" = wanted."code" AND "type" = 'SCHEDULE' AND "runKey" ~ '^[0-9]{4}-[0-9]{2}-[0-9]{2}T'
-  ORDER BY "runKey" COLLATE "C" DESC
-  LIMIT 1
-) AS latest`.trim();
-
   // Fenced on the id AND the fencing token the operator saw: a lease reclaimed meanwhile (a new
   // token) or finished is left alone. The owner token is cleared, so the holder, should it still
   // be alive, loses the lease at its next heartbeat and cannot finalize the run.
@@ -743,47 +503,7 @@ UPDATE ${table} SET "status" = 'FAIL', "ownerToken" = NULL, "data" = $3::jsonb,
 WHERE "id" = $1::uuid AND "fencingToken" = $2::bigint AND "status" = 'RUNNING'
 RETURNING "id"`.trim();
 
-  const estimatedRowsText = `SELECT reltuples::bigint::text AS "rows" FROM pg_class WHERE oid = to_regclass('${table.replace(/'/g, "''")}')`;
-
   return {
-    prune: (p) => ({
-      text: pruneText,
-      values: [p.statuses, p.type, p.olderThanMs, p.includeRunOnceSuccess, p.batchSize, p.codes],
-      operation: 'prune',
-      planEachTime: true,
-    }),
-    // Planned for its values each time: how selective a code or a status is decides the plan.
-    findRuns: (p) => ({ text: findRunsText(p), values: findRunsValues(p), operation: 'inspect', planEachTime: true }),
-    runByKey: (lockKey) => ({ text: runByKeyText, values: [lockKey], operation: 'inspect' }),
-    expiredLeases: (fallbackLeaseMs, limit) => ({ text: expiredLeasesText, values: [fallbackLeaseMs, limit], operation: 'inspect' }),
-    countExpiredLeases: (fallbackLeaseMs) => ({ text: countExpiredLeasesText, values: [fallbackLeaseMs], operation: 'inspect' }),
-    latestScheduledRunKeys: (codes, status) => ({ text: latestScheduledRunKeysText, values: [codes, status ?? null], operation: 'history' }),
-    latestRunKeysByPrefix: (codes, prefixes) => ({ text: latestRunKeysByPrefixText, values: [codes, prefixes], operation: 'history' }),
-    takeOverAbandoned: (p) => ({
-      text: takeOverAbandonedText,
-      values: [p.codes, p.prefixes, p.leaseMs, p.maxAttempts, p.drop, p.lateMs, p.claimable, p.fallbackLeaseMs, p.dueBy, p.limit, p.ownerId],
-      operation: 'take-over',
-    }),
-    abandonOccurrences: (ids, attempts, handedOver, data, fallbackLeaseMs) => ({
-      text: abandonOccurrencesText,
-      values: [ids, attempts, handedOver, data, fallbackLeaseMs],
-      operation: 'take-over',
-    }),
-    abandonRunKeyRanges: (codes, prefixes, data, fallbackLeaseMs) => ({
-      text: abandonRunKeyRangesText,
-      values: [codes, prefixes, data, fallbackLeaseMs],
-      operation: 'take-over',
-    }),
-    runById: (id) => ({ text: runByIdText, values: [id], operation: 'inspect' }),
-    occurrencesBetween: (code, from, to, limit) => ({ text: occurrencesBetweenText, values: [code, from, to, limit], operation: 'inspect' }),
-    scheduleOccurrencesBetween: (code, prefix, from, to, limit) => ({
-      text: scheduleOccurrencesBetweenText,
-      values: [code, from, to, limit, prefix],
-      operation: 'inspect',
-    }),
-    latestOccurrences: (codes) => ({ text: latestOccurrencesText, values: [codes], operation: 'inspect' }),
-    releaseStuckLease: (id, fencingToken, data) => ({ text: releaseStuckLeaseText, values: [id, fencingToken, data], operation: 'release' }),
-    scheduledRunKeysBetween: (code, from, to) => ({ text: scheduledRunKeysBetweenText, values: [code, from, to], operation: 'history' }),
     acquire: (p) => ({
       text: acquireText,
       values: [p.lockKey, p.code, p.name, p.type, p.ownerToken, p.runKey, p.leaseMs, p.ownerId, p.reclaimFailed],
@@ -808,7 +528,21 @@ RETURNING "id"`.trim();
     expireMany: (ids, ownerTokens, fallbackLeaseMs) => ({ text: expireManyText, values: [ids, ownerTokens, fallbackLeaseMs], operation: 'fail', secret: ownerTokens }),
     completeAgain: (id, ownerToken, data) => ({ text: completeAgainText, values: [id, ownerToken, data], operation: 'complete', secret: ownerToken }),
     failAgain: (id, ownerToken, data) => ({ text: failAgainText, values: [id, ownerToken, data], operation: 'fail', secret: ownerToken }),
-    replication: () => ({ text: replicationText, values: [], operation: 'replication-check' }),
-    estimatedRows: () => ({ text: estimatedRowsText, values: [], operation: 'inspect' }),
+    takeOverAbandoned: (p) => ({
+      text: takeOverAbandonedText,
+      values: [p.codes, p.prefixes, p.leaseMs, p.maxAttempts, p.drop, p.lateMs, p.claimable, p.fallbackLeaseMs, p.dueBy, p.limit, p.ownerId],
+      operation: 'take-over',
+    }),
+    abandonOccurrences: (ids, attempts, handedOver, data, fallbackLeaseMs) => ({
+      text: abandonOccurrencesText,
+      values: [ids, attempts, handedOver, data, fallbackLeaseMs],
+      operation: 'take-over',
+    }),
+    abandonRunKeyRanges: (codes, prefixes, data, fallbackLeaseMs) => ({
+      text: abandonRunKeyRangesText,
+      values: [codes, prefixes, data, fallbackLeaseMs],
+      operation: 'take-over',
+    }),
+    releaseStuckLease: (id, fencingToken, data) => ({ text: releaseStuckLeaseText, values: [id, fencingToken, data], operation: 'release' }),
   };
 };

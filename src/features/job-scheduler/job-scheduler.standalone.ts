@@ -1,7 +1,7 @@
 import type { DataSource } from 'typeorm';
-import { JobRetention } from './job-retention';
-import { JobRunsInspector } from './job-runs.inspector';
-import type { JobSchedulerRuntimeOptions } from './job-scheduler.module-definition';
+import { JobRetention } from './operations/job-retention';
+import { JobRunsInspector } from './operations/job-runs.inspector';
+import type { JobSchedulerRuntimeOptions } from './job-scheduler.options';
 import { JobSchedulerService } from './job-scheduler.service';
 import type { JobSchedulerPoolSource } from './lease-database';
 

@@ -107,3 +107,22 @@ export const checkAcquiredLease = (lock: unknown): JobLease & { leaseMs: number;
   if (typeof heldUntil !== 'number' || !Number.isFinite(heldUntil)) throw leaseArgumentErrors.notAcquired(lock);
   return { ...lease, ...timing, heldUntil };
 };
+
+/** The optional `{ timeoutMs }` of one heartbeat: a positive safe integer when given. */
+export const checkStatementTimeout = (options: unknown): number | undefined => {
+  if (options === undefined) return undefined;
+  if (typeof options !== 'object' || options === null) throw leaseErrors.statementTimeoutMs(options);
+  const value = ownValue(options, 'timeoutMs');
+  if (value === undefined) return undefined;
+  if (!Number.isSafeInteger(value) || (value as number) < 1) throw leaseErrors.statementTimeoutMs(value);
+  return value as number;
+};
+
+/** The optional `{ again }` of complete and fail: a boolean when given. */
+export const checkFinalizeAgain = (options: unknown): boolean => {
+  if (options === undefined) return false;
+  if (typeof options !== 'object' || options === null) throw leaseErrors.again(options);
+  const value = ownValue(options, 'again');
+  if (value !== undefined && typeof value !== 'boolean') throw leaseErrors.again(value);
+  return value === true;
+};

@@ -1,10 +1,10 @@
 import { identityErrors, JobLeaseDatabaseError } from './job-scheduler.errors';
-import type { AcquireBatchRow, JobSchedulerStatements, SqlStatement } from './job-scheduler.sql';
+import type { AcquireBatchRow, LeaseStatements, SqlStatement } from './job-scheduler.sql';
 import type { JobAcquireResult } from './job-scheduler.types';
 import { ownValue } from './job-identity';
 import { type AcquireRequest, resolveAcquireRequest } from './lease-arguments';
-import { monotonicNow, provenUntil } from './lease-deadline';
-import type { LeaseTelemetry } from './lease-telemetry';
+import { monotonicNow, provenUntil } from './run/lease-deadline';
+import type { LeaseTelemetry } from './telemetry/lease-telemetry';
 import type { ResolvedTimingDefaults } from './lease-timing';
 
 /** The most runs one batch acquire claims: one statement's parameters stay small. */
@@ -58,7 +58,7 @@ export const resolveManyAcquireRequests = (runs: unknown, defaults: ResolvedTimi
 /** What a batch acquire needs of the service that runs it. */
 export interface BatchAcquireContext {
   ownerId: string;
-  statements: JobSchedulerStatements;
+  statements: LeaseStatements;
   telemetry: LeaseTelemetry;
   execute(statement: SqlStatement): Promise<AcquireBatchRow[]>;
 }

@@ -1,6 +1,6 @@
 import type { TakeOverParameters, TakeOverRow } from './job-scheduler.sql';
 import type { JobAcquiredLease } from './job-scheduler.types';
-import { provenUntil } from './lease-deadline';
+import { provenUntil } from './run/lease-deadline';
 import { defaultHeartbeatMs, type ResolvedTimingDefaults } from './lease-timing';
 
 /**

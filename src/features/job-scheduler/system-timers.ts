@@ -1,4 +1,4 @@
-import { type HoldClock, monotonicClock } from './lease-hold';
+import { type HoldClock, monotonicClock } from './run/lease-hold';
 
 /** Time for timers: now, and a call at (or after) an instant; returns a function that cancels it. */
 export interface InstantTimers {

@@ -1,4 +1,4 @@
-import { optionalPeer, singleMetric } from '../job-scheduler/lease-telemetry';
+import { optionalPeer, singleMetric } from '../job-scheduler/telemetry/lease-telemetry';
 import type { SchedulerMetrics } from './scheduler-ports';
 import type { JobRunRecord } from './scheduling.types';
 

@@ -1,5 +1,5 @@
 import type { JobAcquireOptions, JobAcquireResult, JobBatchAcquireOptions, JobFinalizeOptions, JobLease } from '../job-scheduler/job-scheduler.types';
-import type { HoldClock } from '../job-scheduler/lease-hold';
+import type { HoldClock } from '../job-scheduler/run/lease-hold';
 import type { InstantTimers } from '../job-scheduler/system-timers';
 import type { JobRunRecord } from './scheduling.types';
 

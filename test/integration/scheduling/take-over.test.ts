@@ -10,7 +10,7 @@ import {
   SchedulingModule,
   type SchedulingModuleOptions,
 } from '../../../src/features';
-import { createJobSchedulerStatements } from '../../../src/features/job-scheduler/job-scheduler.sql';
+import { createJobSchedulerStatements } from '../../../src/features/job-scheduler/job-scheduler.statements';
 import { FixedClock, ManualTimers } from '../../../src/features/testing';
 import { sleep } from '../../support/lease-nodes';
 import { StatementCounter } from '../../support/statement-counter';

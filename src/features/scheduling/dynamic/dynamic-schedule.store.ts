@@ -1,5 +1,5 @@
 import { JobSchedulerExecutor } from '../../job-scheduler/job-scheduler.executor';
-import type { JobSchedulerRuntimeOptions } from '../../job-scheduler/job-scheduler.module-definition';
+import type { JobSchedulerRuntimeOptions } from '../../job-scheduler/job-scheduler.options';
 import type { JobSchedulerDatabase } from '../../job-scheduler/lease-database';
 import { createDynamicScheduleStatements, type DynamicScheduleStatements, type ScheduleListParameters, type ScheduleRow, type StoredScheduleRow } from './dynamic-schedule.sql';
 

@@ -9,7 +9,8 @@ import {
 } from '@nestjs/common';
 import { DiscoveryService } from '@nestjs/core';
 import { JOB_SCHEDULER_DATA_SOURCE } from '../../job-scheduler/job-scheduler.constants';
-import { JOB_SCHEDULER_MODULE_OPTIONS, type JobSchedulerRuntimeOptions } from '../../job-scheduler/job-scheduler.module-definition';
+import { JOB_SCHEDULER_MODULE_OPTIONS } from '../../job-scheduler/job-scheduler.module-definition';
+import type { JobSchedulerRuntimeOptions } from '../../job-scheduler/job-scheduler.options';
 import { JobSchedulerService } from '../../job-scheduler/job-scheduler.service';
 import type { JobSchedulerDatabase } from '../../job-scheduler/lease-database';
 import { withLiveSchedules } from '../abandoned-occurrences';

@@ -1,6 +1,6 @@
 import type { JobAcquiredLease, JobLease } from '../../job-scheduler/job-scheduler.types';
-import { DEFAULT_STATEMENT_TIMEOUT_MS, provenUntil } from '../../job-scheduler/lease-deadline';
-import { type HoldClock, LeaseHold } from '../../job-scheduler/lease-hold';
+import { DEFAULT_STATEMENT_TIMEOUT_MS, provenUntil } from '../../job-scheduler/run/lease-deadline';
+import { type HoldClock, LeaseHold } from '../../job-scheduler/run/lease-hold';
 import type { SchedulerLease } from '../scheduler-ports';
 
 /** What a claim of an occurrence came to: won (and held from then), another instance has it, or the store could not say. */

@@ -3,7 +3,7 @@ import { JobSchedulerStatus } from '../../job-scheduler/job-scheduler.entity';
 import type { JobAcquireOptions, JobAcquireResult, JobBatchAcquireOptions, JobFinalizeOptions, JobLease } from '../../job-scheduler/job-scheduler.types';
 import { resolveBatchAcquireRequests, resolveManyAcquireRequests } from '../../job-scheduler/lease-batch-acquire';
 import { type AcquireRequest, checkJobLease, resolveAcquireRequest, serializeJobData } from '../../job-scheduler/lease-arguments';
-import { provenUntil } from '../../job-scheduler/lease-deadline';
+import { provenUntil } from '../../job-scheduler/run/lease-deadline';
 import { defaultHeartbeatMs, resolveTimingDefaults } from '../../job-scheduler/lease-timing';
 import { dueInstantOf, occurrenceOfRunKey } from '../occurrence-keys';
 import { runKeyPrefixOf, type TakeOverBatch, type TakeOverKey, takeOverKeyOf } from '../../job-scheduler/lease-take-over';

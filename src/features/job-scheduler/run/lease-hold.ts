@@ -1,6 +1,6 @@
-import { RELEASED_DATA } from './job-scheduler.constants';
-import { JobLeaseDatabaseError, LostJobLeaseError } from './job-scheduler.errors';
-import type { JobLeaseHold } from './job-scheduler.types';
+import { RELEASED_DATA } from '../job-scheduler.constants';
+import { JobLeaseDatabaseError, LostJobLeaseError } from '../job-scheduler.errors';
+import type { JobLeaseHold } from '../job-scheduler.types';
 import { monotonicNow, provenUntil, retryDelayMs, statementTimeoutMs } from './lease-deadline';
 
 /** The holder's clock: now, and a call after a delay (returns a function that cancels it). */

@@ -1,4 +1,4 @@
-import type { ReplicationRow } from './job-scheduler.sql';
+import type { ReplicationRow } from './operations.sql';
 
 /** What the lease knows of the replication of the server it writes to. */
 export interface JobLeaseReplicationStatus {

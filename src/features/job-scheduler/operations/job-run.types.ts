@@ -1,4 +1,4 @@
-import type { JobSchedulerStatus, JobSchedulerType } from './job-scheduler.entity';
+import type { JobSchedulerStatus, JobSchedulerType } from '../job-scheduler.entity';
 
 /** One logical run as an operator sees it. The owner token is never exposed. */
 export interface JobRunView {

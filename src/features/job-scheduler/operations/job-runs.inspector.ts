@@ -1,16 +1,17 @@
 import { Inject, Injectable, Optional } from '@nestjs/common';
 import { encodeCursor, resolveRunFilter, toRunView } from './job-run-arguments';
 import type { ExpiredJobLease, JobRunFilter, JobRunPage, JobRunView } from './job-run.types';
-import { JOB_SCHEDULER_DATA_SOURCE } from './job-scheduler.constants';
-import { JobSchedulerExecutor } from './job-scheduler.executor';
-import { JOB_SCHEDULER_MODULE_OPTIONS, type JobSchedulerRuntimeOptions } from './job-scheduler.module-definition';
-import { InvalidJobQueryOptionsError } from './job-scheduler.errors';
-import type { LatestOccurrenceRow, OccurrenceRow, RunRow } from './job-scheduler.sql';
-import type { JobAcquireOptions } from './job-scheduler.types';
-import { resolveJobIdentity } from './job-identity';
-import type { JobSchedulerDatabase } from './lease-database';
-import { resolveTimingDefaults } from './lease-timing';
-import { UUID } from './lease-arguments';
+import { JOB_SCHEDULER_DATA_SOURCE } from '../job-scheduler.constants';
+import { JobSchedulerExecutor } from '../job-scheduler.executor';
+import { JOB_SCHEDULER_MODULE_OPTIONS } from '../job-scheduler.module-definition';
+import type { JobSchedulerRuntimeOptions } from '../job-scheduler.options';
+import { InvalidJobQueryOptionsError } from '../job-scheduler.errors';
+import type { LatestOccurrenceRow, OccurrenceRow, RunRow } from './operations.sql';
+import type { JobAcquireOptions } from '../job-scheduler.types';
+import { resolveJobIdentity } from '../job-identity';
+import type { JobSchedulerDatabase } from '../lease-database';
+import { resolveTimingDefaults } from '../lease-timing';
+import { UUID } from '../lease-arguments';
 
 const checkRunId = (id: unknown): string => {
   if (typeof id !== 'string' || !UUID.test(id)) throw new InvalidJobQueryOptionsError(`a run id must be a UUID, got ${JSON.stringify(String(id).slice(0, 80))}`);

@@ -1,10 +1,10 @@
-import { parseInterval } from './duration';
-import { JobSchedulerStatus, JobSchedulerType } from './job-scheduler.entity';
-import { InvalidJobQueryOptionsError } from './job-scheduler.errors';
-import type { FindRunsParameters, PruneParameters, RunRow } from './job-scheduler.sql';
+import { parseInterval } from '../duration';
+import { JobSchedulerStatus, JobSchedulerType } from '../job-scheduler.entity';
+import { InvalidJobQueryOptionsError } from '../job-scheduler.errors';
+import type { FindRunsParameters, PruneParameters, RunRow } from './operations.sql';
 import type { JobPruneOptions, JobRunFilter, JobRunView } from './job-run.types';
-import { ownValue } from './job-identity';
-import { UUID } from './lease-arguments';
+import { ownValue } from '../job-identity';
+import { UUID } from '../lease-arguments';
 
 const STATUSES = new Set<unknown>(Object.values(JobSchedulerStatus));
 const TYPES = new Set<unknown>(Object.values(JobSchedulerType));

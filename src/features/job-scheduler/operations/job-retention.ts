@@ -1,21 +1,12 @@
 import { type BeforeApplicationShutdown, Inject, Injectable, Logger, type OnApplicationBootstrap, Optional } from '@nestjs/common';
-import { parseInterval } from './duration';
-import { JobSchedulerStatus } from './job-scheduler.entity';
-import { moduleErrors } from './job-scheduler.errors';
-import { JOB_SCHEDULER_MODULE_OPTIONS, type JobSchedulerRuntimeOptions } from './job-scheduler.module-definition';
+import { parseInterval } from '../duration';
+import { JobSchedulerStatus } from '../job-scheduler.entity';
+import { moduleErrors } from '../job-scheduler.errors';
+import { JOB_SCHEDULER_MODULE_OPTIONS } from '../job-scheduler.module-definition';
+import type { JobSchedulerRuntimeOptions } from '../job-scheduler.options';
 import { JobRunsInspector } from './job-runs.inspector';
-import { JobSchedulerService } from './job-scheduler.service';
-import { systemTimers } from './system-timers';
-
-/** Module-level retention: finished runs older than these are pruned, once per period, by one node. */
-export interface JobRetentionOptions {
-  /** Keep SUCCESS runs this long (ms or text like '30d'). Omitted: kept forever. */
-  success?: number | string;
-  /** Keep FAIL runs this long. Omitted: kept forever. */
-  fail?: number | string;
-  /** How often to prune, aligned on the epoch (default '1h'). */
-  every?: number | string;
-}
+import { JobSchedulerService } from '../job-scheduler.service';
+import { systemTimers } from '../system-timers';
 
 /** The lease code under which retention runs (once per period across all nodes). */
 export const RETENTION_JOB_CODE = 'job-scheduler.retention';

@@ -1,0 +1,19 @@
+import { createLeaseStatements, type LeaseStatements } from './job-scheduler.sql';
+import { createOperationsStatements, type OperationsStatements } from './operations/operations.sql';
+
+/**
+ * Every statement the executor runs on the lease table: those that decide who holds a run
+ * (job-scheduler.sql.ts) and the operators' reads and deletes (operations/operations.sql.ts).
+ */
+export interface JobSchedulerStatements extends LeaseStatements, OperationsStatements {}
+
+/** Builds the statements for one table. The texts are computed once; each call only binds values. */
+export const createJobSchedulerStatements = (
+  table: string,
+  fencingTokenSequence: string,
+  /** The function holding the acquire statement (see 1764547200005-AddJobSchedulerAcquireFunction), if any. */
+  acquireFunction?: string,
+): JobSchedulerStatements => ({
+  ...createOperationsStatements(table),
+  ...createLeaseStatements(table, fencingTokenSequence, acquireFunction),
+});
