@@ -15,7 +15,7 @@ import { DataSource } from 'typeorm';
 import { JobScheduler, JobSchedulerService, type JobRunRecord } from '../../src/features';
 import { JobScheduleEngine } from '../../src/features/scheduling/job-schedule-engine';
 import { checkJobDeclaration } from '../../src/features/scheduling/schedule/job-declaration';
-import { occurrenceRunKey } from '../../src/features/scheduling/occurrence-keys';
+import { occurrenceRunKey } from '../../src/features/scheduling/occurrence/occurrence-keys';
 import { systemTimers } from '../../src/features/scheduling/scheduler-ports';
 import { onWireStatement } from './wire-statements';
 

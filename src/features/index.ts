@@ -90,9 +90,9 @@ export { DeclarationError, JobAbandonedError, JobScheduleRemovedError, JobTenant
 export { Scheduled } from './scheduling/scheduled.decorator';
 export { SchedulingModule } from './scheduling/scheduling.module';
 export { type SchedulingModuleOptions, TENANT_DIRECTORY } from './scheduling/scheduling.module-definition';
-export { DEFAULT_SCHEDULED_RETENTION, type ScheduledRetentionOptions } from './scheduling/scheduled-retention';
-export { SCHEDULED_RETENTION_CODE } from './scheduling/scheduled-retention.timer';
-export { currentJobExecution } from './scheduling/job-execution-context';
+export { DEFAULT_SCHEDULED_RETENTION, type ScheduledRetentionOptions } from './scheduling/retention/scheduled-retention';
+export { SCHEDULED_RETENTION_CODE } from './scheduling/retention/scheduled-retention.timer';
+export { currentJobExecution } from './scheduling/occurrence/job-execution-context';
 export { type ScheduledJobHealth, ScheduledJobsService } from './scheduling/scheduled-jobs.service';
 export { RunOnce } from './integrations/nest-schedule/run-once.decorator';
 export { RunOnceModule } from './integrations/nest-schedule/run-once.module';

@@ -2,7 +2,7 @@ import { Injectable, Optional } from '@nestjs/common';
 import { JobRunsInspector } from '../job-scheduler/operations/job-runs.inspector';
 import { DynamicSchedules } from '../scheduling/dynamic/dynamic-schedules.service';
 import type { DynamicScheduleView } from '../scheduling/dynamic/dynamic-schedule.types';
-import { scheduleRunKeyPrefix } from '../scheduling/occurrence-keys';
+import { scheduleRunKeyPrefix } from '../scheduling/occurrence/occurrence-keys';
 import { compileSchedule } from '../scheduling/schedule/job-declaration';
 import type { DueSchedule } from '../scheduling/schedule/due-schedule';
 import { DeclarationError, SchedulingError } from '../scheduling/scheduling.errors';

@@ -1,5 +1,5 @@
 import type { OccurrenceRow } from '../job-scheduler/operations/operations.sql';
-import { dueInstantOf } from '../scheduling/occurrence-keys';
+import { dueInstantOf } from '../scheduling/occurrence/occurrence-keys';
 import type { DueSchedule } from '../scheduling/schedule/due-schedule';
 
 /** How an occurrence ended (or stands): the colour of its mark. */

@@ -1,14 +1,14 @@
 import { AheadClaims, recordOfJob } from './occurrence/ahead-claims';
-import { AbandonedOccurrenceScan, type AbandonedOccurrenceStore, DEFAULT_TAKE_OVER_SCAN_MS, type TakenOverOccurrence } from './abandoned-occurrences';
-import { claimsAhead, withClaimBatching } from './claim-batcher';
-import { coalescedTimers } from './coalesced-timers';
-import { withCompleteBatching } from './complete-batcher';
-import { JitterWaits } from './jitter-waits';
+import { AbandonedOccurrenceScan, type AbandonedOccurrenceStore, DEFAULT_TAKE_OVER_SCAN_MS, type TakenOverOccurrence } from './occurrence/abandoned-occurrences';
+import { claimsAhead, withClaimBatching } from './fleet/claim-batcher';
+import { coalescedTimers } from './timers/coalesced-timers';
+import { withCompleteBatching } from './fleet/complete-batcher';
+import { JitterWaits } from './timers/jitter-waits';
 import { HeldClaim } from './occurrence/held-claim';
 import { JobOccupancy } from './occurrence/job-occupancy';
 import { UnrunOccurrences } from './occurrence/unrun-occurrences';
 import { type AheadClaim, type JobHandler, OccurrenceRunner } from './occurrence/occurrence-runner';
-import { RunRecords } from './run-records';
+import { RunRecords } from './records/run-records';
 import { type DueSince, dueInstantsSince } from './schedule/due-instants';
 import { checkJitterBelowTolerance, type JobDeclaration, jobKeyOf } from './schedule/job-declaration';
 import {
@@ -21,7 +21,7 @@ import {
   type SchedulerTimers,
 } from './scheduler-ports';
 import { schedulingErrors } from './scheduling.errors';
-import { TenantFanOut } from './tenant-fan-out';
+import { TenantFanOut } from './fleet/tenant-fan-out';
 import type { JobExecution, JobRunListener, JobRunRecord, TenantDirectory } from './scheduling.types';
 
 export interface EngineJob {

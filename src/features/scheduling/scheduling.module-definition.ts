@@ -1,6 +1,6 @@
 import { ConfigurableModuleBuilder } from '@nestjs/common';
 import type { SchedulerHistory, SchedulerLease, SchedulerTimers } from './scheduler-ports';
-import type { ScheduledRetentionOptions } from './scheduled-retention';
+import type { ScheduledRetentionOptions } from './retention/scheduled-retention';
 import type { JobSettings, TenantDirectory } from './scheduling.types';
 
 export interface SchedulingModuleOptions {

@@ -1,6 +1,6 @@
 import { type DynamicModule, Module, type Type } from '@nestjs/common';
 import { Scheduled, ScheduledJobsService, SchedulingModule } from '../../../src/features';
-import { claimBatchSize } from '../../../src/features/scheduling/claim-batcher';
+import { claimBatchSize } from '../../../src/features/scheduling/fleet/claim-batcher';
 import { type NestNode, startNestNode } from '../../support/nest-node';
 import { sleep } from '../../support/lease-nodes';
 import { StatementCounter } from '../../support/statement-counter';

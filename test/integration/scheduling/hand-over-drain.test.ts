@@ -1,7 +1,7 @@
 import { JobSchedulerService } from '../../../src/features';
 import type { JobAcquiredLease } from '../../../src/features/job-scheduler/job-scheduler.types';
 import { JobScheduleEngine } from '../../../src/features/scheduling/job-schedule-engine';
-import { occurrenceRunKey } from '../../../src/features/scheduling/occurrence-keys';
+import { occurrenceRunKey } from '../../../src/features/scheduling/occurrence/occurrence-keys';
 import { checkJobDeclaration } from '../../../src/features/scheduling/schedule/job-declaration';
 import { systemTimers } from '../../../src/features/scheduling/scheduler-ports';
 import type { JobRunRecord } from '../../../src/features/scheduling/scheduling.types';

@@ -1,6 +1,6 @@
 import { type JobRunRecord, JobSchedulerService } from '../../../src/features';
 import { JobScheduleEngine } from '../../../src/features/scheduling/job-schedule-engine';
-import { occurrenceRunKey } from '../../../src/features/scheduling/occurrence-keys';
+import { occurrenceRunKey } from '../../../src/features/scheduling/occurrence/occurrence-keys';
 import { checkJobDeclaration } from '../../../src/features/scheduling/schedule/job-declaration';
 import { systemTimers } from '../../../src/features/scheduling/scheduler-ports';
 import { sleep } from '../../support/lease-nodes';

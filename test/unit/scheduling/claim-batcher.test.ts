@@ -1,6 +1,6 @@
 import type { JobAcquireOptions } from '../../../src/features';
 import { JobLeaseDatabaseError } from '../../../src/features/job-scheduler/job-scheduler.errors';
-import { ClaimBatcher, claimBatchSize } from '../../../src/features/scheduling/claim-batcher';
+import { ClaimBatcher, claimBatchSize } from '../../../src/features/scheduling/fleet/claim-batcher';
 import { FixedClock, InMemoryJobLease } from '../../../src/features/testing';
 
 /** The in-memory lease, with every claim statement it is asked for written down. */

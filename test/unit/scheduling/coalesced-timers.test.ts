@@ -1,4 +1,4 @@
-import { coalescedTimers } from '../../../src/features/scheduling/coalesced-timers';
+import { coalescedTimers } from '../../../src/features/scheduling/timers/coalesced-timers';
 import { FixedClock, ManualTimers } from '../../../src/features/testing';
 
 describe('coalescedTimers', () => {

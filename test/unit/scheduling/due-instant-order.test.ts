@@ -1,5 +1,5 @@
 import { JobScheduleEngine } from '../../../src/features/scheduling/job-schedule-engine';
-import { occurrenceRunKey } from '../../../src/features/scheduling/occurrence-keys';
+import { occurrenceRunKey } from '../../../src/features/scheduling/occurrence/occurrence-keys';
 import { checkJobDeclaration } from '../../../src/features/scheduling/schedule/job-declaration';
 import { ManualTimers } from '../../../src/features/scheduling/testing/manual-timers';
 import { JobSchedulerStatus } from '../../../src/features';

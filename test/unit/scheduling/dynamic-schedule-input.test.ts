@@ -1,7 +1,7 @@
 import { DeclarationError } from '../../../src/features';
 import { checkScheduleInput, declarationOfSchedule } from '../../../src/features/scheduling/dynamic/dynamic-schedule-input';
 import type { ScheduleRow } from '../../../src/features/scheduling/dynamic/dynamic-schedule.sql';
-import { occurrenceOfRunKey, runKeyOf, scheduleRunKeyPrefix } from '../../../src/features/scheduling/occurrence-keys';
+import { occurrenceOfRunKey, runKeyOf, scheduleRunKeyPrefix } from '../../../src/features/scheduling/occurrence/occurrence-keys';
 
 const known = (name: string) => name === 'reports.tenant-report';
 const row = (overrides: Partial<ScheduleRow>): ScheduleRow => ({

@@ -1,6 +1,6 @@
 import { JobLeaseDatabaseError, JobSchedulerStatus } from '../../../src/features';
 import { JobScheduleEngine } from '../../../src/features/scheduling/job-schedule-engine';
-import { occurrenceRunKey } from '../../../src/features/scheduling/occurrence-keys';
+import { occurrenceRunKey } from '../../../src/features/scheduling/occurrence/occurrence-keys';
 import { checkJobDeclaration } from '../../../src/features/scheduling/schedule/job-declaration';
 import type { SchedulerLease } from '../../../src/features/scheduling/scheduler-ports';
 import type { JobExecution, JobRunRecord, ScheduledJobOptions } from '../../../src/features/scheduling/scheduling.types';

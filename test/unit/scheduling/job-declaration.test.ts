@@ -2,7 +2,7 @@ import { DeclarationError, Scheduled } from '../../../src/features';
 import { cronExpressionError } from '../../../src/features/scheduling/schedule/cron-expression';
 import { parseInterval } from '../../../src/features/job-scheduler/duration';
 import { checkJobDeclaration } from '../../../src/features/scheduling/schedule/job-declaration';
-import { resolveScheduledRetention } from '../../../src/features/scheduling/scheduled-retention';
+import { resolveScheduledRetention } from '../../../src/features/scheduling/retention/scheduled-retention';
 
 const declare = (name: unknown, options: object) => () => checkJobDeclaration(name, options as never);
 

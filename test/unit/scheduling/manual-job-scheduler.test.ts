@@ -1,5 +1,5 @@
 import { FixedClock, InMemoryJobLease, ManualJobScheduler, ManualTimers } from '../../../src/features/testing';
-import { PeriodicTask } from '../../../src/features/scheduling/periodic-task';
+import { PeriodicTask } from '../../../src/features/scheduling/timers/periodic-task';
 import type { JobExecution } from '../../../src/features';
 
 const deferred = () => {

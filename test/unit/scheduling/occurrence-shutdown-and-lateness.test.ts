@@ -1,6 +1,6 @@
 import { DeclarationError, type JobExecution } from '../../../src/features';
 import { FixedClock, InMemoryJobLease, ManualJobScheduler } from '../../../src/features/testing';
-import { occurrenceOfRunKey, occurrenceRunKey } from '../../../src/features/scheduling/occurrence-keys';
+import { occurrenceOfRunKey, occurrenceRunKey } from '../../../src/features/scheduling/occurrence/occurrence-keys';
 import { JobScheduleEngine } from '../../../src/features/scheduling/job-schedule-engine';
 import { checkJobDeclaration } from '../../../src/features/scheduling/schedule/job-declaration';
 import type { SchedulerLease } from '../../../src/features/scheduling/scheduler-ports';

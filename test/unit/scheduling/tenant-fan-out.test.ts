@@ -1,6 +1,6 @@
 import { JobSchedulerStatus, JobTenantInvalidError, type JobRunRecord } from '../../../src/features';
 import { FixedClock, InMemoryJobLease, ManualJobScheduler } from '../../../src/features/testing';
-import { occurrenceRunKey } from '../../../src/features/scheduling/occurrence-keys';
+import { occurrenceRunKey } from '../../../src/features/scheduling/occurrence/occurrence-keys';
 
 const MINUTE = 60_000;
 const tenantsNamed = (count: number) => Array.from({ length: count }, (_, index) => `t${String(index).padStart(2, '0')}`);

@@ -7,7 +7,7 @@ import {
   occurrenceRunKey,
   runNowRunKey,
   tenantIdProblem,
-} from '../../../src/features/scheduling/occurrence-keys';
+} from '../../../src/features/scheduling/occurrence/occurrence-keys';
 
 const DUE = Date.UTC(2026, 6, 20, 3);
 const CORRELATION_ID = '6f1d2c3b-4a59-4e6f-8a7b-9c0d1e2f3a4b';

@@ -2,10 +2,10 @@ import { type BeforeApplicationShutdown, Inject, Injectable, Logger, type OnAppl
 import { DiscoveryService, MetadataScanner } from '@nestjs/core';
 import type { InstanceWrapper } from '@nestjs/core/injector/instance-wrapper';
 import { JobSchedulerService } from '../../job-scheduler/job-scheduler.service';
-import { AbandonedOccurrenceScan, DEFAULT_TAKE_OVER_SCAN_MS, type TakeOverPolicy } from '../../scheduling/abandoned-occurrences';
+import { AbandonedOccurrenceScan, DEFAULT_TAKE_OVER_SCAN_MS, type TakeOverPolicy } from '../../scheduling/occurrence/abandoned-occurrences';
 import { DEFAULT_MAX_ATTEMPTS, DEFAULT_SCHEDULED_LEASE_MS } from '../../scheduling/schedule/job-declaration';
-import { type RetainedJob, resolveScheduledRetention, retentionPasses } from '../../scheduling/scheduled-retention';
-import { ScheduledRetentionTimer } from '../../scheduling/scheduled-retention.timer';
+import { type RetainedJob, resolveScheduledRetention, retentionPasses } from '../../scheduling/retention/scheduled-retention';
+import { ScheduledRetentionTimer } from '../../scheduling/retention/scheduled-retention.timer';
 import { systemTimers } from '../../scheduling/scheduler-ports';
 import { scheduledJobOf } from '../../scheduling/scheduled.decorator';
 import { cronTicks, dependsOnTimeZone } from './cron-ticks';

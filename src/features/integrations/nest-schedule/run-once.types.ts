@@ -1,4 +1,4 @@
-import type { ScheduledRetentionOptions } from '../../scheduling/scheduled-retention';
+import type { ScheduledRetentionOptions } from '../../scheduling/retention/scheduled-retention';
 
 /**
  * What a @RunOnce method does with its own errors: `'rethrow'` (the default) hands them to

@@ -1,5 +1,5 @@
 import type { JobSchedulerService } from '../../job-scheduler/job-scheduler.service';
-import { occurrenceOfRunKey, scheduleRunKeyPrefix } from '../occurrence-keys';
+import { occurrenceOfRunKey, scheduleRunKeyPrefix } from '../occurrence/occurrence-keys';
 import type { SchedulerHistory } from '../scheduler-ports';
 
 /** Schedules whose history one statement reads, at most. */

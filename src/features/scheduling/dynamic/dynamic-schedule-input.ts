@@ -1,6 +1,6 @@
 import { UNSTORABLE_TEXT } from '../../job-scheduler/job-identity';
 import { serializeJobData } from '../../job-scheduler/lease-arguments';
-import { MAX_ENCODED_SCHEDULE_ID_LENGTH, scheduleRunKeyPrefix, tenantIdProblem } from '../occurrence-keys';
+import { MAX_ENCODED_SCHEDULE_ID_LENGTH, scheduleRunKeyPrefix, tenantIdProblem } from '../occurrence/occurrence-keys';
 import { IntervalSchedule } from '../schedule/due-schedule';
 import { checkJobDeclaration, checkJobName, type JobDeclaration } from '../schedule/job-declaration';
 import { DeclarationError } from '../scheduling.errors';

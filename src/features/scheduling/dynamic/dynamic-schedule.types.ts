@@ -1,4 +1,4 @@
-import type { ScheduledRetentionOptions } from '../scheduled-retention';
+import type { ScheduledRetentionOptions } from '../retention/scheduled-retention';
 import type { JobExecution, MissedPolicy, OverlapPolicy, ScheduleOfRun } from '../scheduling.types';
 
 /**

@@ -4,7 +4,7 @@ import type { SchedulerLogger, SchedulerTimers } from '../scheduler-ports';
 import { declarationOfSchedule } from './dynamic-schedule-input';
 import { TOMBSTONE_RETENTION_MS, type StoredScheduleRow } from './dynamic-schedule.sql';
 import type { DynamicScheduleStore } from './dynamic-schedule.store';
-import { PeriodicTask } from '../periodic-task';
+import { PeriodicTask } from '../timers/periodic-task';
 
 /** Rows read per statement at boot and per change poll. */
 const PAGE = 5_000;

@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { type AheadClaimHolder, type AheadClaims, recordOfJob } from './ahead-claims';
-import { runKeyOf } from '../occurrence-keys';
+import { runKeyOf } from './occurrence-keys';
 import type { AheadClaim, OccurrenceRunner } from './occurrence-runner';
-import { unrecordedInstants } from '../recorded-occurrences';
-import type { RunRecords } from '../run-records';
+import { unrecordedInstants } from './recorded-occurrences';
+import type { RunRecords } from '../records/run-records';
 import type { DueSince } from '../schedule/due-instants';
 import { jobKeyOf } from '../schedule/job-declaration';
 import type { SchedulerHistory, SchedulerLogger, SchedulerTimers } from '../scheduler-ports';

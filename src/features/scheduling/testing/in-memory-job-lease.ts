@@ -5,9 +5,9 @@ import { resolveBatchAcquireRequests, resolveManyAcquireRequests } from '../../j
 import { type AcquireRequest, checkJobLease, resolveAcquireRequest, serializeJobData } from '../../job-scheduler/lease-arguments';
 import { provenUntil } from '../../job-scheduler/run/lease-deadline';
 import { defaultHeartbeatMs, resolveTimingDefaults } from '../../job-scheduler/lease-timing';
-import { dueInstantOf, occurrenceOfRunKey } from '../occurrence-keys';
+import { dueInstantOf, occurrenceOfRunKey } from '../occurrence/occurrence-keys';
 import { runKeyPrefixOf, type TakeOverBatch, type TakeOverKey, takeOverKeyOf } from '../../job-scheduler/lease-take-over';
-import type { AbandonedOccurrenceStore } from '../abandoned-occurrences';
+import type { AbandonedOccurrenceStore } from '../occurrence/abandoned-occurrences';
 import type { SchedulerHistory, SchedulerLease } from '../scheduler-ports';
 import { FixedClock } from './fixed-clock';
 

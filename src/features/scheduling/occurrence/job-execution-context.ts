@@ -1,5 +1,5 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
-import type { JobExecution } from './scheduling.types';
+import type { JobExecution } from '../scheduling.types';
 
 const storage = new AsyncLocalStorage<JobExecution>();
 

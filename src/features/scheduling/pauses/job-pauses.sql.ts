@@ -1,4 +1,4 @@
-import type { SqlStatement } from '../job-scheduler/job-scheduler.sql';
+import type { SqlStatement } from '../../job-scheduler/job-scheduler.sql';
 
 /** A paused job as the pause table holds it. */
 export interface JobPauseRow {

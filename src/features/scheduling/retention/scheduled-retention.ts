@@ -1,8 +1,8 @@
-import { parseInterval } from '../job-scheduler/duration';
-import type { JobSchedulerStatus } from '../job-scheduler/job-scheduler.entity';
-import { SCHEDULE_HORIZON_MS, SCHEDULE_HORIZON_TEXT } from './schedule/due-schedule';
-import type { JobDeclaration } from './schedule/job-declaration';
-import { schedulingErrors } from './scheduling.errors';
+import { parseInterval } from '../../job-scheduler/duration';
+import type { JobSchedulerStatus } from '../../job-scheduler/job-scheduler.entity';
+import { SCHEDULE_HORIZON_MS, SCHEDULE_HORIZON_TEXT } from '../schedule/due-schedule';
+import type { JobDeclaration } from '../schedule/job-declaration';
+import { schedulingErrors } from '../scheduling.errors';
 
 /** How long the scheduler keeps the rows of declared jobs' occurrences; `false` keeps them forever. */
 export interface ScheduledRetentionOptions {

@@ -1,13 +1,13 @@
 import { randomUUID } from 'node:crypto';
-import type { JobAcquireResult } from '../job-scheduler/job-scheduler.types';
-import { occurrenceRunKey, runNowRunKey, tenantIdProblem } from './occurrence-keys';
-import { HeldClaim } from './occurrence/held-claim';
-import type { JobHandler, OccurrenceRunner } from './occurrence/occurrence-runner';
+import type { JobAcquireResult } from '../../job-scheduler/job-scheduler.types';
+import { occurrenceRunKey, runNowRunKey, tenantIdProblem } from '../occurrence/occurrence-keys';
+import { HeldClaim } from '../occurrence/held-claim';
+import type { JobHandler, OccurrenceRunner } from '../occurrence/occurrence-runner';
 import { fromRandomOffset } from './random-walk';
-import type { JobDeclaration } from './schedule/job-declaration';
-import type { SchedulerLease, SchedulerLogger } from './scheduler-ports';
-import { JobTenantInvalidError } from './scheduling.errors';
-import type { JobExecution, JobRunRecord } from './scheduling.types';
+import type { JobDeclaration } from '../schedule/job-declaration';
+import type { SchedulerLease, SchedulerLogger } from '../scheduler-ports';
+import { JobTenantInvalidError } from '../scheduling.errors';
+import type { JobExecution, JobRunRecord } from '../scheduling.types';
 
 /** The most tenants one claim statement takes. */
 export const MAX_TENANT_CLAIM = 100;

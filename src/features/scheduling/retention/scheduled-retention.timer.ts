@@ -1,7 +1,7 @@
-import { JobSchedulerStatus, JobSchedulerType } from '../job-scheduler/job-scheduler.entity';
-import type { JobSchedulerService } from '../job-scheduler/job-scheduler.service';
+import { JobSchedulerStatus, JobSchedulerType } from '../../job-scheduler/job-scheduler.entity';
+import type { JobSchedulerService } from '../../job-scheduler/job-scheduler.service';
 import type { ResolvedScheduledRetention, RetentionPass } from './scheduled-retention';
-import type { SchedulerLogger, SchedulerTimers } from './scheduler-ports';
+import type { SchedulerLogger, SchedulerTimers } from '../scheduler-ports';
 
 /** The lease code under which the scheduler's retention runs (once per period across instances). */
 export const SCHEDULED_RETENTION_CODE = 'scheduling.retention';

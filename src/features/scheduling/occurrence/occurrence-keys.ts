@@ -1,4 +1,4 @@
-import { MAX_RUN_KEY_LENGTH, UNSTORABLE_TEXT } from '../job-scheduler/job-identity';
+import { MAX_RUN_KEY_LENGTH, UNSTORABLE_TEXT } from '../../job-scheduler/job-identity';
 
 /**
  * The lease identity of an occurrence: code = the job name, runKey = the due instant in ISO 8601

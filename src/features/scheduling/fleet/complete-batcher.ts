@@ -1,6 +1,6 @@
-import type { JobLease } from '../job-scheduler/job-scheduler.types';
+import type { JobLease } from '../../job-scheduler/job-scheduler.types';
 import { bound } from './claim-batcher';
-import type { SchedulerLease } from './scheduler-ports';
+import type { SchedulerLease } from '../scheduler-ports';
 
 interface PendingComplete {
   lease: JobLease;

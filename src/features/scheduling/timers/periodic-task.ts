@@ -1,4 +1,4 @@
-import type { SchedulerTimers } from './scheduler-ports';
+import type { SchedulerTimers } from '../scheduler-ports';
 
 /**
  * Work run every `periodMs` on the scheduler's timers, the next period armed once the previous

@@ -1,5 +1,5 @@
-import type { AheadClaim } from './occurrence/occurrence-runner';
-import type { SchedulerTimers } from './scheduler-ports';
+import type { AheadClaim } from '../occurrence/occurrence-runner';
+import type { SchedulerTimers } from '../scheduler-ports';
 
 /**
  * The random delays before runs start (`jitterMs`), each cancellable: the scheduler's stop()

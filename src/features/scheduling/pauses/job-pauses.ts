@@ -1,8 +1,8 @@
-import { JobSchedulerExecutor, type ExecutorOptions } from '../job-scheduler/job-scheduler.executor';
-import { qualifiedTableName } from '../job-scheduler/job-scheduler.sql';
-import { type JobSchedulerDatabase, leaseDatabaseOf } from '../job-scheduler/lease-database';
+import { JobSchedulerExecutor, type ExecutorOptions } from '../../job-scheduler/job-scheduler.executor';
+import { qualifiedTableName } from '../../job-scheduler/job-scheduler.sql';
+import { type JobSchedulerDatabase, leaseDatabaseOf } from '../../job-scheduler/lease-database';
 import { createJobPauseStatements, type JobPauseRow, type JobPauseStatements } from './job-pauses.sql';
-import type { SchedulerLogger } from './scheduler-ports';
+import type { SchedulerLogger } from '../scheduler-ports';
 
 /** A declared job an operator paused: no instance fires its timers until it is resumed. */
 export interface JobPause {

@@ -1,9 +1,9 @@
-import { describeFailure } from '../job-scheduler/lease-arguments';
+import { describeFailure } from '../../job-scheduler/lease-arguments';
 import { DEFAULT_FAILURE_LOG_INTERVAL_MS, FailureLog, type LogLine } from './failure-log';
-import { MAX_MISSED_RECORDS } from './schedule/due-instants';
-import type { SchedulerLogger, SchedulerMetrics, SchedulerTimers } from './scheduler-ports';
-import { schedulingErrors } from './scheduling.errors';
-import type { JobRunListener, JobRunRecord } from './scheduling.types';
+import { MAX_MISSED_RECORDS } from '../schedule/due-instants';
+import type { SchedulerLogger, SchedulerMetrics, SchedulerTimers } from '../scheduler-ports';
+import { schedulingErrors } from '../scheduling.errors';
+import type { JobRunListener, JobRunRecord } from '../scheduling.types';
 
 export interface RunRecordsOptions {
   timers: Pick<SchedulerTimers, 'now'>;

@@ -1,4 +1,4 @@
-import type { SchedulerHistory, SchedulerLogger, SchedulerTimers } from './scheduler-ports';
+import type { SchedulerHistory, SchedulerLogger, SchedulerTimers } from '../scheduler-ports';
 
 /**
  * The instants among `instants` (ascending) that no instance recorded, by one read of the

@@ -1,13 +1,13 @@
 import { randomUUID } from 'node:crypto';
-import type { JobLease } from '../job-scheduler/job-scheduler.types';
-import { type OccurrenceToEnd, runKeyPrefixOf, type TakeOverBatch, type TakeOverKey, takeOverKeyOf } from '../job-scheduler/lease-take-over';
+import type { JobLease } from '../../job-scheduler/job-scheduler.types';
+import { type OccurrenceToEnd, runKeyPrefixOf, type TakeOverBatch, type TakeOverKey, takeOverKeyOf } from '../../job-scheduler/lease-take-over';
 import { occurrenceOfRunKey, scheduleIdOfPrefix, scheduleRunKeyPrefix } from './occurrence-keys';
-import type { OccurrenceClaim } from './occurrence/held-claim';
-import { PeriodicTask } from './periodic-task';
-import type { JobDeclaration } from './schedule/job-declaration';
-import type { SchedulerLogger, SchedulerTimers } from './scheduler-ports';
-import { JobAbandonedError, JobScheduleRemovedError } from './scheduling.errors';
-import type { JobRunRecord } from './scheduling.types';
+import type { OccurrenceClaim } from './held-claim';
+import { PeriodicTask } from '../timers/periodic-task';
+import type { JobDeclaration } from '../schedule/job-declaration';
+import type { SchedulerLogger, SchedulerTimers } from '../scheduler-ports';
+import { JobAbandonedError, JobScheduleRemovedError } from '../scheduling.errors';
+import type { JobRunRecord } from '../scheduling.types';
 
 /** Where abandoned occurrences are claimed and ended: JobSchedulerService on PostgreSQL. */
 export interface AbandonedOccurrenceStore {

@@ -1,6 +1,6 @@
-import { optionalPeer, singleMetric } from '../job-scheduler/telemetry/lease-telemetry';
-import type { SchedulerMetrics } from './scheduler-ports';
-import type { JobRunRecord } from './scheduling.types';
+import { optionalPeer, singleMetric } from '../../job-scheduler/telemetry/lease-telemetry';
+import type { SchedulerMetrics } from '../scheduler-ports';
+import type { JobRunRecord } from '../scheduling.types';
 
 interface PromClient {
   register: unknown;

@@ -1,4 +1,4 @@
-import type { InstantTimers } from '../job-scheduler/system-timers';
+import type { InstantTimers } from '../../job-scheduler/system-timers';
 
 interface Bucket {
   entries: Set<{ fn: () => void }>;

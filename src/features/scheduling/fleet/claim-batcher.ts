@@ -1,7 +1,7 @@
-import { JobLeaseDatabaseError } from '../job-scheduler/job-scheduler.errors';
-import type { JobAcquireOptions, JobAcquireResult } from '../job-scheduler/job-scheduler.types';
+import { JobLeaseDatabaseError } from '../../job-scheduler/job-scheduler.errors';
+import type { JobAcquireOptions, JobAcquireResult } from '../../job-scheduler/job-scheduler.types';
 import { fromRandomOffset, shuffled } from './random-walk';
-import type { SchedulerLease } from './scheduler-ports';
+import type { SchedulerLease } from '../scheduler-ports';
 
 /**
  * The runs of one turn are split into statements of CLAIM_BATCH_MIN to `maxBatch` runs, up to
