@@ -1,3 +1,4 @@
+// Past ~350 lines on purpose: a job's path from its timer through admission (overlap, catch-up, take-over) to the occurrence lifecycle reads top to bottom here; the parts that stand alone live in occurrence/, fleet/, timers/ and records/.
 import { AheadClaims, recordOfJob } from './occurrence/ahead-claims';
 import { AbandonedOccurrenceScan, type AbandonedOccurrenceStore, DEFAULT_TAKE_OVER_SCAN_MS, type TakenOverOccurrence } from './occurrence/abandoned-occurrences';
 import { claimsAhead, withClaimBatching } from './fleet/claim-batcher';
