@@ -19,6 +19,8 @@ export default tseslint.config(
       // An async function that does not await still returns a promise, as the ports it implements ask.
       '@typescript-eslint/require-await': 'off',
       '@typescript-eslint/no-floating-promises': 'error',
+      // A variable assigned after the closures that read it are made (a test rig) stays let.
+      'prefer-const': ['error', { ignoreReadBeforeAssign: true }],
       // Ports and pending claims are plain objects of functions, called detached on purpose (bound once where they need it).
       '@typescript-eslint/unbound-method': 'off',
       // Error messages name a rejected input as String() gives it, whatever its type.

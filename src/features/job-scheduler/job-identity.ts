@@ -22,6 +22,7 @@ const TYPES: ReadonlySet<unknown> = new Set(Object.values(JobSchedulerType));
  * Text PostgreSQL cannot store as given: NUL is refused by text and jsonb; a lone surrogate is
  * stored (and hashed) as U+FFFD in text, so two different keys would collide, and refused by jsonb.
  */
+// eslint-disable-next-line no-control-regex -- NUL is what PostgreSQL text cannot store
 export const UNSTORABLE_TEXT = /\u0000|\p{Cs}/u;
 
 /** Length in code points, as PostgreSQL counts varchar(n). */

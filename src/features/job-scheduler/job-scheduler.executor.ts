@@ -192,6 +192,7 @@ export class JobSchedulerExecutor {
         },
         (error: unknown) => {
           clearTimeout(timer);
+          // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors -- the driver's own error, passed on as it came
           if (!late) reject(error);
         },
       );

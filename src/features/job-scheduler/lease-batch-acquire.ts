@@ -134,7 +134,7 @@ export const acquireGrouped = async (requests: readonly AcquireRequest[], contex
     if (indexes) indexes.push(index);
     else groups.set(kind, [index]);
   });
-  const results: JobAcquireResult[] = new Array(requests.length);
+  const results = new Array<JobAcquireResult>(requests.length);
   for (const indexes of groups.values()) {
     const claimed = await acquireBatch(indexes.map((index) => requests[index]), context);
     indexes.forEach((index, position) => (results[index] = claimed[position]));

@@ -43,8 +43,12 @@ const fromDataSource = (dataSource: DataSource): LeaseDatabase => {
       if (pool && !guarded) guarded = guardPoolConnections(dataSource);
       return pool;
     },
-    logQuery: (text, values) => dataSource.logger.logQuery(text, values),
-    logQueryError: (error, text, values) => dataSource.logger.logQueryError(error, text, values),
+    logQuery: (text, values) => {
+      dataSource.logger.logQuery(text, values);
+    },
+    logQueryError: (error, text, values) => {
+      dataSource.logger.logQueryError(error, text, values);
+    },
   };
 };
 

@@ -53,7 +53,7 @@ export const resolveRunFilter = (filter: JobRunFilter = {}): FindRunsParameters 
     throw invalid('code must be a nonblank string of at most 64 characters', code);
   }
   return {
-    code: code === undefined ? null : (code as string).trim(),
+    code: code === undefined ? null : (code).trim(),
     status: optionalEnum(ownValue(filter, 'status'), STATUSES, 'status must be RUNNING, SUCCESS or FAIL'),
     type: optionalEnum(ownValue(filter, 'type'), TYPES, 'type must be INITIAL or SCHEDULE'),
     createdFrom: optionalDate(ownValue(filter, 'from'), 'from'),

@@ -57,6 +57,7 @@ interface OpenTelemetryApi {
 /** Loads an optional peer, or undefined when it is not installed. */
 export const optionalPeer = <T>(name: string): T | undefined => {
   try {
+    // eslint-disable-next-line @typescript-eslint/no-require-imports -- an optional peer, loaded when present
     return require(name) as T;
   } catch {
     return undefined;
