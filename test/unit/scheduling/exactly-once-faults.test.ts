@@ -188,20 +188,26 @@ describe('overlap counts runs, not claims', () => {
 });
 
 describe('an occurrence skipped as overlapping, its check pending when the instance stops', () => {
-  it('is recorded at the stop (FAIL skipped-overlap) when nobody claimed it: the check is not dropped with the instance', async () => {
+  it('is handed over at the stop when nobody claimed it: the next instance runs it, the check is not lost with the instance', async () => {
     const fleet = new Fleet();
     let release: () => void = () => undefined;
     const job = { name: 'reports.overrun', every: '10s' };
-    // The run of 10 s overruns past 20 s: 20 s is skipped here, and no other instance runs it.
+    // On a, the run of 10 s overruns past 20 s: 20 s is skipped there; b is not up yet.
     const a = fleet.node('a', job, { run: (execution) => (execution.scheduledAt.getTime() === 10_000 ? new Promise<void>((resolve) => (release = resolve)) : undefined) });
+    const b = fleet.node('b', job);
     await a.start();
-    await fleet.advance(25_000);
+    await fleet.advance(25_000, ['a']);
     expect(fleet.lease.statusOf('reports.overrun', occurrenceRunKey(20_000))).toBeUndefined();
     const stopping = a.stop();
     release();
     await stopping;
-    expect(fleet.runsOf(20_000)).toEqual([]);
-    expect(fleet.lease.statusOf('reports.overrun', occurrenceRunKey(20_000))).toBe(JobSchedulerStatus.FAIL);
+    expect(fleet.lease.statusOf('reports.overrun', occurrenceRunKey(20_000))).toBe(JobSchedulerStatus.RUNNING);
+    await b.start();
+    await fleet.advance(3_000, ['b']);
+    await b.idle();
+    expect(fleet.runsOf(20_000)).toEqual([expect.objectContaining({ node: 'b', trigger: 'take-over' })]);
+    expect(fleet.lease.statusOf('reports.overrun', occurrenceRunKey(20_000))).toBe(JobSchedulerStatus.SUCCESS);
+    await fleet.stop();
   });
 });
 

@@ -30,8 +30,8 @@ export interface UnrunOccurrencesOptions {
  * occurrences nobody ran are reported missed by the one instance that holds their record.
  */
 export class UnrunOccurrences {
-  /** The checks that an occurrence skipped here as overlapping ran somewhere, by their timer's cancel. */
-  private readonly overlapChecks = new Map<() => void, () => Promise<void>>();
+  /** The occurrences skipped here as overlapping whose check is pending, by their timer's cancel. */
+  private readonly overlapChecks = new Map<() => void, { holder: AheadClaimHolder; scheduledAt: number }>();
 
   constructor(private readonly options: UnrunOccurrencesOptions) {}
 
@@ -40,6 +40,7 @@ export class UnrunOccurrences {
    * ahead of it is handed over to the fleet; else an idle instance claims it. Should every instance
    * be busy, nobody would: one lateness tolerance later, whoever finds it still unclaimed records
    * it (FAIL `{ outcome: 'skipped-overlap' }`, a WARN line), so that it is never lost without a word.
+   * (Not sooner: an instance that reaches it late, within the tolerance, may still run it.)
    */
   async skippedOverlap(holder: AheadClaimHolder, scheduledAt: number, trigger: JobExecution['trigger']): Promise<JobRunRecord> {
     const { runner, ahead, timers, records, lateToleranceMs } = this.options;
@@ -48,14 +49,11 @@ export class UnrunOccurrences {
     if (claimed) {
       await runner.handOver(await runner.won([claimed]));
     } else if (trigger === 'schedule' && declaration.tenancy === 'global') {
-      const check = async () => {
-        if (this.options.current(holder)) await this.recordIfUnclaimed(holder, scheduledAt);
-      };
       const cancel = timers.at(scheduledAt + lateToleranceMs + 1_000, () => {
         this.overlapChecks.delete(cancel);
-        void this.options.track(check());
+        if (this.options.current(holder)) void this.options.track(this.recordIfUnclaimed(holder, scheduledAt));
       });
-      this.overlapChecks.set(cancel, check);
+      this.overlapChecks.set(cancel, { holder, scheduledAt });
     }
     return records.emit({ ...recordOfJob(declaration), outcome: 'skipped-overlap', scheduledAt: new Date(scheduledAt), trigger });
   }
@@ -98,15 +96,28 @@ export class UnrunOccurrences {
   }
 
   /**
-   * On stop: the pending overlap checks run now instead of at their timer (nobody would run them
-   * after this instance is gone, and the occurrences would be lost without a word), before the
-   * lease's connections close.
+   * On stop, the occurrences skipped here whose check is pending: those nobody claimed are handed
+   * over to the fleet (claimed and left with their lease run out: another instance runs them,
+   * at its take-over scan, or at the instant if this instance's clock ran ahead), so that they
+   * are not lost with this instance. Before the lease's connections close.
    */
   async stop(): Promise<void> {
-    const checks = [...this.overlapChecks];
+    const { runner, logger } = this.options;
+    const pending = [...this.overlapChecks];
     this.overlapChecks.clear();
-    for (const [cancel] of checks) cancel();
-    await Promise.all(checks.map(([, check]) => check()));
+    for (const [cancel] of pending) cancel();
+    const claims = await Promise.all(
+      pending
+        .filter(([, { holder }]) => this.options.current(holder))
+        .map(async ([, { holder, scheduledAt }]) => {
+          const declaration = holder.job.declaration;
+          const claimed = await runner.claim(declaration, runKeyOf({ scheduleId: declaration.dynamicSchedule?.id }, scheduledAt), randomUUID());
+          if (claimed.kind === 'unavailable') logger.warn(`Could not hand over ${declaration.name} @ ${new Date(scheduledAt).toISOString()}, skipped here as overlapping: ${String(claimed.error)}`);
+          return claimed.kind === 'acquired' ? [claimed.claim] : [];
+        }),
+    );
+    const count = await runner.handOver(claims.flat());
+    if (count > 0) logger.log(`${count} occurrence(s) skipped here as overlapping, unclaimed, were handed over (shutdown): the take-over scan of an instance runs them`);
   }
 
   /** Records an occurrence skipped as overlapping that no instance claimed (see skippedOverlap). */
