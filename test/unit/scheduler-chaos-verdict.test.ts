@@ -132,7 +132,7 @@ describe('scheduler chaos verdict', () => {
     const verdict = verdictOf(input);
     expect(verdict.class).toBe('rerun-justified');
     expect(verdict.concurrentPairs).toBe(0);
-    expect(judge(input).ok).toBe(true);
+    expect(judge(input).failures).toEqual([]);
   });
 
   it('tells a re-run of a completed run whose completion the database did not get from one nothing explains', () => {
@@ -224,6 +224,27 @@ describe('scheduler chaos verdict', () => {
     const allDown = withOccurrence([], { status: 'FAIL', data: { outcome: 'missed', missed: 1 } });
     for (const life of allDown.instances) life.stops = [{ fromMs: AT - 1_000, toMs: AT + 1_000 }];
     expect(verdictOf(allDown).class).toBe('recorded-justified');
+  });
+
+  it('counts apart a loss whose only cause is the known limit: every busy instance SIGKILLed before its overlap check', () => {
+    // i0.1 busy with the previous occurrence, then SIGKILLed 30 s later; i1.1 stopped; i2.1 down; i3.1's clock stepped.
+    const input = withOccurrence([], undefined, [{ kind: 'clock-step', nodeId: 'i3.1', atMs: AT - 6_000, offsetMs: 25_000 }]);
+    const previous = input.runs.find((candidate) => candidate.code === EVERY && candidate.runKey === runKeyOf(AT - 5_000));
+    if (previous) previous.endedMs = AT + 2_000;
+    input.instances[0].killedMs = AT + 30_000;
+    input.instances[1].stops = [{ fromMs: AT - 20_000, toMs: AT + 20_000 }];
+    input.instances[2].killedMs = AT - 1_000;
+    const judged = verdictOf(input);
+    expect(judged.class).toBe('lost-check-killed');
+    expect(judged.detail).toContain('i0.1 while it still ran the previous occurrence (overlap), SIGKILLed 30000 ms after it');
+    expect(judge(input).failures).toEqual([]);
+    // Killed after its check was due: the check should have recorded it.
+    input.instances[0].killedMs = AT + 62_000;
+    expect(verdictOf(input).class).toBe('lost-silently');
+    // An idle healthy instance could have run it.
+    input.instances[0].killedMs = AT + 30_000;
+    input.instances[2].killedMs = undefined;
+    expect(verdictOf(input).class).toBe('lost-silently');
   });
 
   it('justifies a skipped-overlap record only when no healthy instance could run the occurrence', () => {

@@ -122,6 +122,7 @@ const COLUMNS: Array<[OccurrenceClass | 'due' | 'concurrent', string]> = [
   ['recorded-justified', 'recorded unrun, justified'],
   ['recorded-unjustified', 'recorded unrun, NOT justified'],
   ['lost-silently', 'lost silently'],
+  ['lost-check-killed', 'lost, its check SIGKILLed (known limit)'],
   ['success-without-run', 'SUCCESS without run'],
   ['unexpected-run', 'ran, not due'],
   ['concurrent', 'concurrent'],

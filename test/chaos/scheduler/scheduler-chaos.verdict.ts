@@ -30,6 +30,10 @@ import type { RunOutcome, RunStart } from './scheduler-chaos.protocol';
  * - recorded-unjustified: no run, and a row that no crash explains (dropped after a graceful
  *   hand-over, given back unrun, left RUNNING, missed while instances were up): lost, with a trace;
  * - lost-silently: no run and no row;
+ * - lost-check-killed: no run and no row, where every instance healthy at the instant could not
+ *   run it (busy with the previous occurrence, or its clock stepped) and every busy one, whose
+ *   in-memory overlap check would have recorded it a tolerance later, was SIGKILLed before that:
+ *   a known limit (README, Limits), counted apart, not a failure;
  * - success-without-run: a SUCCESS row but no handler record (the evidence is broken);
  * - unexpected-run: a run of an occurrence that was not due (a removed schedule's, long after).
  * Orthogonally, two runs of one occurrence whose active times overlap are a concurrent execution
@@ -107,6 +111,7 @@ export type OccurrenceClass =
   | 'recorded-justified'
   | 'recorded-unjustified'
   | 'lost-silently'
+  | 'lost-check-killed'
   | 'success-without-run'
   | 'unexpected-run';
 
@@ -117,6 +122,7 @@ export const CLASSES: readonly OccurrenceClass[] = [
   'recorded-justified',
   'recorded-unjustified',
   'lost-silently',
+  'lost-check-killed',
   'success-without-run',
   'unexpected-run',
 ];
@@ -129,6 +135,9 @@ export const FAILING_CLASSES: ReadonlySet<OccurrenceClass> = new Set([
   'success-without-run',
   'unexpected-run',
 ]);
+
+/** Why an instance skipped an occurrence: it still ran the previous one. */
+const OVERLAP = 'while it still ran the previous occurrence (overlap)';
 
 /** After SIGCONT, how long an owner that learns its lease is lost may take to stop. */
 export const WAKE_GRACE_MS = 2_000;
@@ -539,6 +548,21 @@ export const judge = (input: VerdictInput): Verdict => {
     return events.length > 0 ? ` (within 15 s of the instant ${nodeId} had: ${events.join(', ')})` : '';
   }
 
+  /**
+   * Why nobody ran or recorded an occurrence, when the cause is the known limit: every instance
+   * healthy at its instant could not run it, and each busy one (whose in-memory overlap check
+   * records it one tolerance later) was SIGKILLed before that check. Null otherwise.
+   */
+  function checkerKilled(occurrence: ExpectedOccurrence): string | null {
+    const at = occurrence.scheduledAt;
+    const reasons = input.instances.filter((life) => healthyAt(life, at)).map((life) => ({ life, why: whyNotRun(life.nodeId, occurrence) }));
+    const busy = reasons.filter((reason) => reason.why === OVERLAP);
+    const checkAt = at + LIBRARY_DEFAULTS.lateToleranceMs + 1_000;
+    if (busy.length === 0 || reasons.some((reason) => reason.why === null)) return null;
+    if (!busy.every(({ life }) => life.killedMs !== undefined && life.killedMs >= at && life.killedMs < checkAt)) return null;
+    return reasons.map(({ life, why }) => `${life.nodeId} ${why}${why === OVERLAP ? `, SIGKILLed ${(life.killedMs as number) - at} ms after it` : ''}`).join('; ');
+  }
+
   /** What the owner of an occurrence it gave back was doing at the instant, as far as the evidence tells. */
   function whyGivenBack(owner: string | null, occurrence: ExpectedOccurrence): string {
     return whyNotRun(owner, occurrence) ?? 'for no reason the evidence shows';
@@ -555,7 +579,7 @@ export const judge = (input: VerdictInput): Verdict => {
       const offset = run.wallStartedMs - run.startedMs;
       return run.startedMs + offset <= at + 50 && endOf(run) + offset > at - 50;
     });
-    if (busy) return 'while it still ran the previous occurrence (overlap)';
+    if (busy) return OVERLAP;
     const life = owner ? lives.get(owner) : undefined;
     if (life?.stops.some((stop) => stop.fromMs < at && (stop.toMs ?? Infinity) > at - 3_000)) return 'after a SIGSTOP across its instant';
     if (input.faults.some((fault) => fault.kind === 'clock-step' && fault.nodeId === owner && Math.abs(fault.atMs - at) <= 60_000)) {
@@ -570,6 +594,8 @@ export const judge = (input: VerdictInput): Verdict => {
   ): { cls: OccurrenceClass; detail: string; record: RecordKind; cause?: string } {
     const at = occurrence.scheduledAt;
     if (!row) {
+      const checkKilled = checkerKilled(occurrence);
+      if (checkKilled) return { cls: 'lost-check-killed', detail: `no run and no row: ${checkKilled}`, record: 'none' };
       return { cls: 'lost-silently', detail: `no run and no row; ${healthyCountAt(at)} instance(s) healthy at the instant`, record: 'none' };
     }
     if (row.status === 'SUCCESS') return { cls: 'success-without-run', detail: `SUCCESS by ${row.ownerId} without any handler record`, record: 'success' };
