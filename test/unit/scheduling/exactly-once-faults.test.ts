@@ -1,5 +1,6 @@
 import { JobLeaseDatabaseError, JobSchedulerStatus } from '../../../src/features';
 import { JobScheduleEngine } from '../../../src/features/scheduling/job-schedule-engine';
+import { OccurrenceRunner } from '../../../src/features/scheduling/occurrence/occurrence-runner';
 import { occurrenceRunKey } from '../../../src/features/scheduling/occurrence/occurrence-keys';
 import { checkJobDeclaration } from '../../../src/features/scheduling/schedule/job-declaration';
 import type { SchedulerLease } from '../../../src/features/scheduling/scheduler-ports';
@@ -133,6 +134,37 @@ describe('a graceful stop while a claimed run waits for its jitter', () => {
     expect(fleet.runsOf(MINUTE)).toEqual([expect.objectContaining({ node: 'b', trigger: 'take-over' })]);
     await fleet.stop();
     expect(fleet.lease.statusOf('reports.jitter-stop', occurrenceRunKey(MINUTE))).toBe(JobSchedulerStatus.SUCCESS);
+  });
+});
+
+describe('a process frozen between the proof of its claim and the start of the handler', () => {
+  it('does not start the handler on a lease that ran out meanwhile: the claim is handed over, and a take-over runs it', async () => {
+    const fleet = new Fleet();
+    const timers = new ManualTimers(fleet.clock);
+    const runner = new OccurrenceRunner(fleet.lease, unobserved(timers), silent);
+    const declaration = checkJobDeclaration('reports.frozen', { every: '1m', leaseMs: 10_000 });
+    fleet.clock.set(MINUTE);
+    const started: number[] = [];
+    const record = await runner.run({
+      job: declaration,
+      handler: () => void started.push(fleet.clock.now()),
+      scheduledAt: MINUTE,
+      trigger: 'schedule',
+      // Proven held; then the process is frozen for 20 s (twice the lease) before its handler starts.
+      enter: () => {
+        fleet.clock.set(fleet.clock.now() + 20_000);
+        return () => undefined;
+      },
+    });
+    expect(started).toEqual([]);
+    expect(record.outcome).toBe('skipped-locked');
+    // Handed over: another instance's take-over scan runs it.
+    const b = fleet.node('b', { name: 'reports.frozen', every: '1m', leaseMs: 10_000 });
+    await b.start();
+    await fleet.advance(2_000, ['b']);
+    await b.idle();
+    expect(fleet.runsOf(MINUTE)).toEqual([expect.objectContaining({ node: 'b', trigger: 'take-over' })]);
+    await fleet.stop();
   });
 });
 

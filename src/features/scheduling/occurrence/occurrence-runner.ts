@@ -146,12 +146,27 @@ export class OccurrenceRunner {
       ...(execution.tenantId === undefined ? {} : { 'job.tenant_id': execution.tenantId }),
       ...(schedule ? { 'job.schedule_id': schedule.id } : {}),
     };
-    const work = Promise.resolve().then(() =>
-      this.span('scheduled_job.run', attributes, async () => withJobExecution(execution, () => request.handler(execution))),
-    );
+    // Proven again in the very turn the handler starts: a process frozen after the proof (a SIGSTOP,
+    // a long pause while runs due together start one after another) does not start it on a lease
+    // that ran out meanwhile (another owner may run it by now).
+    let frozen = false;
+    const work = Promise.resolve().then(() => {
+      if (!hold.proven) {
+        frozen = true;
+        return;
+      }
+      return this.span('scheduled_job.run', attributes, async () => withJobExecution(execution, () => request.handler(execution)));
+    });
     const settlement = await this.settle(work, job);
     leave?.();
     request.onSettled?.(this.timers.now() - startedAt);
+    if (frozen) {
+      // Never started: handed over (the take-over runs it) unless another owner has it already.
+      await this.handOver([claim]);
+      this.forget(active);
+      finished();
+      return { ...base, outcome: 'skipped-locked' };
+    }
     const record = await this.finalize(job, claim, settlement, started);
     // A run that timed out goes on behind (nothing stops a promise); its lease is already failed.
     work.then(ignore, (error: unknown) => {
