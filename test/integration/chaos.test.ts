@@ -2,7 +2,7 @@ import { readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { ChaosFigures, ChaosReport } from '../chaos/chaos.report';
-import { GroupedChild } from '../support/child-run';
+import { GroupedChild, TS_NODE_ARGUMENTS } from '../support/fleet';
 
 /**
  * The CI-sized chaos run: the orchestrator of `npm run chaos` (test/chaos/main.ts) with the `ci`
@@ -41,7 +41,7 @@ describe('chaos (CI-sized)', () => {
   beforeAll(async () => {
     const run = await child.run(
       process.execPath,
-      ['-r', 'ts-node/register/transpile-only', 'test/chaos/main.ts', '--preset', 'ci', '--seed', String(SEED), '--report', reportPath],
+      [...TS_NODE_ARGUMENTS, 'test/chaos/main.ts', '--preset', 'ci', '--seed', String(SEED), '--report', reportPath],
       { cwd: ROOT, timeoutMs: 110_000 },
     );
     output = run.output;

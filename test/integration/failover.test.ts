@@ -2,10 +2,9 @@ import { chmod, mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { FailoverFigures } from '../failover/failover.checks';
-import { killEverythingUnder } from '../failover/failover.processes';
 import type { FailoverReport } from '../failover/failover.report';
 import { INSTALL_HINT, missingPackages } from '../failover/failover.tools';
-import { GroupedChild } from '../support/child-run';
+import { GroupedChild, killEverythingUnder, TS_NODE_ARGUMENTS } from '../support/fleet';
 
 /**
  * The CI-sized failover proof: the orchestrator of `npm run failover` (test/failover/main.ts) in
@@ -50,8 +49,7 @@ describeIfInstalled(`failover proof (sync, CI-sized)${missing.length > 0 ? `: ne
     const run = await child.run(
       process.execPath,
       [
-        '-r',
-        'ts-node/register/transpile-only',
+        ...TS_NODE_ARGUMENTS,
         'test/failover/main.ts',
         ...['--mode', 'sync', '--nodes', '4', '--seed', String(SEED), '--port-base', String(PORT_BASE)],
         ...['--results', workDir, '--work-dir', workDir],

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { LEASE_MS } from '../chaos/scheduler/scheduler-chaos.catalogue';
 import { findLibfaketime } from '../chaos/scheduler/scheduler-chaos.fleet';
 import type { SchedulerChaosReport } from '../chaos/scheduler/scheduler-chaos.report';
-import { GroupedChild } from '../support/child-run';
+import { GroupedChild, TS_NODE_ARGUMENTS } from '../support/fleet';
 
 /**
  * The CI-sized scheduler chaos run: the orchestrator of `npm run chaos:scheduler`
@@ -39,8 +39,7 @@ describe('scheduler chaos (CI-sized)', () => {
     const run = await child.run(
       process.execPath,
       [
-        '-r',
-        'ts-node/register/transpile-only',
+        ...TS_NODE_ARGUMENTS,
         'test/chaos/scheduler/main.ts',
         '--preset',
         'ci',

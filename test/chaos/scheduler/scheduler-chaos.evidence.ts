@@ -1,4 +1,4 @@
-import { readJsonLines } from '../../support/json-lines';
+import { readJsonLines } from '../../support/fleet';
 import { adminQuery } from '../chaos.admin';
 import { DECLARED_JOBS, DYNAMIC_HANDLER } from './scheduler-chaos.catalogue';
 import type { ChaosFleet } from './scheduler-chaos.fleet';

@@ -1,0 +1,94 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { TS_NODE_ARGUMENTS } from './fleet-process';
+import { JsonLineCollector } from './json-lines';
+import { killGroup } from './teardown';
+
+/**
+ * A child of an integration test: a command in a process group of its own, its stdout and stderr
+ * collected (JSON lines parsed as they come). `kill()` ends the whole group (the command and
+ * every process it started), also when the test fails or times out.
+ */
+export class ProcessGroup<Line = Record<string, unknown>> {
+  readonly child: ChildProcess;
+  private readonly collector = new JsonLineCollector<Line>();
+  /** Resolves when the leader exits. */
+  readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null; at: number }>;
+
+  constructor(
+    readonly name: string,
+    command: string,
+    args: string[],
+    options: { cwd: string; env?: NodeJS.ProcessEnv },
+  ) {
+    this.child = spawn(command, args, { cwd: options.cwd, env: options.env ?? process.env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+    this.exited = new Promise((resolve) => this.child.once('exit', (code, signal) => resolve({ code, signal, at: Date.now() })));
+    const take = (chunk: Buffer) => this.collector.take(chunk);
+    this.child.stdout?.on('data', take);
+    this.child.stderr?.on('data', take);
+  }
+
+  /** A TypeScript entry run with ts-node, as its own process group. */
+  static node<Line = Record<string, unknown>>(name: string, entry: string, options: { cwd: string; env?: NodeJS.ProcessEnv }): ProcessGroup<Line> {
+    return new ProcessGroup<Line>(name, process.execPath, [...TS_NODE_ARGUMENTS, entry], options);
+  }
+
+  /** stdout and stderr, interleaved as they came. */
+  get output(): string {
+    return this.collector.text;
+  }
+
+  /** The JSON lines printed so far. */
+  get lines(): readonly Line[] {
+    return this.collector.lines;
+  }
+
+  /** Exited (or was killed) already. */
+  get done(): boolean {
+    return this.child.exitCode !== null || this.child.signalCode !== null;
+  }
+
+  /** Signals the leader only (SIGTERM: let it close by itself). */
+  signal(signal: NodeJS.Signals): void {
+    this.child.kill(signal);
+  }
+
+  /** SIGKILLs the process group, stopped members included. */
+  kill(): void {
+    killGroup(this.child.pid);
+  }
+}
+
+export interface ChildRun {
+  exitCode: number | null;
+  signal: NodeJS.Signals | null;
+  /** stdout and stderr, interleaved as they came. */
+  output: string;
+}
+
+/** Runs a command to its end as a process group of its own (an orchestrator run by a test); `kill()` ends the group. */
+export class GroupedChild {
+  private group: ProcessGroup | undefined;
+
+  run(command: string, args: string[], options: { cwd: string; timeoutMs: number; env?: NodeJS.ProcessEnv }): Promise<ChildRun> {
+    return new Promise((resolve, reject) => {
+      const group = new ProcessGroup(command, command, args, options);
+      this.group = group;
+      const timer = setTimeout(() => {
+        this.kill();
+        reject(new Error(`${command} ${args.join(' ')} did not finish within ${options.timeoutMs} ms:\n${group.output}`));
+      }, options.timeoutMs);
+      group.child.once('error', (error) => {
+        clearTimeout(timer);
+        reject(error);
+      });
+      group.child.once('close', (exitCode, signal) => {
+        clearTimeout(timer);
+        resolve({ exitCode, signal, output: group.output });
+      });
+    });
+  }
+
+  kill(): void {
+    this.group?.kill();
+  }
+}
