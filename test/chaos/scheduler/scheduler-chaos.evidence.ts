@@ -119,7 +119,7 @@ export const instanceLives = (fleet: ChaosFleet): InstanceLife[] =>
     nodeId: instance.nodeId,
     slot: instance.slot,
     proxied: instance.proxied,
-    spawnedMs: instance.spawnedMs,
+    spawnedMs: instance.startedMs,
     ...(instance.readyMs === undefined ? {} : { readyMs: instance.readyMs }),
     ...(instance.closingMs === undefined ? {} : { closingMs: instance.closingMs }),
     ...(instance.killedMs === undefined ? {} : { killedMs: instance.killedMs }),
