@@ -1,4 +1,5 @@
 import { type ChildProcess, spawn } from 'node:child_process';
+import { readFile } from 'node:fs/promises';
 import { TS_NODE_ARGUMENTS } from './fleet-process';
 import { JsonLineCollector } from './json-lines';
 import { killGroup } from './teardown';
@@ -86,6 +87,28 @@ export class GroupedChild {
         resolve({ exitCode, signal, output: group.output });
       });
     });
+  }
+
+  /**
+   * Runs an orchestrator (test/chaos/main.ts, test/failover/main.ts...) to its end and reads the
+   * JSON report it wrote; without one, throws with its output. Its output is printed when the
+   * report says a check failed.
+   */
+  async runForReport<Report extends { ok: boolean }>(options: {
+    /** Named in the error: `the <what> run wrote no report`. */
+    what: string;
+    entry: string;
+    args: string[];
+    reportFile: string;
+    cwd: string;
+    timeoutMs: number;
+  }): Promise<{ report: Report; run: ChildRun }> {
+    const run = await this.run(process.execPath, [...TS_NODE_ARGUMENTS, options.entry, ...options.args], { cwd: options.cwd, timeoutMs: options.timeoutMs });
+    const text = await readFile(options.reportFile, 'utf8').catch(() => undefined);
+    if (text === undefined) throw new Error(`the ${options.what} run wrote no report (exit ${run.exitCode ?? run.signal}):\n${run.output}`);
+    const report = JSON.parse(text) as Report;
+    if (!report.ok) process.stdout.write(`\n${run.output}\n`);
+    return { report, run };
   }
 
   kill(): void {

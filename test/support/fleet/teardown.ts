@@ -2,7 +2,6 @@ import { readdirSync, readlinkSync } from 'node:fs';
 import { join, sep } from 'node:path';
 import type { FleetMember } from './fleet-process';
 
-
 /**
  * Teardown of a fleet. The rule everywhere: a process the run started does not outlive it, also
  * when the run fails, times out or is interrupted (the exit handler is synchronous).
