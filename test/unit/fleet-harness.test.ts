@@ -1,17 +1,7 @@
 import { appendFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import {
-  appendJsonLine,
-  exitWithin,
-  FleetProcess,
-  fleetProtocol,
-  forkNode,
-  JsonLineCollector,
-  readJsonLines,
-  untilReady,
-  waitUntil,
-} from '../support/fleet';
+import { appendJsonLine, exitWithin, FleetProcess, fleetProtocol, forkNode, JsonLineCollector, readJsonLines, untilReady, waitUntil } from '../support/fleet';
 
 /**
  * The fleet harness (test/support/fleet) that chaos, scheduler chaos, failover and the
@@ -43,7 +33,10 @@ describe('JSON lines', () => {
     appendJsonLine(file, { type: 'boot', at: 1 });
     appendJsonLine(file, { type: 'start', key: 'a' });
     appendFileSync(file, '{"type":"end","ke');
-    expect(readJsonLines(file)).toEqual([{ type: 'boot', at: 1 }, { type: 'start', key: 'a' }]);
+    expect(readJsonLines(file)).toEqual([
+      { type: 'boot', at: 1 },
+      { type: 'start', key: 'a' },
+    ]);
     expect(readJsonLines(join(directory, 'missing.jsonl'))).toEqual([]);
   });
 

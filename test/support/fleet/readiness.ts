@@ -2,7 +2,6 @@ import type { FleetMember } from './fleet-process';
 
 export const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, Math.max(0, ms)));
 
-
 export interface WaitOptions {
   /** What is waited for, as the errors say it: `<what>: not within <timeoutMs> ms`. */
   what: string;
