@@ -1,7 +1,19 @@
 import { appendFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { appendJsonLine, exitWithin, FleetProcess, fleetProtocol, forkNode, JsonLineCollector, readJsonLines, untilReady, waitUntil } from '../support/fleet';
+import {
+  appendJsonLine,
+  exitWithin,
+  FleetProcess,
+  fleetProtocol,
+  forkNode,
+  GroupedChild,
+  JsonLineCollector,
+  ProcessGroup,
+  readJsonLines,
+  untilReady,
+  waitUntil,
+} from '../support/fleet';
 
 /**
  * The fleet harness (test/support/fleet) that chaos, scheduler chaos, failover and the
@@ -107,5 +119,24 @@ describe('readiness and teardown', () => {
     await member.exited;
     expect(member.exit?.signal).toBe('SIGKILL');
     expect(member.alive).toBe(false);
+  });
+});
+
+describe('process groups', () => {
+  it("runs an orchestrator to its end without reading its output as JSON lines (a report's pretty JSON)", async () => {
+    const child = new GroupedChild();
+    const run = await child.run(process.execPath, ['-e', 'console.log(JSON.stringify({ seed: 7, ok: true }, null, 2))'], { cwd: directory, timeoutMs: 10_000 });
+    expect(run).toEqual({ exitCode: 0, signal: null, output: '{\n  "seed": 7,\n  "ok": true\n}\n' });
+  });
+
+  it('parses the JSON lines of a child that reports so, beside its log lines', async () => {
+    const group = new ProcessGroup('reporter', process.execPath, ['-e', "console.log('[Nest] up'); console.log(JSON.stringify({ event: 'ready' }))"], {
+      cwd: directory,
+      jsonLines: true,
+    });
+    expect((await group.exited).code).toBe(0);
+    await waitUntil(() => group.lines.length > 0, { what: 'its line', timeoutMs: 5_000, intervalMs: 20 });
+    expect(group.lines).toEqual([{ event: 'ready' }]);
+    expect(group.output).toContain('[Nest] up\n');
   });
 });

@@ -32,7 +32,8 @@ export const readJsonLines = <T>(file: string): T[] => {
 };
 
 /**
- * Splits a stream of text chunks into lines and keeps the JSON ones (those that start with `{`),
+ * Collects a stream of text chunks; with `parse`, also splits it into lines and keeps the JSON
+ * ones (those that start with `{`: a child that reports in JSON lines prints each on one line),
  * beside the plain text (log lines) that comes interleaved with them.
  */
 export class JsonLineCollector<T = Record<string, unknown>> {
@@ -41,9 +42,12 @@ export class JsonLineCollector<T = Record<string, unknown>> {
   readonly lines: T[] = [];
   private pending = '';
 
+  constructor(private readonly parse = true) {}
+
   take(chunk: Buffer | string): void {
     const text = typeof chunk === 'string' ? chunk : chunk.toString('utf8');
     this.text += text;
+    if (!this.parse) return;
     this.pending += text;
     const parts = this.pending.split('\n');
     this.pending = parts.pop() ?? '';

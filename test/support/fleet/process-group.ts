@@ -6,12 +6,13 @@ import { killGroup } from './teardown';
 
 /**
  * A child of an integration test: a command in a process group of its own, its stdout and stderr
- * collected (JSON lines parsed as they come). `kill()` ends the whole group (the command and
- * every process it started), also when the test fails or times out.
+ * collected (and, with `jsonLines`, its JSON lines parsed as they come: a child that reports so).
+ * `kill()` ends the whole group (the command and every process it started), also when the test
+ * fails or times out.
  */
 export class ProcessGroup<Line = Record<string, unknown>> {
   readonly child: ChildProcess;
-  private readonly collector = new JsonLineCollector<Line>();
+  private readonly collector: JsonLineCollector<Line>;
   /** Resolves when the leader exits. */
   readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null; at: number }>;
 
@@ -19,8 +20,9 @@ export class ProcessGroup<Line = Record<string, unknown>> {
     readonly name: string,
     command: string,
     args: string[],
-    options: { cwd: string; env?: NodeJS.ProcessEnv },
+    options: { cwd: string; env?: NodeJS.ProcessEnv; jsonLines?: boolean },
   ) {
+    this.collector = new JsonLineCollector<Line>(options.jsonLines ?? false);
     this.child = spawn(command, args, { cwd: options.cwd, env: options.env ?? process.env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
     this.exited = new Promise((resolve) => this.child.once('exit', (code, signal) => resolve({ code, signal, at: Date.now() })));
     const take = (chunk: Buffer) => this.collector.take(chunk);
@@ -28,9 +30,9 @@ export class ProcessGroup<Line = Record<string, unknown>> {
     this.child.stderr?.on('data', take);
   }
 
-  /** A TypeScript entry run with ts-node, as its own process group. */
+  /** A TypeScript entry run with ts-node, as its own process group, that reports in JSON lines. */
   static node<Line = Record<string, unknown>>(name: string, entry: string, options: { cwd: string; env?: NodeJS.ProcessEnv }): ProcessGroup<Line> {
-    return new ProcessGroup<Line>(name, process.execPath, [...TS_NODE_ARGUMENTS, entry], options);
+    return new ProcessGroup<Line>(name, process.execPath, [...TS_NODE_ARGUMENTS, entry], { ...options, jsonLines: true });
   }
 
   /** stdout and stderr, interleaved as they came. */
@@ -38,7 +40,7 @@ export class ProcessGroup<Line = Record<string, unknown>> {
     return this.collector.text;
   }
 
-  /** The JSON lines printed so far. */
+  /** The JSON lines printed so far (with `jsonLines`). */
   get lines(): readonly Line[] {
     return this.collector.lines;
   }
