@@ -1,5 +1,4 @@
-import { appendFileSync } from 'node:fs';
-import { readJsonLines } from '../support/json-lines';
+import { appendJsonLine, readJsonLines, realNow } from '../support/fleet';
 import type { WorkerEvent } from './chaos.protocol';
 
 export type LoggedEvent = WorkerEvent & { at: number };
@@ -13,8 +12,7 @@ export class ChaosEventLog {
   constructor(private readonly file: string) {}
 
   write(event: WorkerEvent): void {
-    const at = Math.round(performance.timeOrigin + performance.now());
-    appendFileSync(this.file, `${JSON.stringify({ ...event, at })}\n`);
+    appendJsonLine(this.file, { ...event, at: realNow() });
   }
 }
 

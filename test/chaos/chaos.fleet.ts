@@ -1,8 +1,8 @@
-import { type ChildProcess, fork } from 'node:child_process';
-import { closeSync, openSync, readFileSync } from 'node:fs';
+import type { ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
+import { exitWithin, FleetProcess, forkNode, killAll, untilReady } from '../support/fleet';
 import type { ChaosConfig } from './chaos.config';
-import type { ChaosWorkerSettings, OrchestratorMessage, WorkerMessage } from './chaos.protocol';
+import { CHAOS_PROTOCOL, type ChaosWorkerSettings, type OrchestratorMessage, type WorkerMessage } from './chaos.protocol';
 
 const WORKER_ENTRY = join(__dirname, 'worker.ts');
 const REPOSITORY = join(__dirname, '..', '..');
@@ -15,56 +15,31 @@ export interface HeldRun {
 }
 
 /** One worker process, as the orchestrator sees it. */
-export class ChaosWorker {
-  ready = false;
+export class ChaosWorker extends FleetProcess<OrchestratorMessage, WorkerMessage> {
   paused = false;
   /** When it was last resumed after a pause (0: never paused). */
   resumedAt = 0;
   /** Killed by the orchestrator on purpose (SIGKILL): its exit is not a crash. */
   killed = false;
   stopRequested = false;
-  exit: { code: number | null; signal: NodeJS.Signals | null } | undefined;
   readonly inFlight = new Map<string, HeldRun>();
-  readonly exited: Promise<void>;
 
   constructor(
     readonly slot: number,
     readonly generation: number,
     readonly nodeId: string,
-    readonly child: ChildProcess,
+    child: ChildProcess,
     readonly eventsFile: string,
-    readonly outputFile: string,
+    outputFile: string,
     readonly clockSkewMs: number,
   ) {
-    this.exited = new Promise((resolve) =>
-      child.once('exit', (code, signal) => {
-        this.exit = { code, signal };
-        this.ready = false;
-        resolve();
-      }),
-    );
-  }
-
-  get alive(): boolean {
-    return this.exit === undefined;
+    super(`worker ${nodeId}`, child, outputFile);
   }
 
   /** Exited without being killed by the orchestrator or asked to stop and exiting cleanly. */
   get crashed(): boolean {
     if (!this.exit || this.killed) return false;
     return !(this.stopRequested && this.exit.code === 0);
-  }
-
-  outputTail(): string {
-    try {
-      return readFileSync(this.outputFile, 'utf8').slice(-2_000);
-    } catch {
-      return '';
-    }
-  }
-
-  send(message: OrchestratorMessage): void {
-    if (this.alive && this.child.connected) this.child.send(message, undefined, {}, () => undefined);
   }
 }
 
@@ -87,7 +62,7 @@ export class ChaosFleet {
   /** Starts one worker per slot and waits until every one is ready. */
   async start(timeoutMs: number): Promise<void> {
     const workers = Array.from({ length: this.config.workers }, (_, slot) => this.spawn(slot));
-    await this.untilReady(workers, timeoutMs);
+    await untilReady(workers, timeoutMs);
   }
 
   /** Live workers, in slot order. */
@@ -103,8 +78,7 @@ export class ChaosFleet {
   /** SIGKILL, then a replacement process in the same slot (not awaited: it joins when ready). */
   async kill(worker: ChaosWorker): Promise<void> {
     worker.killed = true;
-    if (worker.paused) worker.child.kill('SIGCONT');
-    worker.child.kill('SIGKILL');
+    worker.kill();
     await worker.exited;
     worker.inFlight.clear();
     this.spawn(worker.slot);
@@ -112,11 +86,11 @@ export class ChaosFleet {
 
   pause(worker: ChaosWorker): void {
     worker.paused = true;
-    worker.child.kill('SIGSTOP');
+    worker.signal('SIGSTOP');
   }
 
   resume(worker: ChaosWorker): void {
-    worker.child.kill('SIGCONT');
+    worker.signal('SIGCONT');
     worker.paused = false;
     worker.resumedAt = Date.now();
   }
@@ -134,29 +108,12 @@ export class ChaosFleet {
       if (worker.paused) this.resume(worker);
       worker.send({ type: 'stop' });
     }
-    let timer: NodeJS.Timeout | undefined;
-    await Promise.race([
-      Promise.all(live.map((worker) => worker.exited)),
-      new Promise((resolve) => {
-        timer = setTimeout(resolve, timeoutMs);
-      }),
-    ]);
-    clearTimeout(timer);
-    for (const worker of live) if (worker.alive) worker.child.kill('SIGKILL');
-    await Promise.all(live.map((worker) => worker.exited));
+    await exitWithin(live, timeoutMs);
   }
 
   /** Synchronous last resort (exit handlers, failures): no worker process survives this. */
   killAll(): void {
-    for (const worker of this.all) {
-      if (!worker.alive) continue;
-      try {
-        worker.child.kill('SIGCONT');
-        worker.child.kill('SIGKILL');
-      } catch {
-        // already gone
-      }
-    }
+    killAll(this.all);
   }
 
   private spawn(slot: number): ChaosWorker {
@@ -182,21 +139,9 @@ export class ChaosFleet {
       clockSkewMs,
       eventsFile,
     };
-    const output = openSync(outputFile, 'a');
-    let child: ChildProcess;
-    try {
-      child = fork(WORKER_ENTRY, [], {
-        cwd: REPOSITORY,
-        execArgv: ['-r', 'ts-node/register/transpile-only'],
-        env: { ...process.env, CHAOS_WORKER: JSON.stringify(settings) },
-        stdio: ['ignore', output, output, 'ipc'],
-      });
-    } finally {
-      closeSync(output);
-    }
+    const child = forkNode(WORKER_ENTRY, { cwd: REPOSITORY, env: { ...process.env, ...CHAOS_PROTOCOL.environment(settings) }, outputFile });
     const worker = new ChaosWorker(slot, generation, nodeId, child, eventsFile, outputFile, clockSkewMs);
-    child.on('message', (message: WorkerMessage) => this.onMessage(worker, message));
-    child.on('error', () => undefined);
+    worker.onMessage((message) => this.onMessage(worker, message));
     this.all.push(worker);
     this.current.set(slot, worker);
     return worker;
@@ -205,7 +150,6 @@ export class ChaosFleet {
   private onMessage(worker: ChaosWorker, message: WorkerMessage): void {
     switch (message.type) {
       case 'ready':
-        worker.ready = true;
         // A late joiner starts at the current tick; earlier ones are its sweeper's business.
         if (this.lastTick >= 0) worker.send({ type: 'tick', index: this.lastTick });
         break;
@@ -215,16 +159,6 @@ export class ChaosFleet {
       case 'run-end':
         if (worker.inFlight.get(message.key)?.fencingToken === message.fencingToken) worker.inFlight.delete(message.key);
         break;
-    }
-  }
-
-  private async untilReady(workers: ChaosWorker[], timeoutMs: number): Promise<void> {
-    const deadline = Date.now() + timeoutMs;
-    while (!workers.every((worker) => worker.ready)) {
-      const dead = workers.find((worker) => !worker.alive);
-      if (dead) throw new Error(`worker ${dead.nodeId} exited while booting:\n${dead.outputTail()}`);
-      if (Date.now() > deadline) throw new Error(`workers not ready within ${timeoutMs} ms`);
-      await new Promise((resolve) => setTimeout(resolve, 50));
     }
   }
 }

@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DataSource } from 'typeorm';
 import { JobScheduler, JobSchedulerMigrations } from '../../src/features';
+import { onProcessExit } from '../support/fleet';
 import { startRestartablePostgres } from '../support/restartable-postgres';
 import { withDatabase } from '../support/test-database';
 import { adminQuery, sleep, tryAdminQuery } from './chaos.admin';
@@ -71,8 +72,7 @@ export const runChaos = async (config: ChaosConfig, options: ChaosRunOptions): P
   const runDirectory = await mkdtemp(join(tmpdir(), 'sdcorejs-chaos-'));
   let keep = options.keep;
   let fleet: ChaosFleet | undefined;
-  const killFleet = (): void => fleet?.killAll();
-  process.once('exit', killFleet);
+  const forgetExitHandler = onProcessExit(() => fleet?.killAll());
   const server = await startRestartablePostgres();
   try {
     await adminQuery(server.url, 'CREATE DATABASE chaos');
@@ -128,7 +128,7 @@ export const runChaos = async (config: ChaosConfig, options: ChaosRunOptions): P
     throw error;
   } finally {
     fleet?.killAll();
-    process.removeListener('exit', killFleet);
+    forgetExitHandler();
     await server.destroy().catch(() => undefined);
     if (!keep) await rm(runDirectory, { recursive: true, force: true });
   }

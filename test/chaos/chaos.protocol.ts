@@ -1,3 +1,4 @@
+import { fleetProtocol } from '../support/fleet';
 import type { ChaosConfig } from './chaos.config';
 import { unitOf } from './chaos.random';
 
@@ -30,6 +31,9 @@ export type WorkerMessage =
   /** A callback began: this worker now owns `key` with `fencingToken`. */
   | { type: 'run-start'; key: string; fencingToken: number; workMs: number }
   | { type: 'run-end'; key: string; fencingToken: number };
+
+/** Settings in CHAOS_WORKER, messages over IPC (test/support/fleet). */
+export const CHAOS_PROTOCOL = fleetProtocol<ChaosWorkerSettings, OrchestratorMessage, WorkerMessage>('CHAOS_WORKER');
 
 export interface ErrorSummary {
   name: string;

@@ -6,7 +6,7 @@ import type { DataSource } from 'typeorm';
 import { JobScheduler, JobSchedulerModule, JobSchedulerService } from '../../src/features';
 import { skewProcessClock } from './chaos.clock-skew';
 import { ChaosEventLog } from './chaos.event-log';
-import type { ChaosWorkerSettings, OrchestratorMessage, WorkerMessage } from './chaos.protocol';
+import { CHAOS_PROTOCOL } from './chaos.protocol';
 import { ChaosWorkerNode } from './chaos.worker-node';
 
 /**
@@ -14,14 +14,12 @@ import { ChaosWorkerNode } from './chaos.worker-node';
  * Spawned by the orchestrator (chaos.fleet.ts) with CHAOS_WORKER set; talks to it over IPC.
  * It installs no handler for uncaught errors on purpose: a crash must show as a crash.
  */
-const settings = JSON.parse(process.env.CHAOS_WORKER ?? 'null') as ChaosWorkerSettings | null;
-if (!settings) throw new Error('test/chaos/worker.ts is started by the chaos orchestrator (npm run chaos)');
+const settings = CHAOS_PROTOCOL.settings('test/chaos/worker.ts is started by the chaos orchestrator (npm run chaos)');
 // First of all, before anything reads the clock.
 skewProcessClock(settings.clockSkewMs);
 
-const send = (message: WorkerMessage): void => {
-  if (process.connected) process.send?.(message, undefined, {}, () => undefined);
-};
+const parent = CHAOS_PROTOCOL.parent();
+const send = parent.send;
 
 const main = async (): Promise<void> => {
   const events = new ChaosEventLog(settings.eventsFile);
@@ -54,7 +52,7 @@ const main = async (): Promise<void> => {
     send,
   );
 
-  process.on('message', (message: OrchestratorMessage) => {
+  parent.onMessage((message) => {
     if (message.type === 'tick') node.onTick(message.index);
     if (message.type === 'stop') {
       node
@@ -69,8 +67,7 @@ const main = async (): Promise<void> => {
         );
     }
   });
-  // The orchestrator is gone: leave at once rather than linger.
-  process.on('disconnect', () => process.exit(0));
+  parent.exitWhenOrphaned();
 
   node.start();
   send({ type: 'ready', clockMs: Date.now() });

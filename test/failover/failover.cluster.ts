@@ -2,20 +2,12 @@ import { execFileSync } from 'node:child_process';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { sleep } from '../chaos/chaos.admin';
+import { killEverythingUnder, processesUnder, signalAll } from '../support/fleet';
 import type { FailoverMode } from './failover.config';
 import { type ClusterPorts, etcdArguments, haproxyConfig, type MemberPorts, patroniConfig, SUPERUSER } from './failover.cluster-config';
 import { httpStatus } from './failover.http';
 import { probeWrite } from './failover.probe';
-import {
-  type ClusterProcess,
-  clusterEnvironment,
-  commandLineOf,
-  killEverythingUnder,
-  processesUnder,
-  type RunAs,
-  signalAll,
-  spawnClusterProcess,
-} from './failover.processes';
+import { type ClusterProcess, clusterEnvironment, commandLineOf, type RunAs, spawnClusterProcess } from './failover.processes';
 import type { FailoverTools } from './failover.tools';
 
 /** One Patroni member: its Patroni process, and the PostgreSQL working in its data directory. */
@@ -217,7 +209,7 @@ export class FailoverCluster {
   logTails(): string {
     return [this.etcd, this.haproxy, ...this.members.map((member) => member.patroni)]
       .filter((service): service is ClusterProcess => service !== undefined)
-      .map((service) => `--- ${service.name} (${service.logFile})\n${service.logTail(1_500)}`)
+      .map((service) => `--- ${service.name} (${service.logFile})\n${service.outputTail(1_500)}`)
       .join('\n');
   }
 
@@ -243,7 +235,7 @@ export class FailoverCluster {
   ): Promise<void> {
     const deadline = Date.now() + timeoutMs;
     for (;;) {
-      if (watched && !watched.alive) throw new Error(`${watched.name} exited while waiting:\n${watched.logTail()}`);
+      if (watched && !watched.alive) throw new Error(`${watched.name} exited while waiting:\n${watched.outputTail(3_000)}`);
       if (await condition()) return;
       if (Date.now() > deadline) {
         throw new Error(`no ${typeof what === 'string' ? what : what()} within ${timeoutMs} ms\n${this.logTails()}`);

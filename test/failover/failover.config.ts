@@ -19,9 +19,12 @@ export interface FailoverConfig {
   heartbeatMs: number;
   workMinMs: number;
   workMaxMs: number;
+  /** A tick whose every attempt threw is tried again after a pause drawn from [min, max]. */
   retryMinMs: number;
   retryMaxMs: number;
+  /** No new attempt of a tick later than this after its instant. */
   giveUpMs: number;
+  /** Connections of each node's pool. */
   poolSize: number;
   /** Ticking before the first fault. */
   warmupMs: number;

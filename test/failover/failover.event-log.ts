@@ -1,5 +1,4 @@
-import { appendFileSync } from 'node:fs';
-import { readJsonLines } from '../support/json-lines';
+import { appendJsonLine, readJsonLines } from '../support/fleet';
 import type { FailoverEvent, LoggedEvent } from './failover.protocol';
 
 /**
@@ -10,7 +9,7 @@ export class FailoverEventLog {
   constructor(private readonly file: string) {}
 
   write(event: FailoverEvent): void {
-    appendFileSync(this.file, `${JSON.stringify({ ...event, at: Date.now() })}\n`);
+    appendJsonLine(this.file, { ...event, at: Date.now() });
   }
 }
 

@@ -1,8 +1,8 @@
 import { sleep } from '../chaos/chaos.admin';
+import { signalAll } from '../support/fleet';
 import type { ClusterRoles, FailoverCluster, PatroniMember } from './failover.cluster';
 import type { FailoverConfig, FaultKind } from './failover.config';
 import { httpRequest } from './failover.http';
-import { signalAll } from './failover.processes';
 import { untilWritable } from './failover.probe';
 
 export interface FaultRecord {

@@ -1,60 +1,33 @@
-import { type ChildProcess, fork } from 'node:child_process';
-import { closeSync, openSync, readFileSync } from 'node:fs';
+import type { ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
-import { sleep } from '../chaos/chaos.admin';
+import { exitWithin, FleetProcess, forkNode, killAll, untilReady, waitUntil } from '../support/fleet';
 import type { FailoverConfig } from './failover.config';
-import type { FailoverNodeSettings, LeakCounts, NodeMessage, OrchestratorMessage } from './failover.protocol';
+import { FAILOVER_PROTOCOL, type FailoverNodeSettings, type LeakCounts, type NodeMessage, type OrchestratorMessage } from './failover.protocol';
 
 const NODE_ENTRY = join(__dirname, 'worker.ts');
 const REPOSITORY = join(__dirname, '..', '..');
 
 /** One node process, as the orchestrator sees it. */
-export class FailoverNodeProcess {
-  ready = false;
+export class FailoverNodeProcess extends FleetProcess<OrchestratorMessage, NodeMessage> {
   idle = false;
   final: { leaks: LeakCounts; ownerTokens: string[] } | undefined;
-  exit: { code: number | null; signal: NodeJS.Signals | null } | undefined;
-  readonly exited: Promise<void>;
 
   constructor(
     readonly nodeId: string,
-    readonly child: ChildProcess,
+    child: ChildProcess,
     readonly eventsFile: string,
-    readonly outputFile: string,
+    outputFile: string,
   ) {
-    this.exited = new Promise((resolve) =>
-      child.once('exit', (code, signal) => {
-        this.exit = { code, signal };
-        resolve();
-      }),
-    );
-    child.on('error', () => undefined);
-    child.on('message', (message: NodeMessage) => {
-      if (message.type === 'ready') this.ready = true;
+    super(`node ${nodeId}`, child, outputFile);
+    this.onMessage((message) => {
       if (message.type === 'idle') this.idle = true;
       if (message.type === 'final') this.final = { leaks: message.leaks, ownerTokens: message.ownerTokens };
     });
   }
 
-  get alive(): boolean {
-    return this.exit === undefined;
-  }
-
   /** Exited otherwise than with code 0 after a shutdown it was asked for. */
   get crashed(): boolean {
     return this.exit !== undefined && !(this.exit.code === 0 && this.final !== undefined);
-  }
-
-  send(message: OrchestratorMessage): void {
-    if (this.alive && this.child.connected) this.child.send(message, undefined, {}, () => undefined);
-  }
-
-  output(): string {
-    try {
-      return readFileSync(this.outputFile, 'utf8');
-    } catch {
-      return '';
-    }
   }
 }
 
@@ -70,7 +43,7 @@ export class FailoverFleet {
 
   async start(timeoutMs: number): Promise<void> {
     for (let index = 0; index < this.config.nodes; index++) this.nodes.push(this.spawn(`n${index}`));
-    await this.until(() => this.nodes.every((node) => node.ready), timeoutMs, 'nodes ready');
+    await untilReady(this.nodes, timeoutMs, 100);
   }
 
   broadcast(message: OrchestratorMessage): void {
@@ -80,7 +53,7 @@ export class FailoverFleet {
   /** Waits until every node has had a definite answer for every tick (or gave it up). */
   async untilIdle(timeoutMs: number): Promise<boolean> {
     try {
-      await this.until(() => this.nodes.every((node) => node.idle), timeoutMs, 'nodes idle');
+      await waitUntil(() => this.nodes.every((node) => node.idle), { what: 'nodes idle', timeoutMs, intervalMs: 100, watch: this.nodes });
       return true;
     } catch {
       return false;
@@ -90,28 +63,12 @@ export class FailoverFleet {
   /** Asks every node to shut down (release, close its pool, report) and waits; kills laggards. */
   async shutdown(timeoutMs: number): Promise<void> {
     this.broadcast({ type: 'shutdown' });
-    let timer: NodeJS.Timeout | undefined;
-    await Promise.race([
-      Promise.all(this.nodes.map((node) => node.exited)),
-      new Promise((resolve) => {
-        timer = setTimeout(resolve, timeoutMs);
-      }),
-    ]);
-    clearTimeout(timer);
-    this.killAll();
-    await Promise.all(this.nodes.map((node) => node.exited));
+    await exitWithin(this.nodes, timeoutMs);
   }
 
   /** Synchronous last resort (exit handlers, failures). */
   killAll(): void {
-    for (const node of this.nodes) {
-      if (!node.alive) continue;
-      try {
-        node.child.kill('SIGKILL');
-      } catch {
-        // gone
-      }
-    }
+    killAll(this.nodes);
   }
 
   private spawn(nodeId: string): FailoverNodeProcess {
@@ -134,30 +91,8 @@ export class FailoverFleet {
       giveUpMs: config.giveUpMs,
       poolSize: config.poolSize,
     };
-    const output = openSync(outputFile, 'a');
-    let child: ChildProcess;
-    try {
-      const environment: NodeJS.ProcessEnv = { ...process.env, FAILOVER_NODE: JSON.stringify(settings) };
-      for (const name of Object.keys(environment)) if (name.startsWith('PG')) delete environment[name];
-      child = fork(NODE_ENTRY, [], {
-        cwd: REPOSITORY,
-        execArgv: ['-r', 'ts-node/register/transpile-only'],
-        env: environment,
-        stdio: ['ignore', output, output, 'ipc'],
-      });
-    } finally {
-      closeSync(output);
-    }
-    return new FailoverNodeProcess(nodeId, child, eventsFile, outputFile);
-  }
-
-  private async until(condition: () => boolean, timeoutMs: number, what: string): Promise<void> {
-    const deadline = Date.now() + timeoutMs;
-    while (!condition()) {
-      const dead = this.nodes.find((node) => !node.alive);
-      if (dead) throw new Error(`node ${dead.nodeId} exited while waiting for ${what}:\n${dead.output().slice(-2_000)}`);
-      if (Date.now() > deadline) throw new Error(`${what}: not within ${timeoutMs} ms`);
-      await sleep(100);
-    }
+    const environment: NodeJS.ProcessEnv = { ...process.env, ...FAILOVER_PROTOCOL.environment(settings) };
+    for (const name of Object.keys(environment)) if (name.startsWith('PG')) delete environment[name];
+    return new FailoverNodeProcess(nodeId, forkNode(NODE_ENTRY, { cwd: REPOSITORY, env: environment, outputFile }), eventsFile, outputFile);
   }
 }

@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { DataSource } from 'typeorm';
 import { JobScheduler, JobSchedulerMigrations } from '../../src/features';
 import { adminQuery, sleep } from '../chaos/chaos.admin';
+import { killEverythingUnder, onProcessExit } from '../support/fleet';
 import { computeFailoverFigures, type FinalRow } from './failover.checks';
 import { FailoverCluster } from './failover.cluster';
 import { allPorts, clusterPorts } from './failover.cluster-config';
@@ -13,7 +14,7 @@ import { type FailoverConfig, type FailoverMode, modePortBase } from './failover
 import { readFailoverEvents } from './failover.event-log';
 import { FailoverFaults, type FaultRecord } from './failover.faults';
 import { FailoverFleet } from './failover.fleet';
-import { killEverythingUnder, resolveRunAs } from './failover.processes';
+import { resolveRunAs } from './failover.processes';
 import { alignTick, runKeyOf, tickInstants } from './failover.protocol';
 import { readReplication, replicationProblems } from './failover.replication';
 import { type FailoverReport, reportRows, violationsOf } from './failover.report';
@@ -102,12 +103,11 @@ export const runFailoverMode = async (
   let keep = config.keep;
   const cluster = new FailoverCluster(mode, tools, runDir, ports, runAs, say);
   let fleet: FailoverFleet | undefined;
-  const onExit = (): void => {
+  const forgetExitHandler = onProcessExit(() => {
     fleet?.killAll();
     cluster.killAll();
     if (!keep) rmSync(runDir, { recursive: true, force: true });
-  };
-  process.once('exit', onExit);
+  });
   say(`run directory ${runDir}; HAProxy on ${ports.proxy}, etcd on ${ports.etcdClient}, members ${ports.members.map((m) => `${m.name} pg ${m.postgres} rest ${m.rest}`).join(', ')}`);
   try {
     await cluster.start(120_000);
@@ -165,7 +165,7 @@ export const runFailoverMode = async (
     );
     const nodesCrashed = fleet.nodes.filter((node) => node.crashed).map((node) => `${node.nodeId} (${node.exit?.code ?? node.exit?.signal})`);
     if (tokens.length === 0) runProblems.push('the nodes reported no owner token: the leak check saw nothing to look for');
-    const crashes = fleet.nodes.filter((node) => node.crashed).map((node) => `node ${node.nodeId} crashed:\n${node.output().slice(-1_500)}`);
+    const crashes = fleet.nodes.filter((node) => node.crashed).map((node) => `node ${node.nodeId} crashed:\n${node.outputTail(1_500)}`);
     const problems = [...runProblems, ...checkProblems, ...crashes];
 
     const rows = reportRows(figures, tokenLeaks, records, nodesCrashed, replication);
@@ -201,7 +201,7 @@ export const runFailoverMode = async (
     await cluster.destroy().catch(() => cluster.killAll());
     killEverythingUnder(runDir);
     say(`cluster torn down in ${((Date.now() - teardown) / 1000).toFixed(1)} s`);
-    process.removeListener('exit', onExit);
+    forgetExitHandler();
     if (!keep) await rm(runDir, { recursive: true, force: true });
   }
 };

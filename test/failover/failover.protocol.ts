@@ -4,27 +4,20 @@
  * (never in the cluster under test). Times are `Date.now()`: every process runs on one machine
  * and reads one wall clock.
  */
+import { fleetProtocol } from '../support/fleet';
+import type { FailoverConfig } from './failover.config';
 
-/** Given to a node process in the FAILOVER_NODE environment variable. */
-export interface FailoverNodeSettings {
+/** Given to a node process in the FAILOVER_NODE environment variable: the run's settings it needs, and its own. */
+export type FailoverNodeSettings = Pick<
+  FailoverConfig,
+  'seed' | 'tickMs' | 'leaseMs' | 'heartbeatMs' | 'workMinMs' | 'workMaxMs' | 'retryMinMs' | 'retryMaxMs' | 'giveUpMs' | 'poolSize'
+> & {
   nodeId: string;
   /** Through HAProxy: node-postgres takes no multi-host connection string. */
   databaseUrl: string;
   eventsFile: string;
-  seed: number;
   code: string;
-  tickMs: number;
-  leaseMs: number;
-  heartbeatMs: number;
-  workMinMs: number;
-  workMaxMs: number;
-  /** A tick whose every attempt threw is tried again after a pause drawn from [min, max]. */
-  retryMinMs: number;
-  retryMaxMs: number;
-  /** No new attempt of a tick later than this after its instant. */
-  giveUpMs: number;
-  poolSize: number;
-}
+};
 
 export type OrchestratorMessage =
   /** Tick every `tickMs` from this instant (aligned on the wall clock) on. */
@@ -43,6 +36,9 @@ export type NodeMessage =
    * orchestrator can look for them in every file the run wrote.
    */
   | { type: 'final'; leaks: LeakCounts; ownerTokens: string[] };
+
+/** Settings in FAILOVER_NODE, messages over IPC (test/support/fleet). */
+export const FAILOVER_PROTOCOL = fleetProtocol<FailoverNodeSettings, OrchestratorMessage, NodeMessage>('FAILOVER_NODE');
 
 /** Where a node found owner tokens it had been given, and UUIDs it could not place. */
 export interface LeakCounts {

@@ -3,7 +3,8 @@ import { DataSource } from 'typeorm';
 import { JobScheduler, JobSchedulerService } from '../../src/features';
 import { summarizeError } from './failover.error-text';
 import { FailoverEventLog } from './failover.event-log';
-import type { FailoverNodeSettings, NodeMessage, OrchestratorMessage } from './failover.protocol';
+import { sleep } from '../support/fleet';
+import { FAILOVER_PROTOCOL } from './failover.protocol';
 import { TokenLeakDetector } from './failover.token-leaks';
 import { FailoverNode } from './failover.worker-node';
 
@@ -13,8 +14,8 @@ import { FailoverNode } from './failover.worker-node';
  * orchestrator over IPC. It installs no handler for uncaught errors on purpose: a crash must show
  * as a crash.
  */
-const settings = JSON.parse(process.env.FAILOVER_NODE ?? 'null') as FailoverNodeSettings | null;
-if (!settings) throw new Error('test/failover/worker.ts is started by the failover orchestrator (npm run failover)');
+const settings = FAILOVER_PROTOCOL.settings('test/failover/worker.ts is started by the failover orchestrator (npm run failover)');
+const parent = FAILOVER_PROTOCOL.parent();
 
 const leaks = new TokenLeakDetector();
 
@@ -26,12 +27,6 @@ for (const stream of [process.stdout, process.stderr]) {
     return write(chunk, ...rest);
   }) as typeof stream.write;
 }
-
-const send = (message: NodeMessage): void => {
-  if (process.connected) process.send?.(message, undefined, {}, () => undefined);
-};
-
-const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
 const main = async (): Promise<void> => {
   const events = new FailoverEventLog(settings.eventsFile);
@@ -55,7 +50,7 @@ const main = async (): Promise<void> => {
     }
   }
   const jobs = new JobSchedulerService(dataSource, { nodeId: settings.nodeId });
-  const node = new FailoverNode(settings, jobs, events, leaks, send);
+  const node = new FailoverNode(settings, jobs, events, leaks, parent.send);
 
   let shuttingDown = false;
   const shutdown = async (): Promise<void> => {
@@ -65,14 +60,11 @@ const main = async (): Promise<void> => {
     await jobs.beforeApplicationShutdown();
     await node.settled();
     await dataSource.destroy().catch(() => undefined);
-    await new Promise<void>((resolve) => {
-      if (!process.connected || !process.send) resolve();
-      else process.send({ type: 'final', leaks: leaks.counts(), ownerTokens: leaks.ownerTokens } satisfies NodeMessage, undefined, {}, () => resolve());
-    });
+    await parent.sendAndFlush({ type: 'final', leaks: leaks.counts(), ownerTokens: leaks.ownerTokens });
     process.exit(0);
   };
 
-  process.on('message', (message: OrchestratorMessage) => {
+  parent.onMessage((message) => {
     if (message.type === 'start') node.start(message.firstTickAt);
     if (message.type === 'stop-ticks') node.stopTicks(message.lastTickAt);
     if (message.type === 'shutdown') {
@@ -82,11 +74,8 @@ const main = async (): Promise<void> => {
       });
     }
   });
-  // The orchestrator is gone: leave at once rather than linger.
-  process.on('disconnect', () => {
-    if (!shuttingDown) process.exit(0);
-  });
-  send({ type: 'ready' });
+  parent.exitWhenOrphaned(() => shuttingDown);
+  parent.send({ type: 'ready' });
 };
 
 main().catch((error: unknown) => {

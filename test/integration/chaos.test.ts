@@ -1,8 +1,8 @@
-import { readFile, rm } from 'node:fs/promises';
+import { rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { ChaosFigures, ChaosReport } from '../chaos/chaos.report';
-import { GroupedChild } from '../support/child-run';
+import { GroupedChild } from '../support/fleet';
 
 /**
  * The CI-sized chaos run: the orchestrator of `npm run chaos` (test/chaos/main.ts) with the `ci`
@@ -36,19 +36,16 @@ afterAll(async () => {
 
 describe('chaos (CI-sized)', () => {
   let report: ChaosReport;
-  let output = '';
 
   beforeAll(async () => {
-    const run = await child.run(
-      process.execPath,
-      ['-r', 'ts-node/register/transpile-only', 'test/chaos/main.ts', '--preset', 'ci', '--seed', String(SEED), '--report', reportPath],
-      { cwd: ROOT, timeoutMs: 110_000 },
-    );
-    output = run.output;
-    const text = await readFile(reportPath, 'utf8').catch(() => undefined);
-    if (text === undefined) throw new Error(`the chaos run wrote no report (exit ${run.exitCode ?? run.signal}):\n${output}`);
-    report = JSON.parse(text) as ChaosReport;
-    if (!report.ok) process.stdout.write(`\n${output}\n`);
+    ({ report } = await child.runForReport<ChaosReport>({
+      what: 'chaos',
+      entry: 'test/chaos/main.ts',
+      args: ['--preset', 'ci', '--seed', String(SEED), '--report', reportPath],
+      reportFile: reportPath,
+      cwd: ROOT,
+      timeoutMs: 110_000,
+    }));
   }, 120_000);
 
   it('runs the preset it claims: several processes, every tick of several codes', () => {

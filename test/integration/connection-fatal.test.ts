@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import { GroupedChild } from '../support/child-run';
+import { GroupedChild, TS_NODE_ARGUMENTS } from '../support/fleet';
 import { createTestDatabase, type TestDatabase } from '../support/test-database';
 
 /**
@@ -28,7 +28,7 @@ afterAll(async () => {
 it('survives a FATAL error that arrives with a ReadyForQuery, at startup or at a hand-off', async () => {
   const run = await child.run(
     process.execPath,
-    ['-r', 'ts-node/register/transpile-only', join(__dirname, 'fixtures', 'fatal-after-startup.child.ts')],
+    [...TS_NODE_ARGUMENTS, join(__dirname, 'fixtures', 'fatal-after-startup.child.ts')],
     { cwd: join(__dirname, '..', '..'), timeoutMs: 30_000, env: { ...process.env, FATAL_TEST_DATABASE_URL: database.url } },
   );
   expect({ exitCode: run.exitCode, output: run.exitCode === 0 ? '' : run.output }).toEqual({ exitCode: 0, output: '' });

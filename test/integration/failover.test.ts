@@ -1,11 +1,10 @@
-import { chmod, mkdtemp, readFile, rm } from 'node:fs/promises';
+import { chmod, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { FailoverFigures } from '../failover/failover.checks';
-import { killEverythingUnder } from '../failover/failover.processes';
 import type { FailoverReport } from '../failover/failover.report';
 import { INSTALL_HINT, missingPackages } from '../failover/failover.tools';
-import { GroupedChild } from '../support/child-run';
+import { GroupedChild, killEverythingUnder } from '../support/fleet';
 
 /**
  * The CI-sized failover proof: the orchestrator of `npm run failover` (test/failover/main.ts) in
@@ -47,21 +46,17 @@ describeIfInstalled(`failover proof (sync, CI-sized)${missing.length > 0 ? `: ne
     workDir = await mkdtemp(join(tmpdir(), 'sdcorejs-failover-test-'));
     // The cluster runs as the postgres OS user (when this is root): it must reach its directory.
     await chmod(workDir, 0o755);
-    const run = await child.run(
-      process.execPath,
-      [
-        '-r',
-        'ts-node/register/transpile-only',
-        'test/failover/main.ts',
+    ({ report } = await child.runForReport<FailoverReport>({
+      what: 'failover',
+      entry: 'test/failover/main.ts',
+      args: [
         ...['--mode', 'sync', '--nodes', '4', '--seed', String(SEED), '--port-base', String(PORT_BASE)],
         ...['--results', workDir, '--work-dir', workDir],
       ],
-      { cwd: ROOT, timeoutMs: 290_000 },
-    );
-    const text = await readFile(join(workDir, 'latest-sync.json'), 'utf8').catch(() => undefined);
-    if (text === undefined) throw new Error(`the failover run wrote no report (exit ${run.exitCode ?? run.signal}):\n${run.output}`);
-    report = JSON.parse(text) as FailoverReport;
-    if (!report.ok) process.stdout.write(`\n${run.output}\n`);
+      reportFile: join(workDir, 'latest-sync.json'),
+      cwd: ROOT,
+      timeoutMs: 290_000,
+    }));
   }, 300_000);
 
   afterAll(async () => {

@@ -1,10 +1,10 @@
-import { readFile, rm } from 'node:fs/promises';
+import { rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { LEASE_MS } from '../chaos/scheduler/scheduler-chaos.catalogue';
 import { findLibfaketime } from '../chaos/scheduler/scheduler-chaos.fleet';
 import type { SchedulerChaosReport } from '../chaos/scheduler/scheduler-chaos.report';
-import { GroupedChild } from '../support/child-run';
+import { GroupedChild } from '../support/fleet';
 
 /**
  * The CI-sized scheduler chaos run: the orchestrator of `npm run chaos:scheduler`
@@ -36,26 +36,14 @@ describe('scheduler chaos (CI-sized)', () => {
       if (process.env.CI) throw new Error("Debian's faketime is not installed: .ci/run installs it for the wall-clock step of this test");
       process.stdout.write("\nscheduler chaos: Debian's faketime is not installed, the wall-clock step is skipped (apt-get install faketime)\n");
     }
-    const run = await child.run(
-      process.execPath,
-      [
-        '-r',
-        'ts-node/register/transpile-only',
-        'test/chaos/scheduler/main.ts',
-        '--preset',
-        'ci',
-        '--seed',
-        String(SEED),
-        '--report',
-        reportPath,
-        ...(libfaketime ? [] : ['--no-clock-step']),
-      ],
-      { cwd: ROOT, timeoutMs: 170_000 },
-    );
-    const text = await readFile(reportPath, 'utf8').catch(() => undefined);
-    if (text === undefined) throw new Error(`the scheduler chaos run wrote no report (exit ${run.exitCode ?? run.signal}):\n${run.output}`);
-    report = JSON.parse(text) as SchedulerChaosReport;
-    if (!report.ok) process.stdout.write(`\n${run.output}\n`);
+    ({ report } = await child.runForReport<SchedulerChaosReport>({
+      what: 'scheduler chaos',
+      entry: 'test/chaos/scheduler/main.ts',
+      args: ['--preset', 'ci', '--seed', String(SEED), '--report', reportPath, ...(libfaketime ? [] : ['--no-clock-step'])],
+      reportFile: reportPath,
+      cwd: ROOT,
+      timeoutMs: 170_000,
+    }));
   }, 175_000);
 
   it('runs what it claims: 4 instances, every kind of job, a window of due occurrences', () => {

@@ -12,7 +12,8 @@ import {
   TENANT_DIRECTORY,
 } from '../../../src/features';
 import { ChaosTenants, DECLARED_JOB_PROVIDERS, DynamicRunHandler } from './scheduler-chaos.jobs';
-import { type InstanceMessage, type InstanceSettings, type OrchestratorMessage, realNow } from './scheduler-chaos.protocol';
+import { realNow } from '../../support/fleet';
+import { SCHEDULER_CHAOS_PROTOCOL } from './scheduler-chaos.protocol';
 import { RunRecorder } from './scheduler-chaos.recorder';
 
 /**
@@ -23,12 +24,9 @@ import { RunRecorder } from './scheduler-chaos.recorder';
  * SIGTERM closes the application (app.close(), as enableShutdownHooks would) and exits 0.
  * No handler for uncaught errors: a crash must show as a crash.
  */
-const settings = JSON.parse(process.env.SCHED_CHAOS_INSTANCE ?? 'null') as InstanceSettings | null;
-if (!settings) throw new Error('test/chaos/scheduler/instance.ts is started by the scheduler chaos orchestrator (npm run chaos:scheduler)');
-
-const send = (message: InstanceMessage): void => {
-  if (process.connected) process.send?.(message, undefined, {}, () => undefined);
-};
+const settings = SCHEDULER_CHAOS_PROTOCOL.settings('test/chaos/scheduler/instance.ts is started by the scheduler chaos orchestrator (npm run chaos:scheduler)');
+const parent = SCHEDULER_CHAOS_PROTOCOL.parent();
+const send = parent.send;
 
 const main = async (): Promise<void> => {
   const recorder = new RunRecorder(settings, send);
@@ -88,11 +86,10 @@ const main = async (): Promise<void> => {
       );
   };
   process.once('SIGTERM', close);
-  process.on('message', (message: OrchestratorMessage) => {
+  parent.onMessage((message) => {
     if (message.type === 'stop') close();
   });
-  // The orchestrator is gone: leave at once rather than linger.
-  process.on('disconnect', () => process.exit(0));
+  parent.exitWhenOrphaned();
 
   recorder.journal({ type: 'ready', realMs: realNow() });
   send({ type: 'ready' });

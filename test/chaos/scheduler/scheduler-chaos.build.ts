@@ -3,8 +3,8 @@ import { dirname, join, relative } from 'node:path';
 
 const REPOSITORY = join(__dirname, '..', '..', '..');
 
-/** The sources an instance process loads: the package (and its migrations), and the test code it imports. */
-const SOURCE_ROOTS = ['src', 'migrations'];
+/** The sources an instance process loads: the package (and its migrations), the fleet harness, and the test code it imports. */
+const SOURCE_ROOTS = ['src', 'migrations', 'test/support/fleet'];
 const TEST_SOURCES = [
   'test/chaos/scheduler/instance.ts',
   'test/chaos/scheduler/scheduler-chaos.catalogue.ts',

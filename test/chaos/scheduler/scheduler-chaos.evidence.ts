@@ -1,4 +1,4 @@
-import { readJsonLines } from '../../support/json-lines';
+import { readJsonLines } from '../../support/fleet';
 import { adminQuery } from '../chaos.admin';
 import { DECLARED_JOBS, DYNAMIC_HANDLER } from './scheduler-chaos.catalogue';
 import type { ChaosFleet } from './scheduler-chaos.fleet';
@@ -119,7 +119,7 @@ export const instanceLives = (fleet: ChaosFleet): InstanceLife[] =>
     nodeId: instance.nodeId,
     slot: instance.slot,
     proxied: instance.proxied,
-    spawnedMs: instance.spawnedMs,
+    spawnedMs: instance.startedMs,
     ...(instance.readyMs === undefined ? {} : { readyMs: instance.readyMs }),
     ...(instance.closingMs === undefined ? {} : { closingMs: instance.closingMs }),
     ...(instance.killedMs === undefined ? {} : { killedMs: instance.killedMs }),

@@ -1,10 +1,10 @@
+import { realNow, sleep, untilReady } from '../../support/fleet';
 import type { TcpProxy } from '../../support/tcp-proxy';
 import { tryAdminQuery } from '../chaos.admin';
 import { seededRandom, type SeededRandom } from '../chaos.random';
 import { DYNAMIC_LEASE_MS, LEASE_MS, LIBRARY_DEFAULTS } from './scheduler-chaos.catalogue';
 import type { SchedulerChaosConfig } from './scheduler-chaos.config';
-import { type ChaosFleet, type ChaosInstance, sleep } from './scheduler-chaos.fleet';
-import { realNow } from './scheduler-chaos.protocol';
+import type { ChaosFleet, ChaosInstance } from './scheduler-chaos.fleet';
 import type { FaultEvent } from './scheduler-chaos.verdict';
 
 export type FaultKind = 'kill-mid-run' | 'kill-before-instant' | 'term-random' | 'term-before-instant' | 'rolling-restart' | 'short-stall' | 'long-stall' | 'backend-kill' | 'outage' | 'clock-step';
@@ -199,7 +199,7 @@ export class SchedulerChaosFaults {
         await this.untilJustBeforeAnInstant(random);
         await this.terminate(instance, 'rolling');
         const replacement = this.fleet.currentOf(slot);
-        if (replacement) await this.fleet.untilReady([replacement], 60_000).catch(() => undefined);
+        if (replacement) await untilReady([replacement], 60_000).catch(() => undefined);
       } finally {
         this.busySlots.delete(slot);
       }

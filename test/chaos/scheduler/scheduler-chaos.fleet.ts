@@ -1,8 +1,8 @@
-import { type ChildProcess, fork } from 'node:child_process';
-import { closeSync, existsSync, openSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import type { ChildProcess } from 'node:child_process';
+import { existsSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { InstanceMessage, InstanceSettings, OrchestratorMessage } from './scheduler-chaos.protocol';
-import { realNow } from './scheduler-chaos.protocol';
+import { exitWithin, FleetProcess, forkNode, killAll, realNow, sleep, untilReady } from '../../support/fleet';
+import { type InstanceMessage, type InstanceSettings, type OrchestratorMessage, SCHEDULER_CHAOS_PROTOCOL } from './scheduler-chaos.protocol';
 
 const REPOSITORY = join(__dirname, '..', '..', '..');
 
@@ -23,43 +23,31 @@ export interface StopInterval {
 }
 
 /** One instance process, as the orchestrator sees it. */
-export class ChaosInstance {
-  readyMs: number | undefined;
+export class ChaosInstance extends FleetProcess<OrchestratorMessage, InstanceMessage> {
   /** SIGTERM sent (graceful close under way). */
   closingMs: number | undefined;
   /** SIGKILL sent by the orchestrator. */
   killedMs: number | undefined;
-  exitMs: number | undefined;
-  exit: { code: number | null; signal: NodeJS.Signals | null } | undefined;
   readonly stops: StopInterval[] = [];
   readonly inFlight = new Map<string, { code: string; runKey: string; startedMs: number; plannedMs: number }>();
-  readonly exited: Promise<void>;
 
   constructor(
     readonly slot: number,
     readonly generation: number,
     readonly nodeId: string,
-    readonly child: ChildProcess,
-    readonly spawnedMs: number,
+    child: ChildProcess,
     readonly proxied: boolean,
     readonly journalFile: string,
-    readonly outputFile: string,
+    outputFile: string,
     /** The libfaketime offset file of a clock-stepped instance. */
     readonly clockFile: string | undefined,
   ) {
-    this.exited = new Promise((resolve) =>
-      child.once('exit', (code, signal) => {
-        this.exit = { code, signal };
-        this.exitMs = realNow();
-        const open = this.stops.at(-1);
-        if (open && open.toMs === undefined) open.toMs = this.exitMs;
-        resolve();
-      }),
-    );
+    super(`instance ${nodeId}`, child, outputFile);
   }
 
-  get alive(): boolean {
-    return this.exit === undefined;
+  protected override afterExit(): void {
+    const open = this.stops.at(-1);
+    if (open && open.toMs === undefined) open.toMs = this.exitMs;
   }
 
   get paused(): boolean {
@@ -69,7 +57,7 @@ export class ChaosInstance {
 
   /** Up, ready, not stopped, not closing: can run jobs now. */
   get healthy(): boolean {
-    return this.alive && this.readyMs !== undefined && !this.paused && this.closingMs === undefined;
+    return this.ready && !this.paused && this.closingMs === undefined;
   }
 
   /**
@@ -80,18 +68,6 @@ export class ChaosInstance {
     if (!this.exit || this.killedMs !== undefined) return false;
     if (this.closingMs === undefined) return true;
     return !(this.exit.code === 0 || (this.exit.signal === 'SIGTERM' && this.readyMs === undefined));
-  }
-
-  outputTail(): string {
-    try {
-      return readFileSync(this.outputFile, 'utf8').slice(-3_000);
-    } catch {
-      return '';
-    }
-  }
-
-  send(message: OrchestratorMessage): void {
-    if (this.alive && this.child.connected) this.child.send(message, undefined, {}, () => undefined);
   }
 
   /** Sets the libfaketime offset (seconds, signed) this process reads within a second. */
@@ -129,7 +105,7 @@ export class ChaosFleet {
 
   async start(timeoutMs: number): Promise<void> {
     const instances = Array.from({ length: this.settings.instances }, (_, slot) => this.spawn(slot));
-    await this.untilReady(instances, timeoutMs);
+    await untilReady(instances, timeoutMs);
   }
 
   live(): ChaosInstance[] {
@@ -152,8 +128,7 @@ export class ChaosFleet {
   /** SIGKILL, then a replacement in the same slot (not awaited: it joins when ready). */
   async kill(instance: ChaosInstance): Promise<void> {
     instance.killedMs = realNow();
-    if (instance.paused) instance.child.kill('SIGCONT');
-    instance.child.kill('SIGKILL');
+    instance.kill();
     await instance.exited;
     instance.inFlight.clear();
     if (!this.stopping) this.spawn(instance.slot);
@@ -165,11 +140,11 @@ export class ChaosFleet {
    */
   async terminate(instance: ChaosInstance, timeoutMs: number): Promise<'closed' | 'killed'> {
     instance.closingMs = realNow();
-    instance.child.kill('SIGTERM');
+    instance.signal('SIGTERM');
     const closed = await Promise.race([instance.exited.then(() => true), sleep(timeoutMs).then(() => false)]);
     if (!closed) {
       instance.killedMs = realNow();
-      instance.child.kill('SIGKILL');
+      instance.kill();
       await instance.exited;
     }
     instance.inFlight.clear();
@@ -179,23 +154,13 @@ export class ChaosFleet {
 
   pause(instance: ChaosInstance): void {
     instance.stops.push({ fromMs: realNow() });
-    instance.child.kill('SIGSTOP');
+    instance.signal('SIGSTOP');
   }
 
   resume(instance: ChaosInstance): void {
-    instance.child.kill('SIGCONT');
+    instance.signal('SIGCONT');
     const open = instance.stops.at(-1);
     if (open && open.toMs === undefined) open.toMs = realNow();
-  }
-
-  async untilReady(instances: ChaosInstance[], timeoutMs: number): Promise<void> {
-    const deadline = Date.now() + timeoutMs;
-    while (!instances.every((instance) => instance.readyMs !== undefined)) {
-      const dead = instances.find((instance) => !instance.alive);
-      if (dead) throw new Error(`instance ${dead.nodeId} exited while booting:\n${dead.outputTail()}`);
-      if (Date.now() > deadline) throw new Error(`instances not ready within ${timeoutMs} ms`);
-      await sleep(50);
-    }
   }
 
   /** Asks every instance to close (SIGTERM) and waits; whoever has not exited in time is killed. */
@@ -206,29 +171,18 @@ export class ChaosFleet {
       if (instance.paused) this.resume(instance);
       if (instance.closingMs === undefined) {
         instance.closingMs = realNow();
-        instance.child.kill('SIGTERM');
+        instance.signal('SIGTERM');
       }
     }
-    await Promise.race([Promise.all(live.map((instance) => instance.exited)), sleep(timeoutMs)]);
-    for (const instance of live) {
-      if (!instance.alive) continue;
+    await exitWithin(live, timeoutMs, (instance) => {
       instance.killedMs = realNow();
-      instance.child.kill('SIGKILL');
-    }
+    });
     await Promise.all(this.all.map((instance) => instance.exited));
   }
 
   /** Synchronous last resort (exit handlers, failures): no instance process survives this. */
   killAll(): void {
-    for (const instance of this.all) {
-      if (!instance.alive) continue;
-      try {
-        instance.child.kill('SIGCONT');
-        instance.child.kill('SIGKILL');
-      } catch {
-        // already gone
-      }
-    }
+    killAll(this.all);
   }
 
   private spawn(slot: number): ChaosInstance {
@@ -250,7 +204,7 @@ export class ChaosFleet {
       journalFile,
       seed: settings.seed,
     };
-    const env: NodeJS.ProcessEnv = { ...process.env, SCHED_CHAOS_INSTANCE: JSON.stringify(instanceSettings), NO_COLOR: '1' };
+    const env: NodeJS.ProcessEnv = { ...process.env, ...SCHEDULER_CHAOS_PROTOCOL.environment(instanceSettings), NO_COLOR: '1' };
     if (settings.entry.nodePath) env.NODE_PATH = settings.entry.nodePath;
     if (clockFile && settings.libfaketime) {
       // The wall clock only: timers and performance.now() read CLOCK_MONOTONIC, as after a real step.
@@ -261,21 +215,9 @@ export class ChaosFleet {
         FAKETIME_CACHE_DURATION: '1',
       });
     }
-    const output = openSync(outputFile, 'a');
-    let child: ChildProcess;
-    try {
-      child = fork(settings.entry.file, [], {
-        cwd: REPOSITORY,
-        execArgv: settings.entry.file.endsWith('.ts') ? ['-r', 'ts-node/register/transpile-only'] : ['--enable-source-maps'],
-        env,
-        stdio: ['ignore', output, output, 'ipc'],
-      });
-    } finally {
-      closeSync(output);
-    }
-    const instance = new ChaosInstance(slot, generation, nodeId, child, realNow(), proxied, journalFile, outputFile, clockFile);
-    child.on('message', (message: InstanceMessage) => this.onMessage(instance, message));
-    child.on('error', () => undefined);
+    const child = forkNode(settings.entry.file, { cwd: REPOSITORY, env, outputFile });
+    const instance = new ChaosInstance(slot, generation, nodeId, child, proxied, journalFile, outputFile, clockFile);
+    instance.onMessage((message) => this.onMessage(instance, message));
     this.all.push(instance);
     this.current.set(slot, instance);
     // An instance that crashed by itself is replaced too (the crash is reported as a problem).
@@ -287,9 +229,6 @@ export class ChaosFleet {
 
   private onMessage(instance: ChaosInstance, message: InstanceMessage): void {
     switch (message.type) {
-      case 'ready':
-        instance.readyMs = realNow();
-        break;
       case 'run-start':
         instance.inFlight.set(message.runId, { code: message.code, runKey: message.runKey, startedMs: realNow(), plannedMs: message.plannedMs });
         break;
@@ -299,5 +238,3 @@ export class ChaosFleet {
     }
   }
 }
-
-export const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, Math.max(0, ms)));

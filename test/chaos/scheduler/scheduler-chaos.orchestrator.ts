@@ -7,6 +7,7 @@ import { NestFactory } from '@nestjs/core';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 import { DynamicSchedules, DynamicSchedulesModule, JobScheduler, JobSchedulerMigrations, JobSchedulerModule } from '../../../src/features';
+import { onProcessExit, realNow, sleep } from '../../support/fleet';
 import { startEmbeddedPostgres } from '../../support/postgres-server';
 import { TcpProxy } from '../../support/tcp-proxy';
 import { withDatabase } from '../../support/test-database';
@@ -16,9 +17,9 @@ import type { SchedulerChaosConfig } from './scheduler-chaos.config';
 import { REPOSITORY_NODE_MODULES, transpileInstanceSources } from './scheduler-chaos.build';
 import { CHAOS_CODES, collectLeaseRows, collectRuns, instanceLives } from './scheduler-chaos.evidence';
 import { planFaults, SchedulerChaosFaults } from './scheduler-chaos.faults';
-import { ChaosFleet, findLibfaketime, sleep } from './scheduler-chaos.fleet';
+import { ChaosFleet, findLibfaketime } from './scheduler-chaos.fleet';
 import { DynamicRunHandler } from './scheduler-chaos.jobs';
-import { CHAOS_RUNS_TABLE, realNow } from './scheduler-chaos.protocol';
+import { CHAOS_RUNS_TABLE } from './scheduler-chaos.protocol';
 import { RunRecorder } from './scheduler-chaos.recorder';
 import type { SchedulerChaosReport } from './scheduler-chaos.report';
 import { buildReport } from './scheduler-chaos.report';
@@ -118,8 +119,7 @@ export const runSchedulerChaos = async (config: SchedulerChaosConfig, options: S
   const runDirectory = await mkdtemp(join(tmpdir(), 'sdcorejs-sched-chaos-'));
   let keep = options.keep;
   let fleet: ChaosFleet | undefined;
-  const killFleet = (): void => fleet?.killAll();
-  process.once('exit', killFleet);
+  const forgetExitHandler = onProcessExit(() => fleet?.killAll());
   const database = await createDatabase(log);
   let proxy: TcpProxy | undefined;
   let admin: { app: INestApplicationContext; schedules: DynamicSchedules } | undefined;
@@ -215,7 +215,7 @@ export const runSchedulerChaos = async (config: SchedulerChaosConfig, options: S
     log(settled ? 'settled; stopping the instances' : `not settled within ${config.settleMaxMs / 1_000} s; stopping the instances`);
     await fleet.stopAll(25_000);
     const crashed = fleet.all.filter((instance) => instance.crashed);
-    for (const instance of crashed) problems.push(`instance ${instance.nodeId} crashed (exit ${instance.exit?.code ?? instance.exit?.signal}):\n${instance.outputTail()}`);
+    for (const instance of crashed) problems.push(`instance ${instance.nodeId} crashed (exit ${instance.exit?.code ?? instance.exit?.signal}):\n${instance.outputTail(3_000)}`);
 
     const collectedMs = realNow();
     const input: VerdictInput = {
@@ -252,7 +252,7 @@ export const runSchedulerChaos = async (config: SchedulerChaosConfig, options: S
     throw error;
   } finally {
     fleet?.killAll();
-    process.removeListener('exit', killFleet);
+    forgetExitHandler();
     await admin?.app.close().catch(() => undefined);
     await proxy?.close().catch(() => undefined);
     if (options.keep && database.kind === 'DATABASE_URL') log(`database ${database.name} kept`);

@@ -3,8 +3,9 @@
  * what an instance writes to its journal: one JSON object a line, appended synchronously, so that
  * a SIGKILL loses at most the line being written. Times named `...Ms` are real epoch ms read from
  * the monotonic clock (performance.timeOrigin + performance.now()), never from `Date`, which the
- * clock-step fault falsifies on one instance.
+ * clock-step fault falsifies on one instance (realNow of test/support/fleet).
  */
+import { fleetProtocol } from '../../support/fleet';
 
 /** Given to an instance process in SCHED_CHAOS_INSTANCE. */
 export interface InstanceSettings {
@@ -25,6 +26,9 @@ export type InstanceMessage =
   | { type: 'ready' }
   | { type: 'run-start'; runId: string; code: string; runKey: string; plannedMs: number }
   | { type: 'run-end'; runId: string };
+
+/** Settings in SCHED_CHAOS_INSTANCE, messages over IPC (test/support/fleet). */
+export const SCHEDULER_CHAOS_PROTOCOL = fleetProtocol<InstanceSettings, OrchestratorMessage, InstanceMessage>('SCHED_CHAOS_INSTANCE');
 
 export type RunKind = 'scheduled' | 'tenant' | 'run-once' | 'dynamic';
 
@@ -66,8 +70,6 @@ export type JournalLine =
   /** SIGTERM received: app.close() begins. */
   | { type: 'closing'; realMs: number }
   | { type: 'closed'; realMs: number };
-
-export const realNow = (): number => Math.round(performance.timeOrigin + performance.now());
 
 /** The recorder's table: one row per handler execution, inserted at its start, updated at its end. */
 export const CHAOS_RUNS_TABLE = `

@@ -1,10 +1,10 @@
-import { appendFileSync } from 'node:fs';
 import { randomUUID } from 'node:crypto';
 import { Client } from 'pg';
 import type { JobExecution } from '../../../src/features';
 import { workFor } from '../../support/abortable-work';
+import { appendJsonLine, realNow } from '../../support/fleet';
 import { DYNAMIC_HANDLER, runKeyOf, workMsOf, workShapeOf } from './scheduler-chaos.catalogue';
-import { type InstanceMessage, type JournalLine, realNow, type RunEnd, type RunKind, type RunStart } from './scheduler-chaos.protocol';
+import type { InstanceMessage, JournalLine, RunEnd, RunKind, RunStart } from './scheduler-chaos.protocol';
 
 /**
  * What every handler of an instance does, and how it is written down, independently of the
@@ -27,7 +27,7 @@ export class RunRecorder {
   ) {}
 
   journal(line: JournalLine): void {
-    appendFileSync(this.settings.journalFile, `${JSON.stringify(line)}\n`);
+    appendJsonLine(this.settings.journalFile, line);
   }
 
   /** One handler execution: recorded, worked, recorded. */

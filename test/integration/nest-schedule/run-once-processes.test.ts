@@ -1,5 +1,5 @@
-import { type ChildProcess, spawn } from 'node:child_process';
 import { join } from 'node:path';
+import { ProcessGroup, waitUntil } from '../../support/fleet';
 import { sleep } from '../../support/lease-nodes';
 import { createTestDatabase, type TestDatabase } from '../../support/test-database';
 
@@ -15,51 +15,22 @@ const CODE = 'tick-recorder.record';
 const TICK_MS = 2_000;
 const RUN_MS = 10_000;
 
-interface Node {
-  name: string;
-  child: ChildProcess;
-  output: string;
-  lines: Record<string, unknown>[];
-  exited: Promise<number | null>;
-}
-
 let database: TestDatabase;
-const started: Node[] = [];
+const started: ProcessGroup[] = [];
 
-const startNode = (name: string, mode = 'run'): Node => {
-  const child = spawn(process.execPath, ['-r', 'ts-node/register/transpile-only', FIXTURE], {
+const startNode = (name: string, mode = 'run'): ProcessGroup => {
+  const node = ProcessGroup.node(name, FIXTURE, {
     cwd: ROOT,
     env: { ...process.env, RUN_ONCE_DATABASE_URL: database.url, RUN_ONCE_NODE: name, RUN_ONCE_MODE: mode, NO_COLOR: '1' },
-    detached: true,
-    stdio: ['ignore', 'pipe', 'pipe'],
   });
-  const node: Node = { name, child, output: '', lines: [], exited: new Promise((resolve) => child.once('exit', (code) => resolve(code))) };
-  let pending = '';
-  const take = (chunk: Buffer) => {
-    const text = chunk.toString('utf8');
-    node.output += text;
-    pending += text;
-    const parts = pending.split('\n');
-    pending = parts.pop() ?? '';
-    for (const part of parts) {
-      if (part.startsWith('{')) node.lines.push(JSON.parse(part) as Record<string, unknown>);
-    }
-  };
-  child.stdout?.on('data', take);
-  child.stderr?.on('data', take);
   started.push(node);
   return node;
 };
 
-const event = (node: Node, name: string) => node.lines.find((line) => line.event === name);
+const event = (node: ProcessGroup, name: string) => node.lines.find((line) => line.event === name);
 
-const waitFor = async (what: string, condition: () => boolean, timeoutMs: number, nodes: Node[]): Promise<void> => {
-  const deadline = Date.now() + timeoutMs;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error(`${what} within ${timeoutMs} ms:\n${nodes.map((node) => `--- ${node.name}\n${node.output}`).join('\n')}`);
-    await sleep(100);
-  }
-};
+const waitFor = (what: string, condition: () => boolean, timeoutMs: number, nodes: ProcessGroup[]): Promise<void> =>
+  waitUntil(condition, { what, timeoutMs, intervalMs: 100, details: () => nodes.map((node) => `--- ${node.name}\n${node.output}`).join('\n') });
 
 beforeAll(async () => {
   database = await createTestDatabase();
@@ -69,13 +40,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  for (const node of started) {
-    try {
-      if (node.child.pid) process.kill(-node.child.pid, 'SIGKILL');
-    } catch {
-      // already gone
-    }
-  }
+  for (const node of started) node.kill();
   await database.drop();
 });
 
@@ -86,8 +51,8 @@ it('runs every tick of a @Cron exactly once across three applications in separat
   const allReadyAt = Math.max(...nodes.map((node) => event(node, 'ready')?.at as number));
   await sleep(RUN_MS);
   const stoppedAt = Date.now();
-  for (const node of nodes) node.child.kill('SIGTERM');
-  const exitCodes = await Promise.all(nodes.map((node) => node.exited));
+  for (const node of nodes) node.signal('SIGTERM');
+  const exitCodes = await Promise.all(nodes.map(async (node) => (await node.exited).code));
   expect(exitCodes).toEqual([0, 0, 0]);
 
   const runs = await database.sql<{
@@ -161,7 +126,7 @@ it('runs every tick of a @Cron exactly once across three applications in separat
 
 it('refuses to boot a @RunOnce method without @Cron, with a clear message', async () => {
   const node = startNode('not-a-cron', 'not-a-cron');
-  expect(await node.exited).toBe(3);
+  expect((await node.exited).code).toBe(3);
   expect(event(node, 'boot-failed')).toEqual({
     node: 'not-a-cron',
     event: 'boot-failed',

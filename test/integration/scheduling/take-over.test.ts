@@ -1,4 +1,3 @@
-import { type ChildProcess, spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { type DynamicModule, Module, type Type } from '@nestjs/common';
 import {
@@ -12,6 +11,7 @@ import {
 } from '../../../src/features';
 import { createJobSchedulerStatements } from '../../../src/features/job-scheduler/job-scheduler.statements';
 import { FixedClock, ManualTimers } from '../../../src/features/testing';
+import { ProcessGroup, waitUntil } from '../../support/fleet';
 import { sleep } from '../../support/lease-nodes';
 import { StatementCounter } from '../../support/statement-counter';
 import { type NestNode, startNestNode } from '../../support/nest-node';
@@ -30,58 +30,28 @@ const YEARLY = 'fleet.yearly-report';
 const OCCURRENCE = `${new Date().getUTCFullYear()}-01-01T00:00:00.000Z`;
 const PREVIOUS = `${new Date().getUTCFullYear() - 1}-01-01T00:00:00.000Z`;
 
-interface Child {
-  name: string;
-  child: ChildProcess;
-  output: string;
-  lines: Record<string, unknown>[];
-  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null; at: number }>;
-}
-
 let database: TestDatabase;
-const children: Child[] = [];
+const children: ProcessGroup[] = [];
 const nodes: NestNode[] = [];
 
-const startChild = (name: string, mode: string): Child => {
-  const child = spawn(process.execPath, ['-r', 'ts-node/register/transpile-only', FIXTURE], {
+const startChild = (name: string, mode: string): ProcessGroup => {
+  const child = ProcessGroup.node(name, FIXTURE, {
     cwd: ROOT,
     env: { ...process.env, SCHEDULED_DATABASE_URL: database.url, SCHEDULED_NODE: name, SCHEDULED_MODE: mode, NO_COLOR: '1' },
-    detached: true,
-    stdio: ['ignore', 'pipe', 'pipe'],
   });
-  const started: Child = {
-    name,
-    child,
-    output: '',
-    lines: [],
-    exited: new Promise((resolve) => child.once('exit', (code, signal) => resolve({ code, signal, at: Date.now() }))),
-  };
-  let pending = '';
-  const take = (chunk: Buffer) => {
-    const text = chunk.toString('utf8');
-    started.output += text;
-    pending += text;
-    const parts = pending.split('\n');
-    pending = parts.pop() ?? '';
-    for (const part of parts) if (part.startsWith('{')) started.lines.push(JSON.parse(part) as Record<string, unknown>);
-  };
-  child.stdout?.on('data', take);
-  child.stderr?.on('data', take);
-  children.push(started);
-  return started;
+  children.push(child);
+  return child;
 };
 
-const event = (child: Child, name: string) => child.lines.find((line) => line.event === name);
+const event = (child: ProcessGroup, name: string) => child.lines.find((line) => line.event === name);
 
-const waitFor = async (what: string, condition: () => boolean | Promise<boolean>, timeoutMs: number): Promise<void> => {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await condition())) {
-    if (Date.now() > deadline) {
-      throw new Error(`${what} within ${timeoutMs} ms:\n${children.map((child) => `--- ${child.name}\n${child.output}`).join('\n')}`);
-    }
-    await sleep(100);
-  }
-};
+const waitFor = (what: string, condition: () => boolean | Promise<boolean>, timeoutMs: number): Promise<void> =>
+  waitUntil(condition, {
+    what,
+    timeoutMs,
+    intervalMs: 100,
+    details: () => children.map((child) => `--- ${child.name}\n${child.output}`).join('\n'),
+  });
 
 interface FleetRun {
   node: string;
@@ -160,13 +130,7 @@ beforeEach(async () => {
 });
 afterEach(async () => {
   await Promise.all(nodes.splice(0).map((node) => node.close()));
-  for (const child of children.splice(0)) {
-    try {
-      if (child.child.pid) process.kill(-child.child.pid, 'SIGKILL');
-    } catch {
-      // already gone
-    }
-  }
+  for (const child of children.splice(0)) child.kill();
 });
 afterAll(async () => {
   await database.drop();
@@ -179,7 +143,7 @@ it('an occurrence whose instance was SIGKILLed mid-run is finished by another in
   const [run] = await fleetRuns(YEARLY);
   expect(run).toMatchObject({ node: 'first', trigger: 'catch-up' });
   const killedAt = Date.now();
-  process.kill(-(first.child.pid as number), 'SIGKILL');
+  first.kill();
   expect((await first.exited).signal).toBe('SIGKILL');
   expect(await leaseRow(YEARLY, OCCURRENCE)).toMatchObject({ status: 'RUNNING', attempts: 1 });
 
@@ -204,7 +168,7 @@ it('a job that kills every process that runs it has three owners, then is record
   for (const [index, name] of ['crash-1', 'crash-2', 'crash-3'].entries()) {
     const child = startChild(name, 'suicide');
     // Until it has run the occurrence, or died (a boot failure shows in the output of the message below).
-    await waitFor(`${name} runs the occurrence`, async () => (await fleetRuns(YEARLY)).length === index + 1 || child.child.exitCode !== null || child.child.signalCode !== null, 180_000);
+    await waitFor(`${name} runs the occurrence`, async () => (await fleetRuns(YEARLY)).length === index + 1 || child.done, 180_000);
     const exit = await child.exited;
     expect({ name, runs: (await fleetRuns(YEARLY)).length, signal: exit.signal, output: exit.signal === 'SIGKILL' ? '' : child.output }).toEqual({
       name,
@@ -243,7 +207,7 @@ it("abandoned: 'drop' ends an occurrence whose holder vanished without running i
   await recordPreviousOccurrence();
   const first = startChild('first', 'hang');
   await waitFor('the first instance starts the occurrence', async () => (await fleetRuns(YEARLY)).length === 1, 120_000);
-  process.kill(-(first.child.pid as number), 'SIGKILL');
+  first.kill();
   await first.exited;
 
   const records: JobRunRecord[] = [];
@@ -354,7 +318,7 @@ it('a run waiting its jitter when the app closes never starts, and the process e
   // Occurrences fall due every second; each waits ~29.7 s of jitter, so one is waiting now.
   await sleep(2_500);
   const stoppedAt = Date.now();
-  child.child.kill('SIGTERM');
+  child.signal('SIGTERM');
   const exit = await child.exited;
   expect(event(child, 'closed')).toBeDefined();
   expect(exit).toMatchObject({ code: 0, signal: null });
