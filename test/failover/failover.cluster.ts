@@ -175,7 +175,7 @@ export class FailoverCluster {
     await this.until(
       async () => {
         const roles = await this.roles();
-        last = `primaries [${roles.primaries.map((m) => m.name)}], replicas [${roles.replicas.map((m) => m.name)}], sync [${roles.syncStandbys.map((m) => m.name)}]`;
+        last = `primaries [${roles.primaries.map((m) => m.name).join(',')}], replicas [${roles.replicas.map((m) => m.name).join(',')}], sync [${roles.syncStandbys.map((m) => m.name).join(',')}]`;
         if (!roles.leader || roles.replicas.length !== this.members.length - 1) return false;
         if (this.mode === 'sync' && roles.syncStandbys.length === 0) return false;
         // Every replica streams from the leader (a lagging crash has walsenders to stop).

@@ -25,7 +25,7 @@ for (const stream of [process.stdout, process.stderr]) {
   stream.write = ((chunk: unknown, ...rest: unknown[]): boolean => {
     leaks.scanText('console', typeof chunk === 'string' ? chunk : Buffer.isBuffer(chunk) ? chunk.toString('utf8') : String(chunk));
     return write(chunk, ...rest);
-  }) as typeof stream.write;
+  });
 }
 
 const main = async (): Promise<void> => {

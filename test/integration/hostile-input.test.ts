@@ -191,7 +191,7 @@ describe('every field of JobAcquireOptions, any value (fast-check)', () => {
     let clean: JobAcquireResult;
     try {
       counter.reset();
-      missingRunKey = await settle(counted.acquire({ code: 'clean-code' } as JobAcquireOptions));
+      missingRunKey = await settle(counted.acquire({ code: 'clean-code' }));
       clean = await counted.acquire({ code: 'clean-code', runKey: 'clean-run' });
     } finally {
       for (const key of Object.keys(polluted)) delete prototype[key];

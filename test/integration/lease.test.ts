@@ -100,7 +100,7 @@ describe('acquire', () => {
     // Another session holds the row lock; a loser that tried to lock the row would wait for it
     // and fail after lock_timeout. Its row version (ctid, xmin) must not change either.
     const strict = (await startLeaseNodes(database, 1, { extra: { options: '-c lock_timeout=300' } }))[0];
-    const blocker = await (await database.dataSource({ poolSize: 1 })).createQueryRunner();
+    const blocker = (await database.dataSource({ poolSize: 1 })).createQueryRunner();
     await blocker.connect();
     await blocker.startTransaction();
     try {
@@ -330,7 +330,7 @@ describe('acquire', () => {
     );
     await expect(counted.complete({ id: 'not-a-uuid', ownerToken: 'x' })).rejects.toThrow(/UUID/);
     const fn = jest.fn();
-    await expect(counted.runExclusive({ code: '' } as never, fn)).rejects.toBeInstanceOf(InvalidJobIdentityOptionsError);
+    await expect(counted.runExclusive({ code: '' }, fn)).rejects.toBeInstanceOf(InvalidJobIdentityOptionsError);
     expect(fn).not.toHaveBeenCalled();
     expect(counter.count).toBe(0);
   });

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { Client } from 'pg';
-import { DataSource, type DataSourceOptions } from 'typeorm';
+import { DataSource } from 'typeorm';
 import type { PostgresDataSourceOptions } from 'typeorm/driver/postgres/PostgresDataSourceOptions.js';
 import { JobScheduler, JobSchedulerMigrations } from '../../src/features';
 
@@ -58,7 +58,7 @@ export const createTestDatabase = async (options: { migrate?: boolean } = {}): P
       entities: [JobScheduler],
       poolSize: 4,
       ...extra,
-    } as DataSourceOptions);
+    });
     await source.initialize();
     open.push(source);
     return source;

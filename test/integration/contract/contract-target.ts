@@ -20,7 +20,7 @@ const NODES = 4;
 
 /** PostgreSQL options for TypeOrmModule (its options type is a union over every driver). */
 const typeormOptions = (options: Partial<PostgresDataSourceOptions>): NestNodeOptions['typeorm'] =>
-  options as NestNodeOptions['typeorm'];
+  options;
 
 /** Four Nest applications, each its own pool, plus one whose statements are counted. */
 export const startNestContractTarget = async (options: NestContractOptions): Promise<LeaseContractTarget> => {

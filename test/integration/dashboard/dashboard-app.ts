@@ -4,7 +4,7 @@ import { type DynamicModule, type INestApplication, Module, UnauthorizedExceptio
 import { NestFactory } from '@nestjs/core';
 import { ExpressAdapter } from '@nestjs/platform-express';
 import { FastifyAdapter } from '@nestjs/platform-fastify';
-import { TypeOrmModule, type TypeOrmModuleOptions } from '@nestjs/typeorm';
+import { TypeOrmModule } from '@nestjs/typeorm';
 import {
   DynamicSchedulesModule,
   type JobExecution,
@@ -88,12 +88,12 @@ export const startDashboardApp = async (database: TestDatabase, options: Dashboa
   const root: DynamicModule = {
     module: DashboardTestModule,
     imports: [
-      TypeOrmModule.forRoot({ type: 'postgres', url: database.url, entities: [JobScheduler], poolSize: 4 } as TypeOrmModuleOptions),
+      TypeOrmModule.forRoot({ type: 'postgres', url: database.url, entities: [JobScheduler], poolSize: 4 }),
       JobSchedulerModule.forRoot({ nodeId: `dashboard-${options.name ?? 'a'}` }),
       SchedulingModule.forRoot({ metrics: false, retention: false, start: options.start, pauses: { pollMs: options.pausePollMs ?? 200 } }),
       JobsModule,
       ...(options.dynamic
-        ? [DynamicSchedulesModule.forRoot({ metrics: false, retention: false, changePollMs: 200 }) as DynamicModule, { module: class DynamicHandlers {}, providers: [TenantExportHandler] }]
+        ? [DynamicSchedulesModule.forRoot({ metrics: false, retention: false, changePollMs: 200 }), { module: class DynamicHandlers {}, providers: [TenantExportHandler] }]
         : []),
       JobSchedulerDashboardModule.forRoot({ path: options.path ?? '/jobs', authorize: testAuthorize, onAction: (entry) => actions.push(entry) }),
     ],

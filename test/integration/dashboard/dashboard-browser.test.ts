@@ -145,7 +145,7 @@ describeInBrowser('the dashboard in a real browser (chromium)', () => {
     await page.click('#run-filters button[type="submit"]');
     // Until the filtered page replaces the one shown before.
     const deadline = Date.now() + 30_000;
-    let rows: (string | null)[][] = [];
+    let rows: (string | null)[][];
     do {
       await sleep(50);
       rows = await page.$$eval('#runs tr[data-run]', (elements) => elements.map((element) => [element.children[1].textContent, element.children[3].textContent]));

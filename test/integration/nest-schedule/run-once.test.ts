@@ -332,7 +332,7 @@ describe('a tick whose holder vanished', () => {
       trigger: 'take-over',
       idempotencyKey: lock.idempotencyKey,
     });
-    expect(seen[0].execution?.fencingToken).toBeGreaterThan(lock.fencingToken as number);
+    expect(seen[0].execution?.fencingToken).toBeGreaterThan(lock.fencingToken);
     // The default lease of a tick is short (60 s) unless the method names one (30 s here).
     expect((await leaseRows('hourly-report.build'))[0]).toMatchObject({ status: 'SUCCESS', attempts: 2, leaseMs: 30_000 });
   });

@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { copyFileSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { createTestDatabase, type TestDatabase } from '../../support/test-database';
@@ -11,7 +11,7 @@ const npm = (args: string[], cwd: string) =>
 
 /** Exact versions of the peers, as this repository pins them (so installs come from the cache). */
 const pinned = (name: string): string => {
-  const { devDependencies } = require(join(root, 'package.json')) as { devDependencies: Record<string, string> };
+  const { devDependencies } = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { devDependencies: Record<string, string> };
   return `${name}@${devDependencies[name]}`;
 };
 const PEERS = ['@nestjs/common', '@nestjs/core', '@nestjs/typeorm', 'typeorm', 'pg', 'reflect-metadata', 'rxjs'];

@@ -1,4 +1,4 @@
-import { type DynamicModule, Module, type Type } from '@nestjs/common';
+import { Module, type Type } from '@nestjs/common';
 import { JobSchedulerStatus, JobSchedulerType, Scheduled, ScheduledJobsService, SchedulingModule } from '../../../src/features';
 import { buildLockKey } from '../../../src/features/job-scheduler/job-identity';
 import { FixedClock, ManualTimers } from '../../../src/features/testing';
@@ -52,7 +52,7 @@ describe('a scheduler with many declared jobs', () => {
     class JobsModule {}
     node = await startNestNode(database.url, {
       typeorm: { logging: ['query'], logger: counter },
-      imports: [SchedulingModule.forRoot({ metrics: false, timers, retention: false }) as DynamicModule, JobsModule],
+      imports: [SchedulingModule.forRoot({ metrics: false, timers, retention: false }), JobsModule],
     });
     const scheduler = node.app.get(ScheduledJobsService);
     await timers.advance(0);

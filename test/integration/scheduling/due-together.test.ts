@@ -1,4 +1,4 @@
-import { type DynamicModule, Module, type Type } from '@nestjs/common';
+import { Module, type Type } from '@nestjs/common';
 import { Scheduled, ScheduledJobsService, SchedulingModule } from '../../../src/features';
 import { claimBatchSize } from '../../../src/features/scheduling/fleet/claim-batcher';
 import { type NestNode, startNestNode } from '../../support/nest-node';
@@ -44,7 +44,7 @@ describe('jobs due at the same instant', () => {
           jobScheduler: { nodeId: `node-${index}` },
           typeorm: { logging: ['query'], logger: counter, poolSize: 10 },
           // Claimed at the instant (claims ahead, the default, have tests of their own: claim-ahead.test.ts).
-          imports: [SchedulingModule.forRoot({ metrics: false, retention: false, claimAheadMs: 0 }) as DynamicModule, JobsModule],
+          imports: [SchedulingModule.forRoot({ metrics: false, retention: false, claimAheadMs: 0 }), JobsModule],
         }),
       );
     }

@@ -1,4 +1,4 @@
-import { type DynamicModule, Module, type Provider, type Type } from '@nestjs/common';
+import { Module, type Provider, type Type } from '@nestjs/common';
 import { Registry } from 'prom-client';
 import {
   type JobExecution,
@@ -88,7 +88,7 @@ const schedulingNode = async (
   class JobsModule {}
   const node = await startNestNode(database.url, {
     jobScheduler: { nodeId: name, shutdownGraceMs: extra.shutdownGraceMs },
-    imports: [SchedulingModule.forRoot({ metrics: false, ...scheduling }) as DynamicModule, JobsModule],
+    imports: [SchedulingModule.forRoot({ metrics: false, ...scheduling }), JobsModule],
   });
   started.push(node);
   return Object.assign(node, { scheduler: node.app.get(ScheduledJobsService) });

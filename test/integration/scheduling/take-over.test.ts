@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import { type DynamicModule, Module, type Type } from '@nestjs/common';
+import { Module, type Type } from '@nestjs/common';
 import {
   type JobExecution,
   JobSchedulerService,
@@ -88,7 +88,7 @@ const observer = async (
   const node = await startNestNode(database.url, {
     typeorm,
     jobScheduler: { nodeId: 'observer' },
-    imports: [SchedulingModule.forRoot({ metrics: false, retention: false, takeOverScanMs: 300, ...scheduling }) as DynamicModule, JobsModule],
+    imports: [SchedulingModule.forRoot({ metrics: false, retention: false, takeOverScanMs: 300, ...scheduling }), JobsModule],
   });
   nodes.push(node);
   return Object.assign(node, { scheduler: node.app.get(ScheduledJobsService) });

@@ -1,4 +1,4 @@
-import { type DynamicModule, Module } from '@nestjs/common';
+import { Module } from '@nestjs/common';
 import {
   type DynamicScheduleExecution,
   DynamicSchedules,
@@ -57,7 +57,7 @@ export const startDynamicNode = async (url: string, name: string, options: Dynam
   const node = await startNestNode(url, {
     jobScheduler: { nodeId: name },
     typeorm: { logging: ['query'], logger: statements, poolSize },
-    imports: [DynamicSchedulesModule.forRoot({ metrics: false, retention: false, changePollMs: 200, ...options }) as DynamicModule, HandlersModule],
+    imports: [DynamicSchedulesModule.forRoot({ metrics: false, retention: false, changePollMs: 200, ...options }), HandlersModule],
   });
   return { ...node, name, schedules: node.app.get(DynamicSchedules), statements };
 };
