@@ -30,7 +30,8 @@ module.exports = {
     {
       name: 'run-below-the-service',
       severity: 'error',
-      comment: "The lease's run machinery (job-scheduler/run) gets the lease's operations through a port: it imports neither the service, the module nor operations/.",
+      comment:
+        "The lease's run machinery (job-scheduler/run) gets the lease's operations through a port: it imports neither the service, the module nor operations/.",
       from: { path: '^src/features/job-scheduler/run/' },
       to: { path: '^src/features/job-scheduler/(job-scheduler\\.(service|module|module-definition|standalone)\\.ts$|operations/)' },
     },

@@ -29,9 +29,7 @@ export class UpgradeJobSchedulerTableFrom111764547200001 implements MigrationInt
 
   async up(queryRunner: QueryRunner): Promise<void> {
     const { table, schemaLiteral, tableLiteral } = jobSchedulerTableNames(queryRunner);
-    await queryRunner.query(
-      `ALTER TABLE ${table} ${ADDED_COLUMNS.map(([column, type]) => `ADD COLUMN IF NOT EXISTS "${column}" ${type}`).join(', ')}`,
-    );
+    await queryRunner.query(`ALTER TABLE ${table} ${ADDED_COLUMNS.map(([column, type]) => `ADD COLUMN IF NOT EXISTS "${column}" ${type}`).join(', ')}`);
     const rows: { column_name: string }[] = await queryRunner.query(
       `SELECT column_name FROM information_schema.columns
        WHERE table_schema = ${schemaLiteral} AND table_name = ${tableLiteral}
@@ -39,9 +37,7 @@ export class UpgradeJobSchedulerTableFrom111764547200001 implements MigrationInt
     );
     const legacy = TIMESTAMPS.filter((column) => rows.some((row) => row.column_name === column));
     if (legacy.length > 0) {
-      await queryRunner.query(
-        `ALTER TABLE ${table} ${legacy.map((column) => `ALTER COLUMN "${column}" TYPE timestamptz`).join(', ')}`,
-      );
+      await queryRunner.query(`ALTER TABLE ${table} ${legacy.map((column) => `ALTER COLUMN "${column}" TYPE timestamptz`).join(', ')}`);
     }
   }
 

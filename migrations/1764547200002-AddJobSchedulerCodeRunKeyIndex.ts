@@ -12,9 +12,7 @@ export class AddJobSchedulerCodeRunKeyIndex1764547200002 implements MigrationInt
 
   async up(queryRunner: QueryRunner): Promise<void> {
     const { table } = jobSchedulerTableNames(queryRunner);
-    await queryRunner.query(
-      `CREATE INDEX IF NOT EXISTS "IDX_job_scheduler_code_run_key" ON ${table} ("code", "runKey" COLLATE "C")`,
-    );
+    await queryRunner.query(`CREATE INDEX IF NOT EXISTS "IDX_job_scheduler_code_run_key" ON ${table} ("code", "runKey" COLLATE "C")`);
   }
 
   async down(queryRunner: QueryRunner): Promise<void> {

@@ -13,9 +13,7 @@ export class AddJobSchedulerRunningIndex1764547200006 implements MigrationInterf
 
   async up(queryRunner: QueryRunner): Promise<void> {
     const { table } = jobSchedulerTableNames(queryRunner);
-    await queryRunner.query(
-      `CREATE INDEX IF NOT EXISTS "IDX_job_scheduler_running_modified_at" ON ${table} ("modifiedAt") WHERE "status" = 'RUNNING'`,
-    );
+    await queryRunner.query(`CREATE INDEX IF NOT EXISTS "IDX_job_scheduler_running_modified_at" ON ${table} ("modifiedAt") WHERE "status" = 'RUNNING'`);
   }
 
   async down(queryRunner: QueryRunner): Promise<void> {

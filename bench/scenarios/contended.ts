@@ -12,15 +12,7 @@ import type { Scenario } from './scenario';
 const NODE_COUNTS = [2, 8, 32] as const;
 /** Each node sends one statement at a time; a second connection lets nothing queue behind it. */
 const POOL_SIZE = 2;
-const VARIANTS: readonly LeaseVariant[] = [
-  LIBRARY,
-  LIBRARY_UNNAMED,
-  RAW,
-  RAW_FUNCTION,
-  TWO_STATEMENT,
-  TWO_STATEMENT_PREPARED,
-  DO_UPDATE,
-];
+const VARIANTS: readonly LeaseVariant[] = [LIBRARY, LIBRARY_UNNAMED, RAW, RAW_FUNCTION, TWO_STATEMENT, TWO_STATEMENT_PREPARED, DO_UPDATE];
 /** The goals for library ÷ two-statement (ticks/s). */
 const TARGETS: ReadonlyMap<number, number> = new Map([
   [2, 0.95],

@@ -75,18 +75,47 @@ export const dynamicSchedules: Scenario = {
         `SELECT pg_table_size('"job-schedule"')::float8 AS table, pg_indexes_size('"job-schedule"')::float8 AS indexes`,
       );
 
-      sheet.add(caseName, 'library', 'boot per instance', 'ms', booted.map((line) => line.bootMs));
-      sheet.add(caseName, 'library', 'statements at boot per instance', 'statements', booted.map((line) => line.bootStatements));
+      sheet.add(
+        caseName,
+        'library',
+        'boot per instance',
+        'ms',
+        booted.map((line) => line.bootMs),
+      );
+      sheet.add(
+        caseName,
+        'library',
+        'statements at boot per instance',
+        'statements',
+        booted.map((line) => line.bootStatements),
+      );
       sheet.add(caseName, 'library', 'start delay p50', 'ms', [percentile(delays, 50)]);
       sheet.add(caseName, 'library', 'start delay p99', 'ms', [percentile(delays, 99)]);
-      sheet.add(caseName, 'library', 'runs per instance', 'runs', figures.map((figure) => figure.startDelaysMs.length));
+      sheet.add(
+        caseName,
+        'library',
+        'runs per instance',
+        'runs',
+        figures.map((figure) => figure.startDelaysMs.length),
+      );
       sheet.add(caseName, 'library', 'statements per run (fleet)', 'statements', [statements / schedules]);
-      sheet.add(caseName, 'library', 'Node CPU per occurrence per instance', 'µs', figures.map((figure) => figure.windowCpuMicros / schedules));
+      sheet.add(
+        caseName,
+        'library',
+        'Node CPU per occurrence per instance',
+        'µs',
+        figures.map((figure) => figure.windowCpuMicros / schedules),
+      );
       sheet.add(caseName, 'library', 'schedule-table statements per instance per poll', 'statements', polls);
       sheet.add(caseName, 'library', 'job-schedule table + indexes', 'MB', [(size.table + size.indexes) / 1e6]);
 
       const once = delays.length === schedules && table.rows === schedules && table.succeeded === schedules && table.keys === schedules;
-      sheet.goal(`${caseName}: every occurrence once`, `${formatNumber(schedules)} runs`, `${delays.length} runs, ${table.succeeded}/${table.rows} rows SUCCESS`, once);
+      sheet.goal(
+        `${caseName}: every occurrence once`,
+        `${formatNumber(schedules)} runs`,
+        `${delays.length} runs, ${table.succeeded}/${table.rows} rows SUCCESS`,
+        once,
+      );
       const perRun = statements / schedules;
       sheet.goal(`${caseName}: statements per run across instances`, '≤ 1.5', perRun.toFixed(2), perRun <= 1.5);
       const p99 = percentile(delays, 99);

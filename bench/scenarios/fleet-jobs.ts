@@ -68,16 +68,39 @@ export const fleetJobs: Scenario = {
         [new Date(measureFrom).toISOString(), new Date(lastMeasured).toISOString()],
       );
 
-      sheet.add(caseName, 'library', 'statements at boot per instance', 'statements', results.map((result) => result.booted.bootStatements));
-      sheet.add(caseName, 'library', 'history reads at boot per instance', 'statements', results.map((result) => result.booted.historyStatements));
+      sheet.add(
+        caseName,
+        'library',
+        'statements at boot per instance',
+        'statements',
+        results.map((result) => result.booted.bootStatements),
+      );
+      sheet.add(
+        caseName,
+        'library',
+        'history reads at boot per instance',
+        'statements',
+        results.map((result) => result.booted.historyStatements),
+      );
       sheet.add(caseName, 'library', 'start delay p50', 'ms', [percentile(delays, 50)]);
       sheet.add(caseName, 'library', 'start delay p99', 'ms', [percentile(delays, 99)]);
-      sheet.add(caseName, 'library', 'runs per instance', 'runs', results.map((result) => result.figures.startDelaysMs.length));
+      sheet.add(
+        caseName,
+        'library',
+        'runs per instance',
+        'runs',
+        results.map((result) => result.figures.startDelaysMs.length),
+      );
       sheet.add(caseName, 'library', 'statements per run (fleet)', 'statements', [statements / runs]);
       sheet.add(caseName, 'library', 'Node CPU per occurrence per instance', 'µs', cpuMicros);
 
       const once = delays.length === runs && table.rows === runs && table.succeeded === runs && table.keys === runs;
-      sheet.goal(`${caseName}: every occurrence once`, `${formatNumber(runs)} runs`, `${delays.length} runs, ${table.succeeded}/${table.rows} rows SUCCESS`, once);
+      sheet.goal(
+        `${caseName}: every occurrence once`,
+        `${formatNumber(runs)} runs`,
+        `${delays.length} runs, ${table.succeeded}/${table.rows} rows SUCCESS`,
+        once,
+      );
       const history = Math.max(...results.map((result) => result.booted.historyStatements));
       sheet.goal(`${caseName}: missed-history at boot`, '1 statement per instance', `${history}`, history === 1);
       const p99 = percentile(delays, 99);

@@ -13,4 +13,17 @@ import { uncontended } from './uncontended';
 import type { Scenario } from './scenario';
 
 /** Every scenario, in the order a full run measures them. */
-export const SCENARIOS: readonly Scenario[] = [roundTrips, uncontended, contended, tableGrowth, retentionChurn, heartbeat, peer, pooler, tenants, fleetJobs, dynamicSchedules, dashboard];
+export const SCENARIOS: readonly Scenario[] = [
+  roundTrips,
+  uncontended,
+  contended,
+  tableGrowth,
+  retentionChurn,
+  heartbeat,
+  peer,
+  pooler,
+  tenants,
+  fleetJobs,
+  dynamicSchedules,
+  dashboard,
+];

@@ -46,7 +46,12 @@ export const peer: Scenario = {
       const caseName = `contended, ${count} nodes`;
       if (!(await hasConnectionsFor(database, count * VARIANTS.length, caseName, sheet))) continue;
       log(`peer: ${caseName}`);
-      const results = await measureTicksOnNodes(VARIANTS, count, { url: database.url, poolSize: CONTENDED_POOL_SIZE, sizes: { repetitions, slices, sliceMs }, warmUpMs });
+      const results = await measureTicksOnNodes(VARIANTS, count, {
+        url: database.url,
+        poolSize: CONTENDED_POOL_SIZE,
+        sizes: { repetitions, slices, sliceMs },
+        warmUpMs,
+      });
       addTickFigures(sheet, caseName, results);
       const ratio = addTickRatio(sheet, caseName, results, LIBRARY, ADVISORY_LOCK);
       addTickRatio(sheet, caseName, results, LIBRARY_UNNAMED, ADVISORY_LOCK);

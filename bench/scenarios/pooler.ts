@@ -43,9 +43,7 @@ export const pooler: Scenario = {
     const direct = [LIBRARY_UNNAMED, TWO_STATEMENT, RAW];
     let bouncer: PgBouncer | undefined;
     if (findPgBouncer()) {
-      bouncer = cleanup.add(await startPgBouncer(database.url, { poolMode: 'transaction', poolSize: SERVER_CONNECTIONS }), (started) =>
-        started.stop(),
-      );
+      bouncer = cleanup.add(await startPgBouncer(database.url, { poolMode: 'transaction', poolSize: SERVER_CONNECTIONS }), (started) => started.stop());
     } else {
       sheet.note('PgBouncer is not installed (apt-get install pgbouncer): only the direct figures were measured.');
       sheet.goal('measured through PgBouncer', 'pgbouncer installed', 'skipped', null);

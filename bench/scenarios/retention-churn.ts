@@ -91,7 +91,13 @@ interface CaseRun {
   indexScans: Map<string, number>;
 }
 
-const measureCase = async (churnCase: ChurnCase, sizes: Sizes, repetitions: number, cleanup: CleanupStack, log: (message: string) => void): Promise<CaseRun> => {
+const measureCase = async (
+  churnCase: ChurnCase,
+  sizes: Sizes,
+  repetitions: number,
+  cleanup: CleanupStack,
+  log: (message: string) => void,
+): Promise<CaseRun> => {
   const database = await createBenchDatabase(cleanup, churnCase.setup.migrations);
   const table = await openTableProbe(database, cleanup);
   const walPosition = await openWalProbe(database, cleanup);
@@ -166,7 +172,12 @@ const report = (sheet: FigureSheet, churnCase: ChurnCase, run: CaseRun, quick: b
   for (const condition of [WITH_PRUNING, WITHOUT_PRUNING]) sheet.add(caseName, condition.name, 'p50 acquire', 'ms', run.p50.get(condition) ?? []);
   const withP99 = sheet.add(caseName, WITH_PRUNING.name, 'p99 acquire', 'ms', run.p99.get(WITH_PRUNING) ?? []);
   const withoutP99 = sheet.add(caseName, WITHOUT_PRUNING.name, 'p99 acquire', 'ms', run.p99.get(WITHOUT_PRUNING) ?? []);
-  const pairs = sheet.addRatio(caseName, 'with ÷ without pruning', 'p99 acquire ratio, adjacent slices', pairedRatios(run.p99.get(WITH_PRUNING) ?? [], run.p99.get(WITHOUT_PRUNING) ?? []));
+  const pairs = sheet.addRatio(
+    caseName,
+    'with ÷ without pruning',
+    'p99 acquire ratio, adjacent slices',
+    pairedRatios(run.p99.get(WITH_PRUNING) ?? [], run.p99.get(WITHOUT_PRUNING) ?? []),
+  );
   const ratio = withP99.median / withoutP99.median;
   sheet.add(caseName, variant, 'runs not started (generator behind)', '', [run.skipped]);
   sheet.add(caseName, variant, 'HOT updates (heartbeat + complete)', '%', [run.hotShare * 100]);
@@ -179,7 +190,12 @@ const report = (sheet: FigureSheet, churnCase: ChurnCase, run: CaseRun, quick: b
     run.rate < churnCase.target
       ? ` (generated at most ${formatNumber(run.rate)}/s: ${HEADROOM * 100}% of this machine's closed-loop maximum of ${formatNumber(run.maximum)} full cycles/s; the target rate was not reached)`
       : '';
-  sheet.goal(`arrival rate, ${caseName}`, `≥ 95% of ${formatNumber(churnCase.target)} runs/s`, `${formatSpread(arrivals, 'runs/s')}${capped}`, quick ? null : arrivals.median >= 0.95 * churnCase.target);
+  sheet.goal(
+    `arrival rate, ${caseName}`,
+    `≥ 95% of ${formatNumber(churnCase.target)} runs/s`,
+    `${formatSpread(arrivals, 'runs/s')}${capped}`,
+    quick ? null : arrivals.median >= 0.95 * churnCase.target,
+  );
   const keepsUp = spread(run.windows.map((window, index) => window.pruneCapacity / run.arrivals[index]));
   sheet.goal(
     `prune rate ≥ arrival rate, ${caseName}`,

@@ -77,9 +77,7 @@ const measureLibrary = (jobs: JobSchedulerService, setup: LibrarySetup, walPosit
 
 /** A baseline's acquire as winner and as loser (from a second node), and the winner's complete. */
 const measureBaseline = async (variant: LeaseVariant, url: string, walPosition: WalProbe, cleanup: CleanupStack) => {
-  const [winnerNode, loserNode] = await Promise.all(
-    [0, 1].map((index) => variant.start({ url, nodeId: `${variant.name}-${index}`, poolSize: 2, cleanup })),
-  );
+  const [winnerNode, loserNode] = await Promise.all([0, 1].map((index) => variant.start({ url, nodeId: `${variant.name}-${index}`, poolSize: 2, cleanup })));
   return async (): Promise<Costs> => {
     const costs: Costs = new Map();
     const record = recorder(costs, walPosition);
@@ -115,22 +113,34 @@ export const roundTrips: Scenario = {
     for (const [variant, runs] of results) {
       for (const operation of runs[0]?.keys() ?? []) {
         const costs = costsOf(runs, operation);
-        sheet.add(operation, variant.name, 'statements', '', costs.map((cost) => cost.statements));
-        sheet.add(operation, variant.name, 'WAL', 'bytes', costs.map((cost) => cost.walBytes));
+        sheet.add(
+          operation,
+          variant.name,
+          'statements',
+          '',
+          costs.map((cost) => cost.statements),
+        );
+        sheet.add(
+          operation,
+          variant.name,
+          'WAL',
+          'bytes',
+          costs.map((cost) => cost.walBytes),
+        );
       }
     }
     const library = results.get(variants[0]) ?? [];
     for (const [operation, expected] of LIBRARY_GOALS) {
       const counts = costsOf(library, operation).map((cost) => cost.statements);
-      sheet.goal(`statements: ${operation}`, `${expected}`, counts.join(', '), counts.every((count) => count === expected));
+      sheet.goal(
+        `statements: ${operation}`,
+        `${expected}`,
+        counts.join(', '),
+        counts.every((count) => count === expected),
+      );
     }
     const loserWal = spread(costsOf(library, 'acquire (loser)').map((cost) => cost.walBytes));
-    sheet.goal(
-      'acquire (loser) writes no WAL, so takes no row lock',
-      'median 0 bytes',
-      formatSpread(loserWal, 'bytes'),
-      loserWal.median === 0,
-    );
+    sheet.goal('acquire (loser) writes no WAL, so takes no row lock', 'median 0 bytes', formatSpread(loserWal, 'bytes'), loserWal.median === 0);
 
     const { samples } = quick ? SIZES.quick : SIZES.full;
     log(`round-trips: server time of each statement, ${samples} samples x ${repetitions} repetitions`);

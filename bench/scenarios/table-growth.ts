@@ -84,13 +84,18 @@ export const tableGrowth: Scenario = {
     log(`table-growth: ${tables.length} sizes x ${repetitions} x ${sizes.slices} x ${sizes.sliceMs} ms`);
     const results = await interleave(tables, { repetitions, slices: sizes.slices }, (table) => measureCycles(table, sizes.sliceMs), mergeSamples);
     for (const [table, samples] of results) {
-      const add = (metric: string, pick: (sample: GrowthSample) => number) =>
-        sheet.add(rowsLabel(table.rows), SHIPPED.name, metric, 'ms', samples.map(pick));
+      const add = (metric: string, pick: (sample: GrowthSample) => number) => sheet.add(rowsLabel(table.rows), SHIPPED.name, metric, 'ms', samples.map(pick));
       add('p50 acquire', (sample) => percentile(sample.acquireMs, 50));
       add('p99 acquire', (sample) => percentile(sample.acquireMs, 99));
       add('p50 complete', (sample) => percentile(sample.completeMs, 50));
       add('p99 complete', (sample) => percentile(sample.completeMs, 99));
-      sheet.add(rowsLabel(table.rows), SHIPPED.name, 'cycles per repetition', '', samples.map((sample) => sample.acquireMs.length));
+      sheet.add(
+        rowsLabel(table.rows),
+        SHIPPED.name,
+        'cycles per repetition',
+        '',
+        samples.map((sample) => sample.acquireMs.length),
+      );
     }
 
     const smallest = results.get(tables[0]) ?? [];
@@ -109,7 +114,9 @@ export const tableGrowth: Scenario = {
         }
       }
     }
-    const largestSize = sheet.figures.find((figure) => figure.case === rowsLabel(tables[tables.length - 1].rows) && figure.metric === 'table + indexes per 1e6 rows');
+    const largestSize = sheet.figures.find(
+      (figure) => figure.case === rowsLabel(tables[tables.length - 1].rows) && figure.metric === 'table + indexes per 1e6 rows',
+    );
     sheet.goal('table + indexes per 1e6 rows', 'reported', largestSize ? `${formatNumber(largestSize.spread.median)} MiB` : 'n/a', null);
 
     await addRunFootprints(sheet, sizes.footprint, log);

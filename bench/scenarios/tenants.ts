@@ -161,7 +161,9 @@ export const tenants: Scenario = {
           const result = await measureRound(database, instances, tenantCount, jobName, mode);
           if (result.problem) checks.push(`${caseName}, ${mode}, round ${round + 1}: ${result.problem}`);
           measured.get(mode)!.push(result);
-          log(`tenants: ${caseName}, ${mode}, round ${round + 1}: ${result.wallMs} ms, ${result.statementsPerRun.toFixed(3)} statements per run; ${result.detail}`);
+          log(
+            `tenants: ${caseName}, ${mode}, round ${round + 1}: ${result.wallMs} ms, ${result.statementsPerRun.toFixed(3)} statements per run; ${result.detail}`,
+          );
         }
       }
       await Promise.all(instances.map((instance) => instance.close()));
@@ -169,18 +171,48 @@ export const tenants: Scenario = {
       for (const [mode, measurements] of measured) {
         if (measurements.length === 0) continue;
         const variant = mode === 'fan-out' ? 'library' : 'one-at-a-time';
-        sheet.add(caseName, variant, 'wall, due instant to last run', 'ms', measurements.map((m) => m.wallMs));
-        sheet.add(caseName, variant, 'statements per tenant-run (all instances)', '', measurements.map((m) => m.statementsPerRun));
-        sheet.add(caseName, variant, 'Node CPU per tenant-run (all instances)', 'ms', measurements.map((m) => m.cpuMsPerRun));
+        sheet.add(
+          caseName,
+          variant,
+          'wall, due instant to last run',
+          'ms',
+          measurements.map((m) => m.wallMs),
+        );
+        sheet.add(
+          caseName,
+          variant,
+          'statements per tenant-run (all instances)',
+          '',
+          measurements.map((m) => m.statementsPerRun),
+        );
+        sheet.add(
+          caseName,
+          variant,
+          'Node CPU per tenant-run (all instances)',
+          'ms',
+          measurements.map((m) => m.cpuMsPerRun),
+        );
         const once = measurements.every((m) => m.exactlyOnce);
         sheet.goal(`${caseName}, ${variant}: every tenant exactly once`, 'every round', once ? 'every round' : 'NOT every round', once);
       }
       const fanOut = measured.get('fan-out')!;
       const wall = spread(fanOut.map((m) => m.wallMs));
       const perRun = spread(fanOut.map((m) => m.statementsPerRun));
-      sheet.add(caseName, 'library', 'claim statements per tenant-run', '', fanOut.map((m) => m.claimsPerRun));
+      sheet.add(
+        caseName,
+        'library',
+        'claim statements per tenant-run',
+        '',
+        fanOut.map((m) => m.claimsPerRun),
+      );
       const peak = Math.max(...fanOut.map((m) => m.peakConcurrency));
-      sheet.add(caseName, 'library', 'peak tenants at once on one instance', '', fanOut.map((m) => m.peakConcurrency));
+      sheet.add(
+        caseName,
+        'library',
+        'peak tenants at once on one instance',
+        '',
+        fanOut.map((m) => m.peakConcurrency),
+      );
       sheet.goal(`${caseName}: at most ${concurrency} tenants at once per instance`, `≤ ${concurrency}`, String(peak), peak <= concurrency);
       const baseline = measured.get('one-at-a-time')!;
       if (baseline.length > 0) {
@@ -202,7 +234,10 @@ export const tenants: Scenario = {
     );
     return {
       sizes: cases
-        .map((c) => `${formatNumber(c.tenants)} tenants on ${c.instances} instance(s), tenantConcurrency ${c.concurrency}, ${Math.min(repetitions, c.rounds)} round(s)${c.baselineRounds > 0 ? ` (${Math.min(repetitions, c.baselineRounds)} with one-at-a-time)` : ''}`)
+        .map(
+          (c) =>
+            `${formatNumber(c.tenants)} tenants on ${c.instances} instance(s), tenantConcurrency ${c.concurrency}, ${Math.min(repetitions, c.rounds)} round(s)${c.baselineRounds > 0 ? ` (${Math.min(repetitions, c.baselineRounds)} with one-at-a-time)` : ''}`,
+        )
         .join('; '),
       variants: {
         library: 'tenants claimed in batches (acquireBatch), run tenantConcurrency at a time per instance',

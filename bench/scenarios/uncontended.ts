@@ -10,15 +10,7 @@ import type { Scenario } from './scenario';
 const CALLERS = [1, 8] as const;
 /** TypeORM's (and pg's) default pool size, for every variant: more than the callers, so none queues. */
 const POOL_SIZE = 10;
-const VARIANTS: readonly LeaseVariant[] = [
-  LIBRARY,
-  LIBRARY_WITHOUT_TELEMETRY,
-  LIBRARY_UNNAMED,
-  RAW,
-  RAW_PREPARED,
-  RAW_FUNCTION,
-  RAW_FUNCTION_PREPARED,
-];
+const VARIANTS: readonly LeaseVariant[] = [LIBRARY, LIBRARY_WITHOUT_TELEMETRY, LIBRARY_UNNAMED, RAW, RAW_PREPARED, RAW_FUNCTION, RAW_FUNCTION_PREPARED];
 const SIZES = {
   full: { slices: 4, sliceMs: 250, warmUpMs: 500 },
   quick: { slices: 1, sliceMs: 150, warmUpMs: 100 },

@@ -21,9 +21,4 @@ export const RAW_FUNCTION = rawVariant(
 );
 
 /** Named prepared calls of the function, to compare with the named statement itself (raw+prepared). */
-export const RAW_FUNCTION_PREPARED = rawVariant(
-  'raw-function+prepared',
-  "raw pg: the library's acquire function, named prepared calls",
-  true,
-  throughFunction,
-);
+export const RAW_FUNCTION_PREPARED = rawVariant('raw-function+prepared', "raw pg: the library's acquire function, named prepared calls", true, throughFunction);

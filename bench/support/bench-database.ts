@@ -46,9 +46,7 @@ export const openWalProbe = async (database: TestDatabase, cleanup: CleanupStack
   await client.connect();
   cleanup.add(client, (connected) => connected.end());
   return async () => {
-    const { rows } = await client.query<{ bytes: string }>(
-      "SELECT pg_wal_lsn_diff(pg_current_wal_insert_lsn(), '0/0')::bigint::text AS bytes",
-    );
+    const { rows } = await client.query<{ bytes: string }>("SELECT pg_wal_lsn_diff(pg_current_wal_insert_lsn(), '0/0')::bigint::text AS bytes");
     return BigInt(rows[0].bytes);
   };
 };

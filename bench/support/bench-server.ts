@@ -8,15 +8,7 @@ export interface ServerDescription {
   settings: Record<string, string>;
 }
 
-const REPORTED_SETTINGS = [
-  'fsync',
-  'synchronous_commit',
-  'full_page_writes',
-  'wal_sync_method',
-  'shared_buffers',
-  'max_connections',
-  'jit',
-] as const;
+const REPORTED_SETTINGS = ['fsync', 'synchronous_commit', 'full_page_writes', 'wal_sync_method', 'shared_buffers', 'max_connections', 'jit'] as const;
 
 /**
  * `DATABASE_URL` when set, else an embedded PostgreSQL started here with durability on
@@ -25,9 +17,7 @@ const REPORTED_SETTINGS = [
  */
 export const startBenchServer = async (): Promise<PostgresServer> => {
   const external = process.env.DATABASE_URL;
-  const server: PostgresServer = external
-    ? { url: external, kind: 'external', stop: async () => undefined }
-    : await startEmbeddedPostgres({ fast: false });
+  const server: PostgresServer = external ? { url: external, kind: 'external', stop: async () => undefined } : await startEmbeddedPostgres({ fast: false });
   process.env.DATABASE_URL = server.url;
   return server;
 };
@@ -38,10 +28,9 @@ export const describeServer = async (server: PostgresServer): Promise<ServerDesc
   try {
     const version = (await client.query<{ server_version: string }>('SHOW server_version')).rows[0].server_version;
     const rows = (
-      await client.query<{ name: string; setting: string }>(
-        'SELECT name, current_setting(name) AS setting FROM unnest($1::text[]) AS name',
-        [REPORTED_SETTINGS],
-      )
+      await client.query<{ name: string; setting: string }>('SELECT name, current_setting(name) AS setting FROM unnest($1::text[]) AS name', [
+        REPORTED_SETTINGS,
+      ])
     ).rows;
     const settings = Object.fromEntries(rows.map((row) => [row.name, row.setting]));
     return { kind: server.kind, version: `PostgreSQL ${version}`, settings };

@@ -80,7 +80,7 @@ export const startChurnLoad = (nodes: readonly JobSchedulerService[], options: C
     const limit = options.runs ?? Number.POSITIVE_INFINITY;
     while (!stopping && failure === undefined && started + skipped < limit) {
       const due = Math.min(limit, Math.floor(((performance.now() - begun) / 1000) * options.ratePerSecond));
-      for (; started + skipped < due; ) {
+      for (; started + skipped < due;) {
         if (inFlight.size >= options.maxInFlight) skipped++;
         else {
           startOne();

@@ -10,11 +10,7 @@ export interface ClosedLoopResult {
  * `callers` concurrent callers, each running `operation` back to back until `durationMs` has
  * passed (a closed loop: a caller sends its next operation when the previous one returns).
  */
-export const runClosedLoop = async (
-  callers: number,
-  durationMs: number,
-  operation: (caller: number) => Promise<void>,
-): Promise<ClosedLoopResult> => {
+export const runClosedLoop = async (callers: number, durationMs: number, operation: (caller: number) => Promise<void>): Promise<ClosedLoopResult> => {
   const latenciesMs: number[] = [];
   const cpuBefore = process.cpuUsage();
   const started = performance.now();

@@ -46,9 +46,27 @@ export const measureCycles = (nodes: ReadonlyMap<LeaseVariant, LeaseNode>, sizes
 export const addCycleFigures = (sheet: FigureSheet, caseName: string, results: CycleResults): void => {
   for (const [variant, runs] of results) {
     sheet.add(caseName, variant.name, 'cycles/s', '', runs.map(perSecond));
-    sheet.add(caseName, variant.name, 'p50 cycle', 'ms', runs.map((run) => percentile(run.latenciesMs, 50)));
-    sheet.add(caseName, variant.name, 'p99 cycle', 'ms', runs.map((run) => percentile(run.latenciesMs, 99)));
-    sheet.add(caseName, variant.name, 'Node CPU per cycle', 'µs', runs.map((run) => run.cpuMicros / run.operations));
+    sheet.add(
+      caseName,
+      variant.name,
+      'p50 cycle',
+      'ms',
+      runs.map((run) => percentile(run.latenciesMs, 50)),
+    );
+    sheet.add(
+      caseName,
+      variant.name,
+      'p99 cycle',
+      'ms',
+      runs.map((run) => percentile(run.latenciesMs, 99)),
+    );
+    sheet.add(
+      caseName,
+      variant.name,
+      'Node CPU per cycle',
+      'µs',
+      runs.map((run) => run.cpuMicros / run.operations),
+    );
   }
 };
 

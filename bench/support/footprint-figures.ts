@@ -49,8 +49,23 @@ export const addRunFootprints = async (sheet: FigureSheet, sizes: FootprintSizes
     const bytesRatio = sheet.addRatio(caseName, label, 'table + indexes ratio', pairedRatios(bytes(after), bytes(before)));
     const walRatio = sheet.addRatio(caseName, label, 'WAL ratio', pairedRatios(wal(after), wal(before)));
     const spreadOf = (values: number[], unit: string) => formatSpread(spread(values), unit);
-    sheet.goal(`table + indexes per run, ${caseName}`, `reported (${BEFORE_TUNING.name} → ${TUNED.name})`, `${spreadOf(bytes(before), 'bytes')} → ${spreadOf(bytes(after), 'bytes')} (${formatSpread(bytesRatio, 'x')})`, null);
-    sheet.goal(`WAL per run, ${caseName}`, `reported (${BEFORE_TUNING.name} → ${TUNED.name})`, `${spreadOf(wal(before), 'bytes')} → ${spreadOf(wal(after), 'bytes')} (${formatSpread(walRatio, 'x')})`, null);
-    sheet.goal(`HOT updates, ${caseName}`, `reported (${BEFORE_TUNING.name} → ${TUNED.name})`, `${spreadOf(hot(before), '%')} → ${spreadOf(hot(after), '%')}`, null);
+    sheet.goal(
+      `table + indexes per run, ${caseName}`,
+      `reported (${BEFORE_TUNING.name} → ${TUNED.name})`,
+      `${spreadOf(bytes(before), 'bytes')} → ${spreadOf(bytes(after), 'bytes')} (${formatSpread(bytesRatio, 'x')})`,
+      null,
+    );
+    sheet.goal(
+      `WAL per run, ${caseName}`,
+      `reported (${BEFORE_TUNING.name} → ${TUNED.name})`,
+      `${spreadOf(wal(before), 'bytes')} → ${spreadOf(wal(after), 'bytes')} (${formatSpread(walRatio, 'x')})`,
+      null,
+    );
+    sheet.goal(
+      `HOT updates, ${caseName}`,
+      `reported (${BEFORE_TUNING.name} → ${TUNED.name})`,
+      `${spreadOf(hot(before), '%')} → ${spreadOf(hot(after), '%')}`,
+      null,
+    );
   }
 };

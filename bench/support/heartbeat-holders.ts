@@ -26,25 +26,27 @@ export interface LeaseHolder {
 }
 
 /** runExclusive of the library, set up one way or another. */
-export const libraryHolder = (setup: LibrarySetup) => async (context: NodeContext): Promise<LeaseHolder> => {
-  const jobs = await startLibraryNode(context, setup);
-  return {
-    name: setup.name,
-    description: setup.description,
-    hold: async ({ leases, leaseMs, heartbeatMs, onStarted, until }) => {
-      await Promise.all(
-        Array.from({ length: leases }, async () => {
-          const runKey = freshRunKey(setup.name);
-          const result = await jobs.runExclusive({ code: HEARTBEAT_CODE, runKey, leaseMs, heartbeatMs }, async (lease) => {
-            onStarted(lease.id);
-            await until;
-          });
-          if (!result.acquired) throw new Error(`${setup.name}: a fresh run was not acquired`);
-        }),
-      );
-    },
+export const libraryHolder =
+  (setup: LibrarySetup) =>
+  async (context: NodeContext): Promise<LeaseHolder> => {
+    const jobs = await startLibraryNode(context, setup);
+    return {
+      name: setup.name,
+      description: setup.description,
+      hold: async ({ leases, leaseMs, heartbeatMs, onStarted, until }) => {
+        await Promise.all(
+          Array.from({ length: leases }, async () => {
+            const runKey = freshRunKey(setup.name);
+            const result = await jobs.runExclusive({ code: HEARTBEAT_CODE, runKey, leaseMs, heartbeatMs }, async (lease) => {
+              onStarted(lease.id);
+              await until;
+            });
+            if (!result.acquired) throw new Error(`${setup.name}: a fresh run was not acquired`);
+          }),
+        );
+      },
+    };
   };
-};
 
 /**
  * The baseline: raw pg with the library's statements and the library's own heartbeat loop

@@ -3,11 +3,7 @@ import type { BenchReport, GoalCheck, ScenarioReport } from './report';
 
 const row = (cells: readonly string[]): string => `| ${cells.map((cell) => cell.replace(/\|/g, '\\|')).join(' | ')} |`;
 
-const table = (header: readonly string[], rows: readonly (readonly string[])[]): string[] => [
-  row(header),
-  row(header.map(() => '---')),
-  ...rows.map(row),
-];
+const table = (header: readonly string[], rows: readonly (readonly string[])[]): string[] => [row(header), row(header.map(() => '---')), ...rows.map(row)];
 
 const verdict = (goal: GoalCheck): string => (goal.met === null ? 'n/a' : goal.met ? 'met' : '**missed**');
 
@@ -23,7 +19,9 @@ const header = (report: BenchReport): string[] => {
     `- Command: \`${report.command}\`${report.quick ? ' (quick: short runs, figures are indicative only)' : ''}`,
     `- Machine: ${machine.cores} cores (${machine.cpuModel}), ${machine.memoryGiB} GiB, ${machine.platform}, Node ${machine.node}`,
     `- Server: ${server.version} (${server.kind}; ${settings})`,
-    `- Packages: ${Object.entries(report.packages).map(([name, version]) => `${name} ${version}`).join(', ')}`,
+    `- Packages: ${Object.entries(report.packages)
+      .map(([name, version]) => `${name} ${version}`)
+      .join(', ')}`,
     `- Run: ${report.startedAt}, ${formatNumber(report.seconds / 60)} min in total`,
     '',
     'Each figure is the median (min–max) over repetitions interleaved with the other variants',
@@ -37,9 +35,7 @@ const goalsSection = (report: BenchReport): string[] => [
   '',
   ...table(
     ['Scenario', 'Goal', 'Target', 'Measured', 'Verdict'],
-    report.scenarios.flatMap((scenario) =>
-      scenario.goals.map((goal) => [scenario.name, goal.goal, goal.target, goal.measured, verdict(goal)]),
-    ),
+    report.scenarios.flatMap((scenario) => scenario.goals.map((goal) => [scenario.name, goal.goal, goal.target, goal.measured, verdict(goal)])),
   ),
 ];
 

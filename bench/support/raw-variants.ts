@@ -100,15 +100,5 @@ export const TWO_STATEMENT = rawVariant(
   false,
   twoStatements,
 );
-export const TWO_STATEMENT_PREPARED = rawVariant(
-  'two-statement+prepared',
-  'raw pg: the 1.1 algorithm with named prepared statements',
-  true,
-  twoStatements,
-);
-export const DO_UPDATE = rawVariant(
-  'do-update',
-  'raw pg: one INSERT ... ON CONFLICT DO UPDATE ... WHERE statement',
-  false,
-  upsert,
-);
+export const TWO_STATEMENT_PREPARED = rawVariant('two-statement+prepared', 'raw pg: the 1.1 algorithm with named prepared statements', true, twoStatements);
+export const DO_UPDATE = rawVariant('do-update', 'raw pg: one INSERT ... ON CONFLICT DO UPDATE ... WHERE statement', false, upsert);

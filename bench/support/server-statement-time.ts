@@ -44,20 +44,13 @@ const installParseTimer = async (client: Client): Promise<void> => {
  * between), planning and execution by EXPLAIN ANALYZE. `next` gives the statement to run each
  * time (fresh values for a winner). Medians of `samples` runs.
  */
-const measureServerStatementTime = async (
-  client: Client,
-  next: () => SqlStatement,
-  samples: number,
-): Promise<ServerStatementTime> => {
+const measureServerStatementTime = async (client: Client, next: () => SqlStatement, samples: number): Promise<ServerStatementTime> => {
   const { rows } = await client.query<{ ms: number }>('SELECT pg_temp.bench_parse_ms($1, $2) AS ms', [next().text, samples]);
   const planning: number[] = [];
   const execution: number[] = [];
   for (let sample = 0; sample < samples; sample++) {
     const statement = next();
-    const result = await client.query<{ 'QUERY PLAN': ExplainOutput[] }>(
-      `EXPLAIN (ANALYZE, SUMMARY, FORMAT JSON) ${statement.text}`,
-      statement.values,
-    );
+    const result = await client.query<{ 'QUERY PLAN': ExplainOutput[] }>(`EXPLAIN (ANALYZE, SUMMARY, FORMAT JSON) ${statement.text}`, statement.values);
     const [output] = result.rows[0]['QUERY PLAN'];
     planning.push(output['Planning Time']);
     execution.push(output['Execution Time']);

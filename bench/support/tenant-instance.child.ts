@@ -71,7 +71,16 @@ const runOneAtATime = async (jobs: JobSchedulerService, name: string, dueAt: num
   }
   const cpu = process.cpuUsage(cpuBefore);
   stopCounting();
-  return { nodeId, succeeded, skipped, failed: tenants.length - succeeded - skipped, statements, lastRecordAt: Date.now(), peakConcurrency: 1, cpuMs: (cpu.user + cpu.system) / 1000 };
+  return {
+    nodeId,
+    succeeded,
+    skipped,
+    failed: tenants.length - succeeded - skipped,
+    statements,
+    lastRecordAt: Date.now(),
+    peakConcurrency: 1,
+    cpuMs: (cpu.user + cpu.system) / 1000,
+  };
 };
 
 const runOccurrence = async (jobs: JobSchedulerService, name: string, dueAt: number): Promise<TenantInstanceReport> => {
@@ -110,7 +119,16 @@ const runOccurrence = async (jobs: JobSchedulerService, name: string, dueAt: num
   stopCounting();
   await engine.stop();
   const count = (outcome: JobRunRecord['outcome']) => records.filter((record) => record.outcome === outcome).length;
-  return { nodeId, succeeded: count('succeeded'), skipped: count('skipped-locked'), failed: count('failed'), statements, lastRecordAt, peakConcurrency, cpuMs: (cpu.user + cpu.system) / 1000 };
+  return {
+    nodeId,
+    succeeded: count('succeeded'),
+    skipped: count('skipped-locked'),
+    failed: count('failed'),
+    statements,
+    lastRecordAt,
+    peakConcurrency,
+    cpuMs: (cpu.user + cpu.system) / 1000,
+  };
 };
 
 const main = async (): Promise<void> => {

@@ -76,12 +76,7 @@ export type TickResults = Map<LeaseVariant, TickResult[]>;
 /** Warms every variant's nodes (connections, prepared statements), then races ticks, interleaved. */
 export const measureTicks = async (nodes: ReadonlyMap<LeaseVariant, LeaseNode[]>, sizes: TickSizes, warmUpMs: number): Promise<TickResults> => {
   for (const [variant, group] of nodes) await raceTicks(group, warmUpMs, `${variant.name}-warm`);
-  return interleave(
-    [...nodes.keys()],
-    sizes,
-    (variant) => raceTicks(nodes.get(variant) ?? [], sizes.sliceMs, variant.name),
-    mergeTicks,
-  );
+  return interleave([...nodes.keys()], sizes, (variant) => raceTicks(nodes.get(variant) ?? [], sizes.sliceMs, variant.name), mergeTicks);
 };
 
 /** Starts `count` nodes of every variant (pools of `poolSize`), measures their ticks with measureTicks, and closes the nodes. */

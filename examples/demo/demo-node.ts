@@ -3,14 +3,7 @@ import { Injectable, Module } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { InjectDataSource, TypeOrmModule } from '@nestjs/typeorm';
 import type { DataSource } from 'typeorm';
-import {
-  type JobExecution,
-  JobScheduler,
-  JobSchedulerModule,
-  Scheduled,
-  ScheduledJobsService,
-  SchedulingModule,
-} from '../../src/features';
+import { type JobExecution, JobScheduler, JobSchedulerModule, Scheduled, ScheduledJobsService, SchedulingModule } from '../../src/features';
 import type { DemoMessage } from './demo-messages';
 
 const node = process.env.DEMO_NODE ?? 'node';
@@ -26,10 +19,11 @@ const sleep = (ms: number, signal?: AbortSignal) =>
 
 /** The side effect, done the way the README says: keyed by the idempotency key, inserted once. */
 const recordSideEffect = (dataSource: DataSource, idempotencyKey: string, tick: string) =>
-  dataSource.query(
-    `INSERT INTO demo_side_effect ("idempotencyKey", tick, node) VALUES ($1, $2, $3) ON CONFLICT ("idempotencyKey") DO NOTHING`,
-    [idempotencyKey, tick, node],
-  );
+  dataSource.query(`INSERT INTO demo_side_effect ("idempotencyKey", tick, node) VALUES ($1, $2, $3) ON CONFLICT ("idempotencyKey") DO NOTHING`, [
+    idempotencyKey,
+    tick,
+    node,
+  ]);
 
 /**
  * Every 2 s one node (whichever takes the lease first, after up to 300 ms of jitter) syncs that

@@ -38,9 +38,7 @@ const prepareDatabase = async (serverUrl: string): Promise<{ url: string; drop: 
   const dataSource = new DataSource({ type: 'postgres', url: url.toString(), entities: [JobScheduler], migrations: [...JobSchedulerMigrations] });
   await dataSource.initialize();
   await dataSource.runMigrations();
-  await dataSource.query(
-    `CREATE TABLE demo_side_effect ("idempotencyKey" text PRIMARY KEY, tick text NOT NULL, node text NOT NULL)`,
-  );
+  await dataSource.query(`CREATE TABLE demo_side_effect ("idempotencyKey" text PRIMARY KEY, tick text NOT NULL, node text NOT NULL)`);
   await dataSource.destroy();
   return { url: url.toString(), drop: () => sql(serverUrl, `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`).then(() => undefined) };
 };
@@ -91,7 +89,9 @@ const main = async () => {
       report(message.tick);
     } else if (message.type === 'reclaimed') {
       reclaims.push(message);
-      say(`${message.node} reclaimed tick ${message.tick.slice(11, 19)} after its holder's lease expired (fencing token ${message.fencingToken}) and finished it`);
+      say(
+        `${message.node} reclaimed tick ${message.tick.slice(11, 19)} after its holder's lease expired (fencing token ${message.fencingToken}) and finished it`,
+      );
     }
   };
 

@@ -37,7 +37,10 @@ const namesOf = (options: JobOptions, root: string): JobNames => {
   const context = options.context ?? options.name;
   const job = options.job ?? options.path;
   if (!context || !job) fail('give the context and the job name: job <context> <job-name>, e.g. job notifications send-reminders');
-  for (const [label, value] of [['context', context], ['job name', job]] as const) {
+  for (const [label, value] of [
+    ['context', context],
+    ['job name', job],
+  ] as const) {
     if (!KEBAB.test(value!)) fail(`the ${label} "${value}" must be kebab-case: lowercase letters and digits, words joined by "-" (e.g. send-reminders)`);
   }
   const name = `${context}.${job}`;
@@ -152,7 +155,13 @@ const addSwitch = (tree: Tree, context: SchematicContext, n: JobNames, root: str
     let found: ts.ObjectLiteralExpression | undefined;
     const visit = (node: ts.Node): void => {
       if (found) return;
-      if (ts.isVariableDeclaration(node) && ts.isIdentifier(node.name) && node.name.text === 'jobSettings' && node.initializer && ts.isArrowFunction(node.initializer)) {
+      if (
+        ts.isVariableDeclaration(node) &&
+        ts.isIdentifier(node.name) &&
+        node.name.text === 'jobSettings' &&
+        node.initializer &&
+        ts.isArrowFunction(node.initializer)
+      ) {
         const body = node.initializer.body;
         if (ts.isParenthesizedExpression(body) && ts.isObjectLiteralExpression(body.expression)) found = body.expression;
         return;
@@ -197,6 +206,8 @@ export const job =
     register(tree, n, root);
     importInAppModule(tree, context, n, root);
     addSwitch(tree, context, n, root);
-    context.logger.info(`${n.name}: bind ${n.token} to your use case in ${n.moduleClass} (${n.placeholder} stands in for it); ${n.switchVariable}=false switches it off.`);
+    context.logger.info(
+      `${n.name}: bind ${n.token} to your use case in ${n.moduleClass} (${n.placeholder} stands in for it); ${n.switchVariable}=false switches it off.`,
+    );
     return tree;
   };

@@ -29,7 +29,10 @@ export const relativeImport = (from: string, to: string): string => {
 
 /** `src/`, `/src`, `./src` → `src`; `.` or empty → `` (the tree's root). */
 export const normalizeRoot = (sourceRoot: string | undefined): string =>
-  (sourceRoot ?? 'src').replace(/\\/g, '/').replace(/^\.\/?/, '').replace(/^\/+|\/+$/g, '');
+  (sourceRoot ?? 'src')
+    .replace(/\\/g, '/')
+    .replace(/^\.\/?/, '')
+    .replace(/^\/+|\/+$/g, '');
 
 /** `<root>/<path>`, or `<path>` at the tree's root. */
 export const under = (root: string, path: string): string => (root ? `${root}/${path}` : path);

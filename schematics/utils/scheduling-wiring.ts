@@ -59,9 +59,13 @@ export const setSchedulingOption = (tree: Tree, context: SchematicContext, root:
   if (!wired) {
     const appModule = under(root, 'app.module.ts');
     const text = readText(tree, appModule);
-    if (text === undefined) throw new Error(`${appModule} not found: import SchedulingModule.forRoot({ ${option.name}: ${option.value} }) where your root module is`);
+    if (text === undefined)
+      throw new Error(`${appModule} not found: import SchedulingModule.forRoot({ ${option.name}: ${option.value} }) where your root module is`);
     const hasLease = files.some((path) => (readText(tree, path) ?? '').includes('JobSchedulerModule'));
-    let edited = withImports(appModule, text, [{ names: hasLease ? ['SchedulingModule'] : ['JobSchedulerModule', 'SchedulingModule'], from: FEATURES }, ...option.imports(appModule)]);
+    let edited = withImports(appModule, text, [
+      { names: hasLease ? ['SchedulingModule'] : ['JobSchedulerModule', 'SchedulingModule'], from: FEATURES },
+      ...option.imports(appModule),
+    ]);
     const rootModule = (source: ts.SourceFile) => decoratorObject(source, 'Module');
     if (!hasLease) {
       edited = addArrayElement(appModule, edited, rootModule, 'imports', 'JobSchedulerModule.forRoot()', 'JobSchedulerModule.forRoot()');
@@ -69,7 +73,14 @@ export const setSchedulingOption = (tree: Tree, context: SchematicContext, root:
         `${appModule}: JobSchedulerModule.forRoot() added: it is the lease, on the default TypeORM DataSource (TypeOrmModule.forRoot with the JobScheduler entity and its migrations).`,
       );
     }
-    edited = addArrayElement(appModule, edited, rootModule, 'imports', `SchedulingModule.forRoot({ ${option.name}: ${option.value} })`, `SchedulingModule.forRoot({ ${option.name}: ${option.value} })`);
+    edited = addArrayElement(
+      appModule,
+      edited,
+      rootModule,
+      'imports',
+      `SchedulingModule.forRoot({ ${option.name}: ${option.value} })`,
+      `SchedulingModule.forRoot({ ${option.name}: ${option.value} })`,
+    );
     tree.overwrite(appModule, edited);
     return appModule;
   }
@@ -85,7 +96,9 @@ export const setSchedulingOption = (tree: Tree, context: SchematicContext, root:
   }
   const options = schedulingOptions(source);
   if (!options) {
-    context.logger.warn(`${wired}: SchedulingModule.${method}(...) is not written as an object literal: add ${option.name}: ${option.value} to its options by hand.`);
+    context.logger.warn(
+      `${wired}: SchedulingModule.${method}(...) is not written as an object literal: add ${option.name}: ${option.value} to its options by hand.`,
+    );
     return wired;
   }
   const existing = propertyOf(options, option.name);

@@ -2,8 +2,7 @@
 // so the rest of each file keeps its formatting and comments.
 import * as ts from 'typescript';
 
-export const parse = (path: string, text: string): ts.SourceFile =>
-  ts.createSourceFile(path, text, ts.ScriptTarget.Latest, true, ts.ScriptKind.TS);
+export const parse = (path: string, text: string): ts.SourceFile => ts.createSourceFile(path, text, ts.ScriptTarget.Latest, true, ts.ScriptKind.TS);
 
 const insert = (text: string, at: number, inserted: string): string => text.slice(0, at) + inserted + text.slice(at);
 
@@ -34,14 +33,7 @@ const lineAround = (text: string, position: number): string => {
  * brackets are at `open` and `close`, matching its layout: one line, or one element per line. A
  * one-line list that would grow past 100 characters is laid out one element per line.
  */
-const appendToList = (
-  source: ts.SourceFile,
-  elements: ts.NodeArray<ts.Node>,
-  open: number,
-  close: number,
-  element: string,
-  padEmpty: string,
-): string => {
+const appendToList = (source: ts.SourceFile, elements: ts.NodeArray<ts.Node>, open: number, close: number, element: string, padEmpty: string): string => {
   const text = source.text;
   const oneLine = lineOf(source, open) === lineOf(source, close);
   const last = elements[elements.length - 1];
@@ -99,9 +91,7 @@ export const decoratorObject = (source: ts.SourceFile, decorator: string): ts.Ob
     if (!ts.isDecorator(node) || !ts.isCallExpression(node.expression)) return undefined;
     const call = node.expression;
     const [argument] = call.arguments;
-    return ts.isIdentifier(call.expression) && call.expression.text === decorator && argument && ts.isObjectLiteralExpression(argument)
-      ? argument
-      : undefined;
+    return ts.isIdentifier(call.expression) && call.expression.text === decorator && argument && ts.isObjectLiteralExpression(argument) ? argument : undefined;
   });
 
 /** The first `<receiver>.<method>(...)` call of the file, for one of `methods`. */
@@ -119,9 +109,7 @@ export const findCall = (source: ts.SourceFile, receiver: string, methods: strin
 export const propertyOf = (object: ts.ObjectLiteralExpression, name: string): ts.PropertyAssignment | undefined =>
   object.properties.find(
     (property): property is ts.PropertyAssignment =>
-      ts.isPropertyAssignment(property) &&
-      (ts.isIdentifier(property.name) || ts.isStringLiteral(property.name)) &&
-      property.name.text === name,
+      ts.isPropertyAssignment(property) && (ts.isIdentifier(property.name) || ts.isStringLiteral(property.name)) && property.name.text === name,
   );
 
 /** Adds `name: value` to the object literal (found again in `text` by `locate`) unless it has one. */

@@ -35,13 +35,7 @@ export type { JobSchedulerDatabase, JobSchedulerPoolSource } from './job-schedul
 export { JobRunsInspector } from './job-scheduler/operations/job-runs.inspector';
 export { JobRetention, RETENTION_JOB_CODE, RETENTION_WARNING_ROWS } from './job-scheduler/operations/job-retention';
 export type { JobRetentionOptions } from './job-scheduler/job-scheduler.options';
-export type {
-  ExpiredJobLease,
-  JobPruneOptions,
-  JobRunFilter,
-  JobRunPage,
-  JobRunView,
-} from './job-scheduler/operations/job-run.types';
+export type { ExpiredJobLease, JobPruneOptions, JobRunFilter, JobRunPage, JobRunView } from './job-scheduler/operations/job-run.types';
 export { JobSchedulerModule } from './job-scheduler/job-scheduler.module';
 export type { JobSchedulerModuleOptions } from './job-scheduler/job-scheduler.options';
 export type { LeaseTimingDefaults } from './job-scheduler/lease-timing';
@@ -86,7 +80,14 @@ export type {
   DynamicScheduleView,
   DynamicSchedulesModuleOptions,
 } from './scheduling/dynamic/dynamic-schedule.types';
-export { DeclarationError, JobAbandonedError, JobScheduleRemovedError, JobTenantInvalidError, JobTimeoutError, SchedulingError } from './scheduling/scheduling.errors';
+export {
+  DeclarationError,
+  JobAbandonedError,
+  JobScheduleRemovedError,
+  JobTenantInvalidError,
+  JobTimeoutError,
+  SchedulingError,
+} from './scheduling/scheduling.errors';
 export { Scheduled } from './scheduling/scheduled.decorator';
 export { SchedulingModule } from './scheduling/scheduling.module';
 export { type SchedulingModuleOptions, TENANT_DIRECTORY } from './scheduling/scheduling.module-definition';

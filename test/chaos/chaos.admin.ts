@@ -16,11 +16,7 @@ export const adminQuery = async <Row = Record<string, unknown>>(url: string, tex
 };
 
 /** adminQuery, or undefined while the server cannot answer (it is restarting). */
-export const tryAdminQuery = async <Row = Record<string, unknown>>(
-  url: string,
-  text: string,
-  values: unknown[] = [],
-): Promise<Row[] | undefined> => {
+export const tryAdminQuery = async <Row = Record<string, unknown>>(url: string, text: string, values: unknown[] = []): Promise<Row[] | undefined> => {
   try {
     return await adminQuery<Row>(url, text, values);
   } catch {

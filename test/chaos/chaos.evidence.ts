@@ -73,10 +73,7 @@ export const collectEvidence = async (databaseUrl: string, fleet: ChaosFleet): P
     `SELECT "id"::int AS "id", "resource", "fencingToken"::int AS "fencingToken", "leaseToken"::int AS "leaseToken"
      FROM chaos_fence_log ORDER BY "id"`,
   );
-  const resources = await adminQuery<{ resource: string; fence: number }>(
-    databaseUrl,
-    `SELECT "resource", "fence"::int AS "fence" FROM chaos_resource`,
-  );
+  const resources = await adminQuery<{ resource: string; fence: number }>(databaseUrl, `SELECT "resource", "fence"::int AS "fence" FROM chaos_resource`);
   return {
     leases,
     effectsPerResource: new Map(effects.map((row) => [row.resource, row.rows])),

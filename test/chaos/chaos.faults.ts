@@ -89,15 +89,10 @@ export class ChaosFaults {
     const deadline = Date.now() + 5_000;
     const minimumLeftMs = Math.min(150, this.config.workMaxMs / 3);
     // Not a worker stopped or just resumed: its stale runs must be seen to end (pause checks).
-    const eligible = (): ChaosWorker[] =>
-      this.fleet
-        .live()
-        .filter((worker) => worker.ready && !worker.killed && !this.spared(worker));
+    const eligible = (): ChaosWorker[] => this.fleet.live().filter((worker) => worker.ready && !worker.killed && !this.spared(worker));
     while (Date.now() < deadline) {
       const now = Date.now();
-      const busy = eligible().filter((worker) =>
-        [...worker.inFlight.values()].some((run) => run.startedAt + run.workMs - now >= minimumLeftMs),
-      );
+      const busy = eligible().filter((worker) => [...worker.inFlight.values()].some((run) => run.startedAt + run.workMs - now >= minimumLeftMs));
       if (busy.length > 0) return random.pick(busy);
       await sleep(10);
     }

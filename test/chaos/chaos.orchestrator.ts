@@ -48,8 +48,7 @@ const prepareDatabase = async (url: string, config: ChaosConfig): Promise<void> 
 const untilFinished = async (url: string, runs: number, timeoutMs: number): Promise<void> => {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
-    const [row] =
-      (await tryAdminQuery<{ done: number }>(url, `SELECT count(*)::int AS done FROM "job-scheduler" WHERE "status" = 'SUCCESS'`)) ?? [];
+    const [row] = (await tryAdminQuery<{ done: number }>(url, `SELECT count(*)::int AS done FROM "job-scheduler" WHERE "status" = 'SUCCESS'`)) ?? [];
     if (row?.done === runs) return;
     await sleep(200);
   }

@@ -33,8 +33,7 @@ export const seededRandom = (seed: number): SeededRandom => {
  * A number in [0, 1) fixed by its parts, whatever the order of calls: a run's work length does
  * not depend on which worker happens to win it.
  */
-export const unitOf = (...parts: Array<string | number>): number =>
-  createHash('sha256').update(parts.join('\u001f')).digest().readUInt32BE(0) / 4_294_967_296;
+export const unitOf = (...parts: Array<string | number>): number => createHash('sha256').update(parts.join('\u001f')).digest().readUInt32BE(0) / 4_294_967_296;
 
 /** A fresh seed for a run that names none; printed so that the run can be replayed. */
 export const freshSeed = (): number => randomInt(1, 2 ** 31 - 1);

@@ -36,12 +36,7 @@ export interface ChaosFigures {
   ownerTokensInLogs: number;
 }
 
-export type Requirement =
-  | { kind: 'zero' }
-  | { kind: 'equals'; value: number }
-  | { kind: 'above'; value: number }
-  | { kind: 'positive' }
-  | { kind: 'info' };
+export type Requirement = { kind: 'zero' } | { kind: 'equals'; value: number } | { kind: 'above'; value: number } | { kind: 'positive' } | { kind: 'info' };
 
 export interface ReportRow {
   id: keyof ChaosFigures;
@@ -82,11 +77,7 @@ const meets = (requirement: Requirement, value: number): boolean => {
 const sample = (keys: Iterable<string>): string => [...keys].slice(0, 5).join(', ');
 
 /** Computes every figure from the evidence and the fault records; lists what went wrong. */
-export const computeFigures = (
-  config: ChaosConfig,
-  evidence: ChaosEvidence,
-  faults: FaultRecords,
-): { figures: ChaosFigures; problems: string[] } => {
+export const computeFigures = (config: ChaosConfig, evidence: ChaosEvidence, faults: FaultRecords): { figures: ChaosFigures; problems: string[] } => {
   const problems: string[] = [...faults.problems];
   const leaseByKey = new Map(evidence.leases.map((row) => [row.lockKey, row]));
   const events = evidence.workers.flatMap((worker) => worker.events.map((event) => ({ worker, event })));
@@ -123,7 +114,8 @@ export const computeFigures = (
   }
   if (staleAccepted.length > 0) problems.push(`fenced writes accepted from a stale token: ${sample(staleAccepted)}`);
   const notByCompleter = success.filter((row) => evidence.resourceFence.get(resourceOf(row.code, row.runKey)) !== row.fencingToken);
-  if (notByCompleter.length > 0) problems.push(`resource last written by another owner than the completing one: ${sample(notByCompleter.map((row) => row.lockKey))}`);
+  if (notByCompleter.length > 0)
+    problems.push(`resource last written by another owner than the completing one: ${sample(notByCompleter.map((row) => row.lockKey))}`);
 
   // The paused owners: every run taken over while its owner was stopped must have ended, for
   // that owner, with an aborted signal and LostJobLeaseError, and never with its SUCCESS.
@@ -163,8 +155,7 @@ export const computeFigures = (
   const skewedNodes = new Set(skewed.map((worker) => worker.nodeId));
   const ownersOfSuccess = success.filter((row) => row.ownerId !== null && skewedNodes.has(row.ownerId));
 
-  const count = (predicate: (event: (typeof events)[number]['event']) => boolean): number =>
-    events.filter(({ event }) => predicate(event)).length;
+  const count = (predicate: (event: (typeof events)[number]['event']) => boolean): number => events.filter(({ event }) => predicate(event)).length;
   const logicalRuns = config.codes.length * config.ticks;
   const figures: ChaosFigures = {
     logicalRuns,
@@ -177,8 +168,7 @@ export const computeFigures = (
     pausedRunsLost,
     backendKills: faults.backendKills,
     restarts: faults.restarts,
-    skewedClockHours:
-      skewedBoot?.type === 'boot' ? Math.round(((skewedBoot.clockMs - skewedBoot.realMs) / 3_600_000) * 10) / 10 : 0,
+    skewedClockHours: skewedBoot?.type === 'boot' ? Math.round(((skewedBoot.clockMs - skewedBoot.realMs) / 3_600_000) * 10) / 10 : 0,
     skewedWorkerRuns: ownersOfSuccess.length,
     staleWritesRefused: count((event) => event.type === 'fence' && !event.accepted),
     duplicateEffectsRefused: count((event) => event.type === 'effect' && !event.inserted),
@@ -187,8 +177,7 @@ export const computeFigures = (
     lostLeaseErrors: count((event) => event.type === 'error' && event.error.name === 'LostJobLeaseError'),
     databaseErrorsSurvived: count(
       (event) =>
-        event.type === 'sweep-error' ||
-        (event.type === 'error' && event.error.name !== 'LostJobLeaseError' && event.error.name !== 'ChaosPlannedFailure'),
+        event.type === 'sweep-error' || (event.type === 'error' && event.error.name !== 'LostJobLeaseError' && event.error.name !== 'ChaosPlannedFailure'),
     ),
     doubleSuccess: doubles.length,
     sideEffectRowsOverOne: duplicated.length,

@@ -2,15 +2,7 @@ import type { DataSource } from 'typeorm';
 import { workFor } from '../support/abortable-work';
 import type { JobExecutionLease, JobSchedulerService } from '../../src/features';
 import type { ChaosEventLog } from './chaos.event-log';
-import {
-  type ChaosWorkerSettings,
-  resourceOf,
-  type RunPlan,
-  runKeyOf,
-  runPlanOf,
-  summarizeError,
-  type WorkerMessage,
-} from './chaos.protocol';
+import { type ChaosWorkerSettings, resourceOf, type RunPlan, runKeyOf, runPlanOf, summarizeError, type WorkerMessage } from './chaos.protocol';
 import { FENCED_WRITE, INSERT_EFFECT, SWEEP_RUNS } from './chaos.schema';
 
 /** The error a callback throws on purpose, so that its run is recorded FAIL and taken over. */
@@ -130,16 +122,13 @@ export class ChaosWorkerNode {
     const { leaseMs, heartbeatMs } = this.settings;
     let owned: { key: string; fencingToken: number; signal: AbortSignal } | undefined;
     try {
-      const outcome = await this.jobs.runExclusive(
-        { code, runKey: runKeyOf(tick), name: `chaos ${code}`, leaseMs, heartbeatMs },
-        async (lease) => {
-          owned = { key: lease.idempotencyKey, fencingToken: lease.fencingToken, signal: lease.signal };
-          const plan = runPlanOf(this.settings, code, tick, lease.attempt);
-          this.events.write({ type: 'start', key: lease.idempotencyKey, code, tick, fencingToken: lease.fencingToken, attempt: lease.attempt });
-          this.send({ type: 'run-start', key: lease.idempotencyKey, fencingToken: lease.fencingToken, workMs: plan.workMs });
-          await this.perform(lease, resource, plan);
-        },
-      );
+      const outcome = await this.jobs.runExclusive({ code, runKey: runKeyOf(tick), name: `chaos ${code}`, leaseMs, heartbeatMs }, async (lease) => {
+        owned = { key: lease.idempotencyKey, fencingToken: lease.fencingToken, signal: lease.signal };
+        const plan = runPlanOf(this.settings, code, tick, lease.attempt);
+        this.events.write({ type: 'start', key: lease.idempotencyKey, code, tick, fencingToken: lease.fencingToken, attempt: lease.attempt });
+        this.send({ type: 'run-start', key: lease.idempotencyKey, fencingToken: lease.fencingToken, workMs: plan.workMs });
+        await this.perform(lease, resource, plan);
+      });
       if (outcome.acquired && owned) this.events.write({ type: 'success', key: owned.key, fencingToken: owned.fencingToken });
     } catch (error) {
       this.events.write({

@@ -44,13 +44,7 @@ const main = async (): Promise<void> => {
     ],
   };
   const app = await NestFactory.createApplicationContext(root, { logger: ['error', 'warn'], abortOnError: false });
-  const node = new ChaosWorkerNode(
-    settings,
-    app.get(JobSchedulerService),
-    app.get<DataSource>(getDataSourceToken()),
-    events,
-    send,
-  );
+  const node = new ChaosWorkerNode(settings, app.get(JobSchedulerService), app.get<DataSource>(getDataSourceToken()), events, send);
 
   parent.onMessage((message) => {
     if (message.type === 'tick') node.onTick(message.index);

@@ -227,12 +227,7 @@ export class FailoverCluster {
     execFileSync('chown', ['-R', `${this.runAs.uid}:${this.runAs.gid}`, this.runDir]);
   }
 
-  private async until(
-    condition: () => Promise<boolean>,
-    timeoutMs: number,
-    what: string | (() => string),
-    watched?: ClusterProcess,
-  ): Promise<void> {
+  private async until(condition: () => Promise<boolean>, timeoutMs: number, what: string | (() => string), watched?: ClusterProcess): Promise<void> {
     const deadline = Date.now() + timeoutMs;
     for (;;) {
       if (watched && !watched.alive) throw new Error(`${watched.name} exited while waiting:\n${watched.outputTail(3_000)}`);

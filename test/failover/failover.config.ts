@@ -113,7 +113,8 @@ export const parseFailoverArguments = (args: readonly string[], defaultResultsDi
       case '--faults': {
         const kinds = (value() ?? '').split(',').filter(Boolean);
         const unknown = kinds.filter((kind) => !FAULT_KINDS.includes(kind as FaultKind));
-        if (kinds.length === 0 || unknown.length > 0) throw new Error(`--faults takes a list of ${FAULT_KINDS.join(', ')}; got ${unknown.join(', ') || 'nothing'}`);
+        if (kinds.length === 0 || unknown.length > 0)
+          throw new Error(`--faults takes a list of ${FAULT_KINDS.join(', ')}; got ${unknown.join(', ') || 'nothing'}`);
         config.faults = kinds as FaultKind[];
         break;
       }
@@ -146,5 +147,4 @@ export const parseFailoverArguments = (args: readonly string[], defaultResultsDi
 };
 
 /** The first port of a mode's cluster: the two modes never share a port. */
-export const modePortBase = (config: Pick<FailoverConfig, 'portBase'>, mode: FailoverMode): number =>
-  config.portBase + (mode === 'sync' ? 0 : 50);
+export const modePortBase = (config: Pick<FailoverConfig, 'portBase'>, mode: FailoverMode): number => config.portBase + (mode === 'sync' ? 0 : 50);

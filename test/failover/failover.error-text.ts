@@ -30,7 +30,8 @@ export const errorChain = (error: unknown, limit = 12): unknown[] => {
 
 const nameOf = (value: unknown): string => {
   if (value instanceof Error) return value.name;
-  if (typeof value === 'object' && value !== null) return (value as { name?: unknown }).name === undefined ? 'object' : String((value as { name?: unknown }).name);
+  if (typeof value === 'object' && value !== null)
+    return (value as { name?: unknown }).name === undefined ? 'object' : String((value as { name?: unknown }).name);
   return typeof value;
 };
 

@@ -9,11 +9,7 @@ export interface HttpAnswer {
  * One HTTP request to a loopback REST API (Patroni's, etcd's) with a timeout; a refused or
  * timed-out request answers status 0 with the error as body, never throws.
  */
-export const httpRequest = (
-  port: number,
-  path: string,
-  options: { method?: 'GET' | 'POST'; json?: unknown; timeoutMs?: number } = {},
-): Promise<HttpAnswer> =>
+export const httpRequest = (port: number, path: string, options: { method?: 'GET' | 'POST'; json?: unknown; timeoutMs?: number } = {}): Promise<HttpAnswer> =>
   new Promise((resolve) => {
     const payload = options.json === undefined ? undefined : JSON.stringify(options.json);
     const req = request(

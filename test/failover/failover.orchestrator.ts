@@ -108,7 +108,9 @@ export const runFailoverMode = async (
     cluster.killAll();
     if (!keep) rmSync(runDir, { recursive: true, force: true });
   });
-  say(`run directory ${runDir}; HAProxy on ${ports.proxy}, etcd on ${ports.etcdClient}, members ${ports.members.map((m) => `${m.name} pg ${m.postgres} rest ${m.rest}`).join(', ')}`);
+  say(
+    `run directory ${runDir}; HAProxy on ${ports.proxy}, etcd on ${ports.etcdClient}, members ${ports.members.map((m) => `${m.name} pg ${m.postgres} rest ${m.rest}`).join(', ')}`,
+  );
   try {
     await cluster.start(120_000);
     const url = cluster.proxyUrl();
@@ -156,7 +158,9 @@ export const runFailoverMode = async (
     const tokens = fleet.nodes.flatMap((node) => node.final?.ownerTokens ?? []);
     const files = [
       ...fleet.nodes.flatMap((node) => [node.eventsFile, node.outputFile]),
-      ...readdirSync(runDir).filter((name) => name.endsWith('.log')).map((name) => join(runDir, name)),
+      ...readdirSync(runDir)
+        .filter((name) => name.endsWith('.log'))
+        .map((name) => join(runDir, name)),
     ];
     const inFiles = files.reduce((sum, file) => sum + countTokenOccurrences(readText(file), tokens), 0);
     const tokenLeaks = mergeLeakCounts(

@@ -69,12 +69,19 @@ export interface SpawnOptions {
 
 /** Starts a cluster process, its output appended to `logFile`. */
 export const spawnClusterProcess = (name: string, command: string, args: string[], options: SpawnOptions): ClusterProcess =>
-  new ClusterProcess(name, spawnCommand(command, args, { cwd: options.cwd, env: options.env, outputFile: options.logFile, runAs: options.runAs }), options.logFile);
+  new ClusterProcess(
+    name,
+    spawnCommand(command, args, { cwd: options.cwd, env: options.env, outputFile: options.logFile, runAs: options.runAs }),
+    options.logFile,
+  );
 
 /** The command line of a process, or '' when it is gone. */
 export const commandLineOf = (pid: number): string => {
   try {
-    return readFileSync(join('/proc', String(pid), 'cmdline'), 'utf8').split('\u0000').join(' ').trim();
+    return readFileSync(join('/proc', String(pid), 'cmdline'), 'utf8')
+      .split('\u0000')
+      .join(' ')
+      .trim();
   } catch {
     return '';
   }

@@ -73,18 +73,17 @@ export const reportRows = (
     zero('re-executions (ticks whose callback started more than once)', figures.reExecutions),
     zero('aborted while valid (no takeover explains the abort; shutdown excluded)', figures.abortedWhileValid),
     info('total aborts', `${figures.totalAborts}${breakdown(figures.abortReasons)}`),
-    zero(
-      'fencing strictly increasing per tick',
-      figures.fencingViolations,
-      figures.fencingViolations === 0 ? ' violations (yes)' : ' violations (NO)',
-    ),
+    zero('fencing strictly increasing per tick', figures.fencingViolations, figures.fencingViolations === 0 ? ' violations (yes)' : ' violations (NO)'),
     info('runExclusive errors thrown to callers', `${figures.runExclusiveErrors}${breakdown(figures.runExclusiveErrorsByKind)}`),
     zero('owner-token leaks', leaks.total, `${breakdown(leaks.byPlace)}${leaks.inFiles > 0 ? ` (files: ${leaks.inFiles})` : ''}`),
     info('UUIDs in errors the node could not place (tokens of acquires that threw?)', `${leaks.unidentifiedUuids}${breakdown(leaks.unidentifiedByPlace, 3)}`),
     info(
       'failover durations (the kill or the switchover request, to the first write through HAProxy that lands on the new leader)',
       faults
-        .map((fault) => `${fault.kind} ${fault.oldLeader}→${fault.newLeader ?? '?'} ${seconds(fault.failoverMs)}${fault.stallMs ? ` (after ${seconds(fault.stallMs)} of stopped walsenders)` : ''}`)
+        .map(
+          (fault) =>
+            `${fault.kind} ${fault.oldLeader}→${fault.newLeader ?? '?'} ${seconds(fault.failoverMs)}${fault.stallMs ? ` (after ${seconds(fault.stallMs)} of stopped walsenders)` : ''}`,
+        )
         .join(', ') || 'none',
     ),
     info(
@@ -107,7 +106,12 @@ const escapeCell = (text: string): string => text.replace(/\|/g, '\\|');
 /** One markdown table for the mode, with a line saying what it proves. */
 export const renderReport = (report: FailoverReport): string => {
   const mustBe = (row: ReportRow): string => (row.mustBeZero ? (report.mode === 'sync' ? '0' : '(0 in sync)') : '');
-  const body = report.rows.map((row) => [row.label, escapeCell(row.value), mustBe(row), row.mustBeZero && row.count !== 0 ? (report.mode === 'sync' ? 'FAIL' : 'broken') : '']);
+  const body = report.rows.map((row) => [
+    row.label,
+    escapeCell(row.value),
+    mustBe(row),
+    row.mustBeZero && row.count !== 0 ? (report.mode === 'sync' ? 'FAIL' : 'broken') : '',
+  ]);
   const header = ['figure', 'value', 'must be', ''];
   const line = (cells: string[]): string => `| ${cells.join(' | ')} |`;
   const { config } = report;

@@ -22,10 +22,10 @@ const leaks = new TokenLeakDetector();
 // Everything this process prints (Nest's Logger, console, TypeORM) passes the leak detector first.
 for (const stream of [process.stdout, process.stderr]) {
   const write = stream.write.bind(stream) as (...args: unknown[]) => boolean;
-  stream.write = ((chunk: unknown, ...rest: unknown[]): boolean => {
+  stream.write = (chunk: unknown, ...rest: unknown[]): boolean => {
     leaks.scanText('console', typeof chunk === 'string' ? chunk : Buffer.isBuffer(chunk) ? chunk.toString('utf8') : String(chunk));
     return write(chunk, ...rest);
-  });
+  };
 }
 
 const main = async (): Promise<void> => {

@@ -103,7 +103,9 @@ describe('acquire through "job-scheduler_acquire" (preparedStatements: false)', 
     expect(results.won).toMatchObject({ acquired: true, attempt: 1 });
     expect(results.lost).toEqual({ acquired: false });
     expect(results.other).toMatchObject({ acquired: true });
-    expect(results.warnings).toEqual([expect.stringMatching(/^Sending the acquire statement itself from now on: SQLSTATE 42883 .*AddJobSchedulerAcquireFunction1764547200005/)]);
+    expect(results.warnings).toEqual([
+      expect.stringMatching(/^Sending the acquire statement itself from now on: SQLSTATE 42883 .*AddJobSchedulerAcquireFunction1764547200005/),
+    ]);
     const acquires = counter.statements.filter((text) => FUNCTION_CALL.test(text) || INLINE_ACQUIRE.test(text));
     expect(acquires.map((text) => (FUNCTION_CALL.test(text) ? 'function' : 'statement'))).toEqual(['function', 'statement', 'statement', 'statement']);
   });
@@ -115,9 +117,7 @@ describe('acquire through "job-scheduler_acquire" (preparedStatements: false)', 
     await migrator.runMigrations();
     await migrator.destroy();
     expect(
-      await database.sql(
-        `SELECT n.nspname AS schema FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace WHERE p.proname = 'job-scheduler_acquire'`,
-      ),
+      await database.sql(`SELECT n.nspname AS schema FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace WHERE p.proname = 'job-scheduler_acquire'`),
     ).toEqual([{ schema: 'lease ops' }]);
 
     const { counter, jobs } = await counted(database, { preparedStatements: false, schema: 'lease ops' });

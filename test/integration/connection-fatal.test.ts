@@ -26,11 +26,11 @@ afterAll(async () => {
 });
 
 it('survives a FATAL error that arrives with a ReadyForQuery, at startup or at a hand-off', async () => {
-  const run = await child.run(
-    process.execPath,
-    [...TS_NODE_ARGUMENTS, join(__dirname, 'fixtures', 'fatal-after-startup.child.ts')],
-    { cwd: join(__dirname, '..', '..'), timeoutMs: 30_000, env: { ...process.env, FATAL_TEST_DATABASE_URL: database.url } },
-  );
+  const run = await child.run(process.execPath, [...TS_NODE_ARGUMENTS, join(__dirname, 'fixtures', 'fatal-after-startup.child.ts')], {
+    cwd: join(__dirname, '..', '..'),
+    timeoutMs: 30_000,
+    env: { ...process.env, FATAL_TEST_DATABASE_URL: database.url },
+  });
   expect({ exitCode: run.exitCode, output: run.exitCode === 0 ? '' : run.output }).toEqual({ exitCode: 0, output: '' });
   const report = JSON.parse(run.output.trim().split('\n').at(-1) ?? '{}') as Record<string, unknown>;
   // The statement on the terminated connection fails (its caller is told); the next ones work.

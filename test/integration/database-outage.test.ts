@@ -1,9 +1,4 @@
-import {
-  InvalidJobIdentityOptionsError,
-  InvalidJobLeaseOptionsError,
-  JobSchedulerService,
-  LostJobLeaseError,
-} from '../../src/features';
+import { InvalidJobIdentityOptionsError, InvalidJobLeaseOptionsError, JobSchedulerService, LostJobLeaseError } from '../../src/features';
 import { sleep } from '../support/lease-nodes';
 import { type NestNode, startNestNode } from '../support/nest-node';
 import { TcpProxy } from '../support/tcp-proxy';

@@ -49,10 +49,7 @@ describeIfInstalled(`failover proof (sync, CI-sized)${missing.length > 0 ? `: ne
     ({ report } = await child.runForReport<FailoverReport>({
       what: 'failover',
       entry: 'test/failover/main.ts',
-      args: [
-        ...['--mode', 'sync', '--nodes', '4', '--seed', String(SEED), '--port-base', String(PORT_BASE)],
-        ...['--results', workDir, '--work-dir', workDir],
-      ],
+      args: [...['--mode', 'sync', '--nodes', '4', '--seed', String(SEED), '--port-base', String(PORT_BASE)], ...['--results', workDir, '--work-dir', workDir]],
       reportFile: join(workDir, 'latest-sync.json'),
       cwd: ROOT,
       timeoutMs: 290_000,

@@ -1,12 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import {
-  type JobExecution,
-  JobLeaseDatabaseError,
-  JobSchedulerModule,
-  Scheduled,
-  SchedulingError,
-  SchedulingModule,
-} from '../../src/features';
+import { type JobExecution, JobLeaseDatabaseError, JobSchedulerModule, Scheduled, SchedulingError, SchedulingModule } from '../../src/features';
 import { startNestNode } from '../support/nest-node';
 import { createTestDatabase, type TestDatabase } from '../support/test-database';
 
@@ -79,7 +72,9 @@ describe('first contact', () => {
       providers: [HourlyJob],
     });
     expect(error).toMatchObject({ code: 'DUPLICATE_MODULE' });
-    expect((error as Error).message).toMatch(/SchedulingModule is imported 2 times with different options: import SchedulingModule\.forRoot\(…\) once, in the root module/);
+    expect((error as Error).message).toMatch(
+      /SchedulingModule is imported 2 times with different options: import SchedulingModule\.forRoot\(…\) once, in the root module/,
+    );
   });
 
   it('JobSchedulerModule imported twice with different options says to import it once', async () => {

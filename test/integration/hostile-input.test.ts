@@ -72,7 +72,27 @@ const freshLease = async (): Promise<JobLease & { idempotencyKey: string }> => {
 };
 
 describe('every field of JobAcquireOptions, any value (fast-check)', () => {
-  const unitChars = fc.constantFrom('\u0000', '\uD800', '\uDBFF', '\uDC00', '\uDFFF', ' ', '\t', '\n', 'a', 'Z', '😀', '𝄞', "'", '"', '\\', '$1', ';', '\u200B', '\uFEFF');
+  const unitChars = fc.constantFrom(
+    '\u0000',
+    '\uD800',
+    '\uDBFF',
+    '\uDC00',
+    '\uDFFF',
+    ' ',
+    '\t',
+    '\n',
+    'a',
+    'Z',
+    '😀',
+    '𝄞',
+    "'",
+    '"',
+    '\\',
+    '$1',
+    ';',
+    '\u200B',
+    '\uFEFF',
+  );
   const anyString = fc.oneof(
     fc.string({ unit: 'binary', maxLength: 80 }),
     fc.string({ unit: 'grapheme', maxLength: 40 }),
@@ -86,7 +106,23 @@ describe('every field of JobAcquireOptions, any value (fast-check)', () => {
     fc.integer(),
     fc.integer({ min: 3, max: 2 ** 31 - 1 }),
     fc.double(),
-    fc.constantFrom(0, -0, 1, 2, 3, 1.5, NaN, Infinity, -Infinity, 2 ** 31 - 1, 2 ** 31, Number.MAX_SAFE_INTEGER, Number.MAX_SAFE_INTEGER + 1, Number.MIN_VALUE, 1e21),
+    fc.constantFrom(
+      0,
+      -0,
+      1,
+      2,
+      3,
+      1.5,
+      NaN,
+      Infinity,
+      -Infinity,
+      2 ** 31 - 1,
+      2 ** 31,
+      Number.MAX_SAFE_INTEGER,
+      Number.MAX_SAFE_INTEGER + 1,
+      Number.MIN_VALUE,
+      1e21,
+    ),
   );
   const wrongType = fc.oneof(
     fc.constant(null),
@@ -101,7 +137,10 @@ describe('every field of JobAcquireOptions, any value (fast-check)', () => {
     fc.constant(Object.create(null) as object),
     fc.constant({ toString: () => 'sync-orders', valueOf: () => 60_000 }),
   );
-  const hostileKeys = fc.oneof(fc.string({ maxLength: 12 }), fc.constantFrom('__proto__', 'constructor', 'prototype', 'toString', 'valueOf', 'hasOwnProperty', 'then'));
+  const hostileKeys = fc.oneof(
+    fc.string({ maxLength: 12 }),
+    fc.constantFrom('__proto__', 'constructor', 'prototype', 'toString', 'valueOf', 'hasOwnProperty', 'then'),
+  );
 
   /** Defines every property as an own one, `__proto__` included (plain assignment would set the prototype). */
   const withOwn = (entries: Array<[string, unknown]>, prototype: object | null = Object.prototype): object => {
@@ -240,10 +279,9 @@ describe('SQL injection attempts', () => {
       expect((thrown as Error).message).toBe(payload);
     }
     expect(await rowById(canary.id)).toMatchObject({ status: 'SUCCESS', data: { untouched: true } });
-    const [{ rows }] = await database.sql<{ rows: number }>(
-      `SELECT count(*)::int AS rows FROM "job-scheduler" WHERE "id" = ANY($1) AND "status" = 'SUCCESS'`,
-      [ids],
-    );
+    const [{ rows }] = await database.sql<{ rows: number }>(`SELECT count(*)::int AS rows FROM "job-scheduler" WHERE "id" = ANY($1) AND "status" = 'SUCCESS'`, [
+      ids,
+    ]);
     expect(rows).toBe(PAYLOADS.length);
     const failed = await database.sql<{ data: unknown }>(`SELECT "data" FROM "job-scheduler" WHERE "runKey" LIKE '%/exclusive'`);
     expect(failed.map((row) => (row.data as { error: { message: string } }).error.message).sort()).toEqual([...PAYLOADS].sort());
@@ -261,8 +299,23 @@ describe('finalize data that PostgreSQL cannot store', () => {
     ['a bare BigInt', 10n],
     ['a function', () => 'data'],
     ['a symbol', Symbol('data')],
-    ['a toJSON that throws', { toJSON: () => { throw new Error('no JSON for you'); } }],
-    ['a getter that throws', Object.defineProperty({}, 'boom', { enumerable: true, get: () => { throw new Error('getter'); } })],
+    [
+      'a toJSON that throws',
+      {
+        toJSON: () => {
+          throw new Error('no JSON for you');
+        },
+      },
+    ],
+    [
+      'a getter that throws',
+      Object.defineProperty({}, 'boom', {
+        enumerable: true,
+        get: () => {
+          throw new Error('getter');
+        },
+      }),
+    ],
     ['nesting deeper than the stack', deep],
     ['a NUL character in a value', { message: 'a\u0000b' }],
     ['a NUL character in a key', { 'k\u0000': 1 }],
@@ -318,9 +371,38 @@ describe('finalize data that PostgreSQL cannot store', () => {
 
   it.each<[string, () => unknown]>([
     ['an object without a prototype', () => Object.create(null)],
-    ['an object whose toString throws', () => ({ toString: () => { throw new Error('no string'); } })],
-    ['an Error whose message getter throws', () => Object.defineProperty(new Error('x'), 'message', { get: () => { throw new Error('getter'); } })],
-    ['a Proxy whose every trap throws', () => new Proxy({}, { get: () => { throw new Error('trap'); }, getPrototypeOf: () => { throw new Error('trap'); } })],
+    [
+      'an object whose toString throws',
+      () => ({
+        toString: () => {
+          throw new Error('no string');
+        },
+      }),
+    ],
+    [
+      'an Error whose message getter throws',
+      () =>
+        Object.defineProperty(new Error('x'), 'message', {
+          get: () => {
+            throw new Error('getter');
+          },
+        }),
+    ],
+    [
+      'a Proxy whose every trap throws',
+      () =>
+        new Proxy(
+          {},
+          {
+            get: () => {
+              throw new Error('trap');
+            },
+            getPrototypeOf: () => {
+              throw new Error('trap');
+            },
+          },
+        ),
+    ],
     ['a thenable', () => ({ then: (resolve: (value: unknown) => void) => resolve('adopted instead of rethrown') })],
   ])('records FAIL for a callback that throws %s, and rethrows it', async (_, make) => {
     const value = make();

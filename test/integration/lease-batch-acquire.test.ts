@@ -53,7 +53,7 @@ describe('acquireBatch', () => {
     expect(await database.sql('SELECT xmin::text FROM "job-scheduler" WHERE code = $1', ['batch.first'])).toEqual(table);
   });
 
-  it('keeps acquire\'s rules per run: insert, reclaim an expired lease, a FAIL only when allowed, never a SUCCESS', async () => {
+  it("keeps acquire's rules per run: insert, reclaim an expired lease, a FAIL only when allowed, never a SUCCESS", async () => {
     const code = 'batch.rules';
     const done = held((await counted.acquireBatch({ code, runKeys: ['done'] }))[0]);
     const failed = held((await counted.acquireBatch({ code, runKeys: ['failed'] }))[0]);
@@ -82,7 +82,7 @@ describe('acquireBatch', () => {
     ]);
   });
 
-  it('hands out leases that heartbeat, complete and keep alive like acquire\'s, with owner tokens never sent as parameters', async () => {
+  it("hands out leases that heartbeat, complete and keep alive like acquire's, with owner tokens never sent as parameters", async () => {
     counter.reset();
     const logged: unknown[] = [];
     const spy = jest.spyOn(counter, 'logQuery').mockImplementation((query, parameters) => {
@@ -102,7 +102,7 @@ describe('acquireBatch', () => {
     }
   });
 
-  it('validates before any SQL: an array of distinct runKeys (at most 1,000), SCHEDULE only, acquire\'s own checks', async () => {
+  it("validates before any SQL: an array of distinct runKeys (at most 1,000), SCHEDULE only, acquire's own checks", async () => {
     counter.reset();
     await expect(counted.acquireBatch({ code: 'batch.bad', runKeys: ['a', ' a '] })).rejects.toThrow(
       new InvalidJobIdentityOptionsError('Job runKeys must be distinct: entry 1 names a run an earlier entry names'),

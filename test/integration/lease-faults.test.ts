@@ -76,10 +76,12 @@ let sequence = 0;
 const request = (extra: Record<string, unknown> = {}) => ({ code: 'faults', runKey: `tick-${++sequence}`, ...extra });
 
 const rowOf = async (id: string) =>
-  (await database.sql<{ status: string; fencingToken: string; attempts: number; ownerToken: string }>(
-    'SELECT status::text, "fencingToken"::text, attempts, "ownerToken"::text FROM "job-scheduler" WHERE id = $1',
-    [id],
-  ))[0];
+  (
+    await database.sql<{ status: string; fencingToken: string; attempts: number; ownerToken: string }>(
+      'SELECT status::text, "fencingToken"::text, attempts, "ownerToken"::text FROM "job-scheduler" WHERE id = $1',
+      [id],
+    )
+  )[0];
 
 const settle = (promise: Promise<unknown>): Promise<unknown> =>
   promise.then(
@@ -283,7 +285,12 @@ describe('keepAlive for hand-acquired leases', () => {
     const node = await nodeOn(database.url);
     expect(() => node.keepAlive({ id: 'x' } as never)).toThrow(InvalidJobLeaseError);
     expect(() =>
-      node.keepAlive({ id: '00000000-0000-4000-8000-000000000000', ownerToken: '00000000-0000-4000-8000-000000000000', leaseMs: 1_000, heartbeatMs: 0 } as never),
+      node.keepAlive({
+        id: '00000000-0000-4000-8000-000000000000',
+        ownerToken: '00000000-0000-4000-8000-000000000000',
+        leaseMs: 1_000,
+        heartbeatMs: 0,
+      } as never),
     ).toThrow(InvalidJobLeaseError);
   });
 });
@@ -299,7 +306,9 @@ describe('fencing tokens', () => {
       seen.push(lock.fencingToken);
       expect(await node.fail(lock, { round })).toBe(true);
     }
-    await database.sql(`UPDATE "job-scheduler" SET "createdAt" = "createdAt" - interval '2 days', "modifiedAt" = "modifiedAt" - interval '2 days' WHERE code = 'faults'`);
+    await database.sql(
+      `UPDATE "job-scheduler" SET "createdAt" = "createdAt" - interval '2 days', "modifiedAt" = "modifiedAt" - interval '2 days' WHERE code = 'faults'`,
+    );
     expect(await node.prune({ olderThan: '1d', status: JobSchedulerStatus.FAIL })).toBeGreaterThan(0);
     const after = await node.acquire(options);
     if (!after.acquired) throw new Error('expected to acquire');
@@ -341,7 +350,9 @@ describe('errors', () => {
       BEGIN
         RAISE EXCEPTION 'refused %', NEW."ownerToken" USING DETAIL = 'token ' || NEW."ownerToken"::text, ERRCODE = '23514';
       END $$`);
-    await database.sql(`CREATE TRIGGER quote_token BEFORE UPDATE ON "job-scheduler" FOR EACH ROW WHEN (NEW.code = 'faults-trigger') EXECUTE FUNCTION quote_token()`);
+    await database.sql(
+      `CREATE TRIGGER quote_token BEFORE UPDATE ON "job-scheduler" FOR EACH ROW WHEN (NEW.code = 'faults-trigger') EXECUTE FUNCTION quote_token()`,
+    );
     try {
       const error = await settle(node.heartbeat(lock));
       expect(error).toBeInstanceOf(JobLeaseDatabaseError);
@@ -464,7 +475,7 @@ const textsOf = (error: unknown, depth = 0): string[] => {
   for (const key of Object.getOwnPropertyNames(error)) {
     const value = (error as Record<string, unknown>)[key];
     if (key === 'cause') texts.push(...textsOf(value, depth + 1));
-    else texts.push(typeof value === 'string' ? value : JSON.stringify(value) ?? String(value));
+    else texts.push(typeof value === 'string' ? value : (JSON.stringify(value) ?? String(value)));
   }
   return texts;
 };

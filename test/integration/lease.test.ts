@@ -1,10 +1,4 @@
-import {
-  InvalidJobIdentityOptionsError,
-  InvalidJobLeaseOptionsError,
-  JobSchedulerService,
-  JobSchedulerStatus,
-  JobSchedulerType,
-} from '../../src/features';
+import { InvalidJobIdentityOptionsError, InvalidJobLeaseOptionsError, JobSchedulerService, JobSchedulerStatus, JobSchedulerType } from '../../src/features';
 import { startLeaseNodes, sleep } from '../support/lease-nodes';
 import { StatementCounter } from '../support/statement-counter';
 import { TcpProxy } from '../support/tcp-proxy';
@@ -49,10 +43,7 @@ const rowOf = async (id: string): Promise<Row> => {
 
 /** Moves the row's last owner write into the past, as if its heartbeats had stopped that long ago. */
 const ageRow = (id: string, ms: number) =>
-  database.sql(`UPDATE "job-scheduler" SET "modifiedAt" = "modifiedAt" - $2 * interval '1 millisecond' WHERE id = $1`, [
-    id,
-    ms,
-  ]);
+  database.sql(`UPDATE "job-scheduler" SET "modifiedAt" = "modifiedAt" - $2 * interval '1 millisecond' WHERE id = $1`, [id, ms]);
 
 let sequence = 0;
 const options = (extra: Record<string, unknown> = {}) => ({ code: 'sync-orders', runKey: `tick-${++sequence}`, ...extra });
@@ -256,7 +247,10 @@ describe('acquire', () => {
 
   it('is unaffected by a node clock skewed by years', async () => {
     const request = options({ leaseMs: 60_000 });
-    jest.useFakeTimers({ now: new Date('2100-01-01T00:00:00Z'), doNotFake: ['nextTick', 'setImmediate', 'setTimeout', 'clearTimeout', 'setInterval', 'clearInterval', 'queueMicrotask', 'hrtime', 'performance'] });
+    jest.useFakeTimers({
+      now: new Date('2100-01-01T00:00:00Z'),
+      doNotFake: ['nextTick', 'setImmediate', 'setTimeout', 'clearTimeout', 'setInterval', 'clearInterval', 'queueMicrotask', 'hrtime', 'performance'],
+    });
     try {
       expect(Date.now()).toBeGreaterThan(4_000_000_000_000);
       const holder = await nodes[0].acquire(request);
@@ -325,9 +319,7 @@ describe('acquire', () => {
     for (const leaseMs of [null, NaN, Infinity, 1.5, 2, 2 ** 31, Number.MAX_SAFE_INTEGER + 1, '100']) {
       await expect(counted.acquire(options({ leaseMs }) as never)).rejects.toBeInstanceOf(InvalidJobLeaseOptionsError);
     }
-    await expect(counted.acquire(options({ leaseMs: 1000, heartbeatMs: 500 }))).rejects.toBeInstanceOf(
-      InvalidJobLeaseOptionsError,
-    );
+    await expect(counted.acquire(options({ leaseMs: 1000, heartbeatMs: 500 }))).rejects.toBeInstanceOf(InvalidJobLeaseOptionsError);
     await expect(counted.complete({ id: 'not-a-uuid', ownerToken: 'x' })).rejects.toThrow(/UUID/);
     const fn = jest.fn();
     await expect(counted.runExclusive({ code: '' }, fn)).rejects.toBeInstanceOf(InvalidJobIdentityOptionsError);

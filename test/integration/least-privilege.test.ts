@@ -13,7 +13,6 @@ let database: TestDatabase;
 let canCreateRoles = false;
 const roles: string[] = [];
 
-
 const asRole = (url: string, role: string, password: string): string => {
   const parsed = new URL(url);
   parsed.username = role;
@@ -23,9 +22,7 @@ const asRole = (url: string, role: string, password: string): string => {
 
 beforeAll(async () => {
   database = await createTestDatabase();
-  const [me] = await database.sql<{ allowed: boolean }>(
-    'SELECT rolsuper OR rolcreaterole AS allowed FROM pg_roles WHERE rolname = current_user',
-  );
+  const [me] = await database.sql<{ allowed: boolean }>('SELECT rolsuper OR rolcreaterole AS allowed FROM pg_roles WHERE rolname = current_user');
   canCreateRoles = me.allowed;
 });
 
@@ -35,11 +32,7 @@ afterAll(async () => {
   for (const role of roles) await adminQuery(`DROP ROLE IF EXISTS "${role}"`);
 });
 
-const startAs = async (
-  grants: string[],
-  sequence = true,
-  unnamed?: { counter: StatementCounter; execute: boolean },
-): Promise<JobSchedulerService> => {
+const startAs = async (grants: string[], sequence = true, unnamed?: { counter: StatementCounter; execute: boolean }): Promise<JobSchedulerService> => {
   const role = `lease_app_${randomBytes(4).toString('hex')}`;
   const password = randomBytes(12).toString('hex');
   roles.push(role);

@@ -77,9 +77,7 @@ describe('migration TuneJobSchedulerTableForChurn', () => {
 
     const failed = await fresh(false);
     await migrations(failed, 'up', 4);
-    await failed.sql(
-      `INSERT INTO "job-scheduler" ("lockKey", "code", "createdAt") VALUES ('a', 'x', '2026-01-01Z'), ('b', 'x', '2026-01-01Z')`,
-    );
+    await failed.sql(`INSERT INTO "job-scheduler" ("lockKey", "code", "createdAt") VALUES ('a', 'x', '2026-01-01Z'), ('b', 'x', '2026-01-01Z')`);
     // Two equal values fail a unique build; a failed concurrent build leaves its index behind, invalid.
     await expect(failed.sql(`CREATE UNIQUE INDEX CONCURRENTLY "${JOB_SCHEDULER_CREATED_AT_INDEX}" ON "job-scheduler" ("createdAt")`)).rejects.toMatchObject({
       code: '23505',
@@ -125,8 +123,11 @@ describe('migration TuneJobSchedulerTableForChurn', () => {
     expect(prepared.filter((row) => row.statement.includes('WITH doomed AS'))).toEqual([]);
     await dataSource.destroy(); // a backend reports its statistics when it exits
     const scans = async () =>
-      (await database.sql<{ scans: number }>(`SELECT idx_scan::int AS scans FROM pg_stat_user_indexes WHERE indexrelname = $1`, [JOB_SCHEDULER_CREATED_AT_INDEX]))[0]
-        .scans;
+      (
+        await database.sql<{ scans: number }>(`SELECT idx_scan::int AS scans FROM pg_stat_user_indexes WHERE indexrelname = $1`, [
+          JOB_SCHEDULER_CREATED_AT_INDEX,
+        ])
+      )[0].scans;
     let seen = await scans();
     for (let waited = 0; seen < 12 && waited < 10_000; waited += 100) {
       await new Promise((resolve) => setTimeout(resolve, 100));

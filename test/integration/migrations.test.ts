@@ -8,7 +8,13 @@ const fresh = freshDatabasePerTest();
 const columnsOf = async (database: TestDatabase) =>
   Object.fromEntries(
     (
-      await database.sql<{ column_name: string; data_type: string; is_nullable: string; column_default: string | null; character_maximum_length: number | null }>(
+      await database.sql<{
+        column_name: string;
+        data_type: string;
+        is_nullable: string;
+        column_default: string | null;
+        character_maximum_length: number | null;
+      }>(
         `SELECT column_name, data_type, is_nullable, column_default, character_maximum_length
          FROM information_schema.columns WHERE table_name = 'job-scheduler'`,
       )

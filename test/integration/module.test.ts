@@ -93,15 +93,9 @@ describe('JobSchedulerModule', () => {
   });
 
   it('refuses unusable module options at boot', async () => {
-    await expect(startNestNode(database.url, { jobScheduler: { defaults: { leaseMs: 1 } } })).rejects.toBeInstanceOf(
-      InvalidJobLeaseOptionsError,
-    );
-    await expect(startNestNode(database.url, { jobScheduler: { shutdownGraceMs: -1 } })).rejects.toBeInstanceOf(
-      InvalidJobSchedulerModuleOptionsError,
-    );
-    await expect(startNestNode(database.url, { jobScheduler: { nodeId: ' ' } })).rejects.toBeInstanceOf(
-      InvalidJobSchedulerModuleOptionsError,
-    );
+    await expect(startNestNode(database.url, { jobScheduler: { defaults: { leaseMs: 1 } } })).rejects.toBeInstanceOf(InvalidJobLeaseOptionsError);
+    await expect(startNestNode(database.url, { jobScheduler: { shutdownGraceMs: -1 } })).rejects.toBeInstanceOf(InvalidJobSchedulerModuleOptionsError);
+    await expect(startNestNode(database.url, { jobScheduler: { nodeId: ' ' } })).rejects.toBeInstanceOf(InvalidJobSchedulerModuleOptionsError);
   });
 
   it('on shutdown aborts running callbacks, waits the grace, then releases what is still held', async () => {

@@ -1,10 +1,4 @@
-import {
-  InvalidJobQueryOptionsError,
-  JobRunsInspector,
-  JobSchedulerService,
-  JobSchedulerStatus,
-  JobSchedulerType,
-} from '../../src/features';
+import { InvalidJobQueryOptionsError, JobRunsInspector, JobSchedulerService, JobSchedulerStatus, JobSchedulerType } from '../../src/features';
 import { StatementCounter } from '../support/statement-counter';
 import { createTestDatabase, type TestDatabase } from '../support/test-database';
 
@@ -39,9 +33,9 @@ const finished = async (code: string, runKey: string | undefined, status: 'SUCCE
 };
 
 const remaining = async () =>
-  (await database.sql<{ code: string; runKey: string | null; status: string }>('SELECT code, "runKey", status FROM "job-scheduler" ORDER BY code, "runKey"')).map(
-    (row) => `${row.code}/${row.runKey}/${row.status}`,
-  );
+  (
+    await database.sql<{ code: string; runKey: string | null; status: string }>('SELECT code, "runKey", status FROM "job-scheduler" ORDER BY code, "runKey"')
+  ).map((row) => `${row.code}/${row.runKey}/${row.status}`);
 
 describe('prune', () => {
   it('deletes finished rows older than the cutoff in bounded batches, never RUNNING nor run-once SUCCESS', async () => {
@@ -71,7 +65,14 @@ describe('prune', () => {
 
   it('refuses bad options before any SQL', async () => {
     counter.reset();
-    for (const options of [{}, { olderThan: 0 }, { olderThan: 'soon' }, { olderThan: '1d', status: 'RUNNING' }, { olderThan: '1d', limit: 0 }, { olderThan: '1d', dangerouslyDeleteRunOnceSuccess: 'yes' }]) {
+    for (const options of [
+      {},
+      { olderThan: 0 },
+      { olderThan: 'soon' },
+      { olderThan: '1d', status: 'RUNNING' },
+      { olderThan: '1d', limit: 0 },
+      { olderThan: '1d', dangerouslyDeleteRunOnceSuccess: 'yes' },
+    ]) {
       await expect(jobs.prune(options as never)).rejects.toBeInstanceOf(InvalidJobQueryOptionsError);
     }
     expect(counter.count).toBe(0);

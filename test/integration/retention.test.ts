@@ -24,17 +24,18 @@ const seed = async (node: NestNode, days: number, count: number) => {
   }
   const seedRun = await node.jobs.acquire({ code: `seed-${days}`, type: JobSchedulerType.INITIAL });
   if (seedRun.acquired) await node.jobs.complete(seedRun);
-  await database.sql(`UPDATE "job-scheduler" SET "createdAt" = now() - $1 * interval '1 day', "modifiedAt" = now() - $1 * interval '1 day' WHERE "runKey" LIKE $2 OR code = $3`, [
-    days,
-    `${days}-%`,
-    `seed-${days}`,
-  ]);
+  await database.sql(
+    `UPDATE "job-scheduler" SET "createdAt" = now() - $1 * interval '1 day', "modifiedAt" = now() - $1 * interval '1 day' WHERE "runKey" LIKE $2 OR code = $3`,
+    [days, `${days}-%`, `seed-${days}`],
+  );
 };
 
 const left = async () =>
-  (await database.sql<{ runKey: string | null; code: string }>(`SELECT code, "runKey" FROM "job-scheduler" WHERE code <> $1 ORDER BY code, "runKey"`, [RETENTION_JOB_CODE])).map(
-    (row) => row.runKey ?? row.code,
-  );
+  (
+    await database.sql<{ runKey: string | null; code: string }>(`SELECT code, "runKey" FROM "job-scheduler" WHERE code <> $1 ORDER BY code, "runKey"`, [
+      RETENTION_JOB_CODE,
+    ])
+  ).map((row) => row.runKey ?? row.code);
 
 it('prunes once per period across nodes: old SUCCESS past 7d, old FAIL past 30d, never run-once markers', async () => {
   const retention = { success: '7d', fail: '30d', every: '1h' };

@@ -30,8 +30,7 @@ const rowByKey = async (idempotencyKey: string) => {
 };
 
 /** Makes the row look abandoned (no heartbeat for longer than any lease) so another node may reclaim it. */
-const abandon = (id: string) =>
-  database.sql(`UPDATE "job-scheduler" SET "modifiedAt" = "modifiedAt" - interval '1 day' WHERE id = $1`, [id]);
+const abandon = (id: string) => database.sql(`UPDATE "job-scheduler" SET "modifiedAt" = "modifiedAt" - interval '1 day' WHERE id = $1`, [id]);
 
 describe('runExclusive', () => {
   it('runs the callback on the winner only and records SUCCESS', async () => {
@@ -188,25 +187,25 @@ describe('runExclusive', () => {
     const node = new JobSchedulerService(await database.dataSource({ url: await proxy.start(database.url), poolSize: 1 }));
     try {
       await captureNestLogs(async (logs) => {
-      const request = options({ leaseMs: 3_000, heartbeatMs: 50 });
-      let reason: unknown;
-      const outcome = node.runExclusive(request, async ({ signal }) => {
-        proxy.cut();
-        await new Promise((resolve) => signal.addEventListener('abort', resolve, { once: true }));
-        reason = signal.reason;
-        return 'stopped';
-      });
-      // complete cannot reach the database either: the caller sees that error.
-      await expect(outcome).rejects.toThrow(Error);
-      expect(reason).toBeInstanceOf(LostJobLeaseError);
-      expect((reason as Error).cause).toBeInstanceOf(Error);
-      proxy.restore();
-      expect(await node.runExclusive(options(), async () => 'after the outage')).toEqual({
-        acquired: true,
-        result: 'after the outage',
-      });
-      // Each retried statement says so once (WARN), the following attempts at debug level.
-      expect(logs.some((line) => line.level === 'warn' && /^Retrying heartbeat of job lease .* \(attempt 2\)/.test(line.message))).toBe(true);
+        const request = options({ leaseMs: 3_000, heartbeatMs: 50 });
+        let reason: unknown;
+        const outcome = node.runExclusive(request, async ({ signal }) => {
+          proxy.cut();
+          await new Promise((resolve) => signal.addEventListener('abort', resolve, { once: true }));
+          reason = signal.reason;
+          return 'stopped';
+        });
+        // complete cannot reach the database either: the caller sees that error.
+        await expect(outcome).rejects.toThrow(Error);
+        expect(reason).toBeInstanceOf(LostJobLeaseError);
+        expect((reason as Error).cause).toBeInstanceOf(Error);
+        proxy.restore();
+        expect(await node.runExclusive(options(), async () => 'after the outage')).toEqual({
+          acquired: true,
+          result: 'after the outage',
+        });
+        // Each retried statement says so once (WARN), the following attempts at debug level.
+        expect(logs.some((line) => line.level === 'warn' && /^Retrying heartbeat of job lease .* \(attempt 2\)/.test(line.message))).toBe(true);
       });
     } finally {
       await proxy.close();
@@ -218,7 +217,9 @@ describe('runAcquired', () => {
   it('runs the callback under a lease acquired beforehand (a run of acquireBatch) and records SUCCESS, or FAIL with the error', async () => {
     const [done, failed] = await nodes[0].acquireBatch({ code: 'nightly-export', runKeys: [`tick-${++sequence}`, `tick-${++sequence}`] });
     if (!done.acquired || !failed.acquired) throw new Error('not acquired');
-    expect(await nodes[0].runAcquired(done, async (lease) => ({ key: lease.idempotencyKey, token: lease.fencingToken, aborted: lease.signal.aborted }))).toEqual({
+    expect(
+      await nodes[0].runAcquired(done, async (lease) => ({ key: lease.idempotencyKey, token: lease.fencingToken, aborted: lease.signal.aborted })),
+    ).toEqual({
       key: done.idempotencyKey,
       token: done.fencingToken,
       aborted: false,

@@ -1,10 +1,5 @@
 import { Pool } from 'pg';
-import {
-  createJobScheduler,
-  JobSchedulerStatus,
-  JobShutdownError,
-  type StandaloneJobScheduler,
-} from '../../src/features';
+import { createJobScheduler, JobSchedulerStatus, JobShutdownError, type StandaloneJobScheduler } from '../../src/features';
 import { sleep } from '../support/lease-nodes';
 import { captureNestLogs } from '../support/nest-log-capture';
 import { createTestDatabase, type TestDatabase } from '../support/test-database';

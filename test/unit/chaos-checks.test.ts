@@ -56,12 +56,7 @@ const cleanEvidence = (): ChaosEvidence => ({
     [resourceOf('a', runKeyOf(0)), 1],
     [resourceOf('a', runKeyOf(1)), 1],
   ]),
-  workers: [
-    worker('w0.1', [
-      event({ type: 'success', key: 'key-0', fencingToken: 1 }),
-      event({ type: 'success', key: 'key-1', fencingToken: 1 }),
-    ]),
-  ],
+  workers: [worker('w0.1', [event({ type: 'success', key: 'key-0', fencingToken: 1 }), event({ type: 'success', key: 'key-1', fencingToken: 1 })])],
 });
 
 const check = (evidence: ChaosEvidence, faults: FaultRecords = emptyFaultRecords()) => computeFigures(config, evidence, faults);
@@ -154,12 +149,7 @@ describe('chaos plan', () => {
       const config = { ...full, seed };
       const plan = planChaos(config);
       const count = (kind: string) => plan.faults.filter((fault) => fault.kind === kind).length;
-      expect([count('kill'), count('pause'), count('restart'), count('backend-kill')]).toEqual([
-        config.kills,
-        config.pauses,
-        1,
-        config.backendKillBursts,
-      ]);
+      expect([count('kill'), count('pause'), count('restart'), count('backend-kill')]).toEqual([config.kills, config.pauses, 1, config.backendKillBursts]);
       const restart = plan.faults.find((fault) => fault.kind === 'restart');
       for (const fault of plan.faults) {
         expect(fault.atMs).toBeGreaterThanOrEqual(0);

@@ -34,7 +34,14 @@ const notAcquired = (tick: string, when: number): Event[] => [
   { type: 'not-acquired', tick, try: 1, at: at(when + 2) },
 ];
 
-const success = (runKey: string, id: string, fencingToken = 1, attempts = 1): FinalRow => ({ runKey, id, status: 'SUCCESS', fencingToken, attempts, ownerId: 'n0' });
+const success = (runKey: string, id: string, fencingToken = 1, attempts = 1): FinalRow => ({
+  runKey,
+  id,
+  status: 'SUCCESS',
+  fencingToken,
+  attempts,
+  ownerId: 'n0',
+});
 
 /** Two ticks, each won by one node and completed once; the other node lost both races. */
 const clean = (): { plannedTicks: string[]; nodes: NodeEvidence[]; finalRows: FinalRow[] } => ({
@@ -201,7 +208,14 @@ describe('failover checks', () => {
   it('group the errors thrown to callers by phase, name, code and cause, and collect the codes', () => {
     const input = clean();
     input.nodes[1].events.unshift(
-      { type: 'attempt-error', tick: T0, try: 1, phase: 'acquire', error: { name: 'QueryFailedError', code: '57P01', message: 'terminating', causes: [{ name: 'error', code: '57P01', message: 'terminating' }] }, at: at(1) },
+      {
+        type: 'attempt-error',
+        tick: T0,
+        try: 1,
+        phase: 'acquire',
+        error: { name: 'QueryFailedError', code: '57P01', message: 'terminating', causes: [{ name: 'error', code: '57P01', message: 'terminating' }] },
+        at: at(1),
+      },
       { type: 'attempt-error', tick: T0, try: 2, phase: 'run', error: lostLease(), at: at(2) },
     );
     const { figures } = computeFailoverFigures(input);
@@ -216,20 +230,50 @@ describe('failover checks', () => {
 });
 
 describe('failover report', () => {
-  const leaks = (total: number): TokenLeakFigures => ({ byPlace: total ? { 'abort-reason.json': total } : {}, inFiles: 0, total, unidentifiedUuids: 0, unidentifiedByPlace: {} });
-  const fault: FaultRecord = { kind: 'crash', at: 0, oldLeader: 'm0', newLeader: 'm1', failoverMs: 10_400, probeFailures: { 'connect: Connection terminated unexpectedly': 9 }, problems: [] };
+  const leaks = (total: number): TokenLeakFigures => ({
+    byPlace: total ? { 'abort-reason.json': total } : {},
+    inFiles: 0,
+    total,
+    unidentifiedUuids: 0,
+    unidentifiedByPlace: {},
+  });
+  const fault: FaultRecord = {
+    kind: 'crash',
+    at: 0,
+    oldLeader: 'm0',
+    newLeader: 'm1',
+    failoverMs: 10_400,
+    probeFailures: { 'connect: Connection terminated unexpectedly': 9 },
+    problems: [],
+  };
 
   it('marks every broken invariant, and only those', () => {
     const { figures } = computeFailoverFigures({ ...clean(), finalRows: [success(T0, ID0)] });
     const rows = reportRows(figures, leaks(2), [fault], ['n3 (1)']);
-    expect(violationsOf(rows).map((line) => line.split(':')[0])).toEqual(['lost ticks (planned, no SUCCESS)', 'forgotten acquisitions', 'forgotten completions', 'owner-token leaks', 'node processes that crashed']);
+    expect(violationsOf(rows).map((line) => line.split(':')[0])).toEqual([
+      'lost ticks (planned, no SUCCESS)',
+      'forgotten acquisitions',
+      'forgotten completions',
+      'owner-token leaks',
+      'node processes that crashed',
+    ]);
     expect(violationsOf(reportRows(computeFailoverFigures(clean()).figures, leaks(0), [fault], []))).toEqual([]);
   });
 
   it('prints FAIL in sync mode and only reports in async mode', () => {
     const { figures } = computeFailoverFigures({ ...clean(), finalRows: [] });
     const rows = reportRows(figures, leaks(0), [fault], []);
-    const report = { mode: 'sync', seed: 1, durationSeconds: 90, tree: 'abc', config: { nodes: 4, tickMs: 500, leaseMs: 20_000, heartbeatMs: 2_000, workMinMs: 500, workMaxMs: 3_000, faults: ['crash'] }, rows, ok: false, violations: violationsOf(rows), problems: [] } as unknown as FailoverReport;
+    const report = {
+      mode: 'sync',
+      seed: 1,
+      durationSeconds: 90,
+      tree: 'abc',
+      config: { nodes: 4, tickMs: 500, leaseMs: 20_000, heartbeatMs: 2_000, workMinMs: 500, workMaxMs: 3_000, faults: ['crash'] },
+      rows,
+      ok: false,
+      violations: violationsOf(rows),
+      problems: [],
+    } as unknown as FailoverReport;
     expect(renderReport(report)).toMatch(/sync mode: FAILED/);
     expect(renderReport(report)).toMatch(/\| lost ticks \(planned, no SUCCESS\) \| 2 \| 0 \| FAIL \|/);
     expect(renderReport(report)).toMatch(/crash m0→m1 10\.4 s/);
@@ -298,7 +342,11 @@ describe('owner-token leak detection', () => {
 describe('failover error summaries and probe classes', () => {
   it('summarize the chain below an error with its codes', () => {
     const pgError = Object.assign(new Error('terminating connection due to administrator command'), { code: '57P01' });
-    const typeorm = Object.assign(new Error('terminating connection due to administrator command'), { name: 'QueryFailedError', code: '57P01', driverError: pgError });
+    const typeorm = Object.assign(new Error('terminating connection due to administrator command'), {
+      name: 'QueryFailedError',
+      code: '57P01',
+      driverError: pgError,
+    });
     const lost = Object.assign(new Error('lost', { cause: typeorm }), { name: 'LostJobLeaseError', code: 'JOB_LEASE_LOST' });
     expect(summarizeError(lost)).toEqual({
       name: 'LostJobLeaseError',

@@ -4,15 +4,52 @@ import { resolveTimingDefaults } from '../../src/features/job-scheduler/lease-ti
 describe('describeFailure with hostile thrown values', () => {
   const hostile: Array<[string, () => unknown]> = [
     ['an object without a prototype', () => Object.create(null)],
-    ['an object whose toString throws', () => ({ toString: () => { throw new Error('no string'); } })],
-    ['an Error whose name getter throws', () => Object.defineProperty(new Error('x'), 'name', { get: () => { throw new Error('getter'); } })],
-    ['an Error whose message getter throws', () => Object.defineProperty(new Error('x'), 'message', { get: () => { throw new Error('getter'); } })],
-    ['a Proxy whose getPrototypeOf trap throws', () => new Proxy({}, { getPrototypeOf: () => { throw new Error('trap'); } })],
-    ['a revoked Proxy', () => {
-      const { proxy, revoke } = Proxy.revocable({}, {});
-      revoke();
-      return proxy;
-    }],
+    [
+      'an object whose toString throws',
+      () => ({
+        toString: () => {
+          throw new Error('no string');
+        },
+      }),
+    ],
+    [
+      'an Error whose name getter throws',
+      () =>
+        Object.defineProperty(new Error('x'), 'name', {
+          get: () => {
+            throw new Error('getter');
+          },
+        }),
+    ],
+    [
+      'an Error whose message getter throws',
+      () =>
+        Object.defineProperty(new Error('x'), 'message', {
+          get: () => {
+            throw new Error('getter');
+          },
+        }),
+    ],
+    [
+      'a Proxy whose getPrototypeOf trap throws',
+      () =>
+        new Proxy(
+          {},
+          {
+            getPrototypeOf: () => {
+              throw new Error('trap');
+            },
+          },
+        ),
+    ],
+    [
+      'a revoked Proxy',
+      () => {
+        const { proxy, revoke } = Proxy.revocable({}, {});
+        revoke();
+        return proxy;
+      },
+    ],
   ];
 
   it.each(hostile)('describes %s as storable data, never throwing', (_, make) => {

@@ -68,9 +68,7 @@ describe('v2 job identity', () => {
     fc.assert(
       fc.property(fc.string({ minLength: 1, maxLength: 20 }), fc.string({ minLength: 1, maxLength: 20 }), (a, b) => {
         fc.pre(a.trim() !== b.trim() && a.trim() !== '' && b.trim() !== '');
-        expect(resolveJobIdentity({ code: 'job', runKey: a }).lockKey).not.toBe(
-          resolveJobIdentity({ code: 'job', runKey: b }).lockKey,
-        );
+        expect(resolveJobIdentity({ code: 'job', runKey: a }).lockKey).not.toBe(resolveJobIdentity({ code: 'job', runKey: b }).lockKey);
       }),
     );
   });

@@ -58,11 +58,7 @@ describe('lease SQL', () => {
   });
 
   it('fences every mutation by id, owner token and RUNNING', () => {
-    for (const statement of [
-      statements.heartbeat('i', 't'),
-      statements.complete('i', 't', null),
-      statements.fail('i', 't', '{}'),
-    ]) {
+    for (const statement of [statements.heartbeat('i', 't'), statements.complete('i', 't', null), statements.fail('i', 't', '{}')]) {
       expect(statement.text).toMatch(/WHERE "id" = \$1 AND "ownerToken" = \$2 AND "status" = 'RUNNING'/);
       expect(statement.values.slice(0, 2)).toEqual(['i', 't']);
     }

@@ -1,10 +1,5 @@
 import { InvalidJobDataError, InvalidJobLeaseError, InvalidJobLeaseOptionsError } from '../../src/features';
-import {
-  checkJobLease,
-  describeFailure,
-  resolveAcquireRequest,
-  serializeJobData,
-} from '../../src/features/job-scheduler/lease-arguments';
+import { checkJobLease, describeFailure, resolveAcquireRequest, serializeJobData } from '../../src/features/job-scheduler/lease-arguments';
 import { resolveTimingDefaults } from '../../src/features/job-scheduler/lease-timing';
 
 describe('finalize data', () => {
@@ -49,8 +44,6 @@ describe('lease arguments', () => {
     const defaults = resolveTimingDefaults(undefined);
     expect(resolveAcquireRequest({ code: 'a', runKey: 'b' }, defaults).reclaimFailed).toBe(true);
     expect(resolveAcquireRequest({ code: 'a', runKey: 'b', reclaimFailed: false }, defaults).reclaimFailed).toBe(false);
-    expect(() => resolveAcquireRequest({ code: 'a', runKey: 'b', reclaimFailed: 'no' }, defaults)).toThrow(
-      InvalidJobLeaseOptionsError,
-    );
+    expect(() => resolveAcquireRequest({ code: 'a', runKey: 'b', reclaimFailed: 'no' }, defaults)).toThrow(InvalidJobLeaseOptionsError);
   });
 });

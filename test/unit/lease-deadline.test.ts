@@ -54,9 +54,8 @@ describe('retry backoff', () => {
 });
 
 describe('retryable failures', () => {
-  it.each(['57P01', '57P02', '57P03', '08006', '08001', '08003', '53300', '53100', '57014', '55P03', '40001', '40P01', '25006'])(
-    '%s is retried',
-    (sqlState) => expect(isRetryableSqlState(sqlState)).toBe(true),
+  it.each(['57P01', '57P02', '57P03', '08006', '08001', '08003', '53300', '53100', '57014', '55P03', '40001', '40P01', '25006'])('%s is retried', (sqlState) =>
+    expect(isRetryableSqlState(sqlState)).toBe(true),
   );
 
   it('a failure without SQLSTATE (refused, reset, closed, timed out) is retried', () => {

@@ -203,7 +203,10 @@ describe('LeaseHold', () => {
     const { hold, calls } = rig;
     await timers.advance(5_000);
     const done = hold.complete();
-    const outcome = done.then(() => 'resolved', (error: unknown) => error);
+    const outcome = done.then(
+      () => 'resolved',
+      (error: unknown) => error,
+    );
     await timers.advance(10_000);
     expect(await outcome).toBeInstanceOf(JobLeaseDatabaseError);
     expect(calls.finalize.every((call) => call.at < 9_000 + 1)).toBe(true);

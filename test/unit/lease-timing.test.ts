@@ -30,9 +30,8 @@ describe('lease timing', () => {
     );
   });
 
-  it.each([null, 0, 1, 2, -5, 1.5, NaN, Infinity, -Infinity, '1000', 2 ** 31, Number.MAX_SAFE_INTEGER + 2, {}, true])(
-    'rejects leaseMs %p',
-    (leaseMs) => rejects({ leaseMs }),
+  it.each([null, 0, 1, 2, -5, 1.5, NaN, Infinity, -Infinity, '1000', 2 ** 31, Number.MAX_SAFE_INTEGER + 2, {}, true])('rejects leaseMs %p', (leaseMs) =>
+    rejects({ leaseMs }),
   );
 
   it('accepts leaseMs from 3 to 2^31-1', () => {
@@ -40,9 +39,7 @@ describe('lease timing', () => {
     expect(timing({ leaseMs: 2 ** 31 - 1 }).leaseMs).toBe(2 ** 31 - 1);
   });
 
-  it.each([null, -1, 1.5, NaN, Infinity, '10', 2 ** 31, false])('rejects heartbeatMs %p', (heartbeatMs) =>
-    rejects({ heartbeatMs }),
-  );
+  it.each([null, -1, 1.5, NaN, Infinity, '10', 2 ** 31, false])('rejects heartbeatMs %p', (heartbeatMs) => rejects({ heartbeatMs }));
 
   it('requires an explicit heartbeat strictly below half the lease, or 0 to disable it', () => {
     expect(timing({ leaseMs: 10_000, heartbeatMs: 4_999 }).heartbeatMs).toBe(4_999);

@@ -40,8 +40,22 @@ it('extracts each TypeScript block with its heading path, fence line, code and d
   const { blocks, problems } = extractTypeScriptBlocks(markdown, 'README.md');
   expect(problems).toEqual([]);
   expect(blocks).toEqual([
-    { source: 'README.md', index: 1, heading: 'Quick start › 1. Register', fenceLine: 7, code: "import { Module } from '@nestjs/common';", directive: { kind: 'check' } },
-    { source: 'README.md', index: 2, heading: 'API', fenceLine: 18, code: 'interface JobAcquireOptions { code: string }', directive: { kind: 'mirrors', name: 'JobAcquireOptions' } },
+    {
+      source: 'README.md',
+      index: 1,
+      heading: 'Quick start › 1. Register',
+      fenceLine: 7,
+      code: "import { Module } from '@nestjs/common';",
+      directive: { kind: 'check' },
+    },
+    {
+      source: 'README.md',
+      index: 2,
+      heading: 'API',
+      fenceLine: 18,
+      code: 'interface JobAcquireOptions { code: string }',
+      directive: { kind: 'mirrors', name: 'JobAcquireOptions' },
+    },
     { source: 'README.md', index: 3, heading: 'API', fenceLine: 24, code: "{ every: '15m' }", directive: { kind: 'skip', reason: 'option literals' } },
     { source: 'README.md', index: 4, heading: 'API', fenceLine: 29, code: 'const x = 1;\n# not a heading', directive: { kind: 'check' } },
   ]);

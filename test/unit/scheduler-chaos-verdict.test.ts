@@ -306,7 +306,17 @@ describe('scheduler chaos verdict', () => {
     const plan = planFaults(config);
     expect(plan).toEqual(planFaults(config));
     expect(new Set(plan.map((fault) => fault.kind))).toEqual(
-      new Set(['long-stall', 'short-stall', 'kill-mid-run', 'kill-before-instant', 'term-random', 'term-before-instant', 'backend-kill', 'outage', 'clock-step']),
+      new Set([
+        'long-stall',
+        'short-stall',
+        'kill-mid-run',
+        'kill-before-instant',
+        'term-random',
+        'term-before-instant',
+        'backend-kill',
+        'outage',
+        'clock-step',
+      ]),
     );
     for (const fault of plan) expect(fault.atMs).toBeLessThanOrEqual(config.windowMs - config.quietEndMs);
     expect(parseSchedulerChaosArguments(['--minutes', '2']).config.windowMs).toBe(120_000);

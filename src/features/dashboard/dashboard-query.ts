@@ -25,7 +25,8 @@ const STATUSES = new Set<string>(Object.values(JobSchedulerStatus));
 /** The runs list's query (code, status, from, to, cursor, limit ≤ 200) as a findRuns filter. Throws InvalidJobQueryOptionsError. */
 export const runFilterOf = (query: QueryValues): JobRunFilter => {
   const status = one(query, 'status');
-  if (status !== undefined && !STATUSES.has(status)) throw new InvalidJobQueryOptionsError(`status must be RUNNING, SUCCESS or FAIL, got ${JSON.stringify(status.slice(0, 80))}`);
+  if (status !== undefined && !STATUSES.has(status))
+    throw new InvalidJobQueryOptionsError(`status must be RUNNING, SUCCESS or FAIL, got ${JSON.stringify(status.slice(0, 80))}`);
   const limitText = one(query, 'limit');
   const limit = limitText === undefined ? 50 : Number(limitText);
   if (!Number.isSafeInteger(limit) || limit < 1 || limit > 200) throw new InvalidJobQueryOptionsError('limit must be a whole number from 1 to 200');
@@ -56,6 +57,7 @@ export const timelineSpanOf = (query: QueryValues): { span: string; ms: number }
 export const fencingTokenOf = (query: QueryValues): number => {
   const text = one(query, 'fencingToken');
   const token = text !== undefined && /^\d{1,15}$/.test(text) ? Number(text) : Number.NaN;
-  if (!Number.isSafeInteger(token) || token < 1) throw new InvalidJobQueryOptionsError('fencingToken must be the fencing token shown for the lease (a whole number)');
+  if (!Number.isSafeInteger(token) || token < 1)
+    throw new InvalidJobQueryOptionsError('fencingToken must be the fencing token shown for the lease (a whole number)');
   return token;
 };

@@ -39,7 +39,10 @@ const listedSchedule = (view: DynamicScheduleView, now: number): Pick<DashboardS
     if (!(error instanceof DeclarationError)) throw error;
     const expression = view.every === undefined ? (view.cron ?? '') : `${view.every} ms`;
     const reason = error.message.replace(/^Scheduled job "[^"]*": /, '');
-    return { schedule: { kind: view.every === undefined ? 'cron' : 'every', expression, words: `not run: ${reason}`, timeZone: view.timeZone ?? null }, nextDue: [] };
+    return {
+      schedule: { kind: view.every === undefined ? 'cron' : 'every', expression, words: `not run: ${reason}`, timeZone: view.timeZone ?? null },
+      nextDue: [],
+    };
   }
   return { schedule: describeSchedule(schedule), nextDue: view.enabled ? nextDueInstants(schedule, now).map((date) => date.toISOString()) : [] };
 };

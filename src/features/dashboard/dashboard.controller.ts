@@ -1,17 +1,4 @@
-import {
-  BadRequestException,
-  ConflictException,
-  Get,
-  HttpCode,
-  Inject,
-  Injectable,
-  NotFoundException,
-  Param,
-  Post,
-  Query,
-  Req,
-  Res,
-} from '@nestjs/common';
+import { BadRequestException, ConflictException, Get, HttpCode, Inject, Injectable, NotFoundException, Param, Post, Query, Req, Res } from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
 import { InvalidJobQueryOptionsError } from '../job-scheduler/job-scheduler.errors';
 import { DeclarationError, SchedulingError } from '../scheduling/scheduling.errors';
@@ -91,7 +78,12 @@ export class JobSchedulerDashboardController {
   }
 
   @Get('api/schedules/:id/timeline')
-  async scheduleTimeline(@Req() request: DashboardRequest, @Res({ passthrough: true }) response: unknown, @Param('id') id: string, @Query() query: QueryValues) {
+  async scheduleTimeline(
+    @Req() request: DashboardRequest,
+    @Res({ passthrough: true }) response: unknown,
+    @Param('id') id: string,
+    @Query() query: QueryValues,
+  ) {
     await this.access(request, response, 'read');
     return this.answer(() => this.schedules.timeline(id, timelineSpanOf(query).ms));
   }

@@ -63,7 +63,8 @@ const PATH = /^\/[A-Za-z0-9._~\-/]*$/;
 
 /** Validates forRoot's options. Throws InvalidDashboardOptionsError. */
 export const resolveDashboardOptions = (options: JobSchedulerDashboardOptions, nodeEnv = process.env.NODE_ENV): ResolvedDashboardOptions => {
-  if (typeof options !== 'object' || options === null) throw new InvalidDashboardOptionsError('JobSchedulerDashboardModule.forRoot needs options with an authorize function');
+  if (typeof options !== 'object' || options === null)
+    throw new InvalidDashboardOptionsError('JobSchedulerDashboardModule.forRoot needs options with an authorize function');
   const path = options.path ?? '/jobs';
   if (typeof path !== 'string' || !PATH.test(path) || path.includes('//') || path.length > 200) {
     throw new InvalidDashboardOptionsError(`path must start with "/" and hold only letters, digits and . _ ~ - /, got ${JSON.stringify(String(path))}`);

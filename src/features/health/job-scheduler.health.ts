@@ -56,7 +56,10 @@ export class JobSchedulerHealthIndicator {
         risk: replication.risk,
       },
       jobs: Object.fromEntries(
-        jobs.map((job) => [job.name, { lastSuccessAt: job.lastSuccessAt?.toISOString() ?? null, occurrencesSinceSuccess: job.occurrencesSinceSuccess, stale: job.stale }]),
+        jobs.map((job) => [
+          job.name,
+          { lastSuccessAt: job.lastSuccessAt?.toISOString() ?? null, occurrencesSinceSuccess: job.occurrencesSinceSuccess, stale: job.stale },
+        ]),
       ),
     };
     const tooManyExpired = options.maxExpiredLeases !== undefined && expiredLeases > options.maxExpiredLeases;

@@ -93,18 +93,7 @@ export class InvalidJobLeaseError extends Error {
 
 /** What the lease was doing when the database failed it. */
 export type JobLeaseDatabaseOperation =
-  | 'acquire'
-  | 'heartbeat'
-  | 'complete'
-  | 'fail'
-  | 'prune'
-  | 'inspect'
-  | 'history'
-  | 'take-over'
-  | 'pause'
-  | 'release'
-  | 'replication-check'
-  | 'schedules';
+  'acquire' | 'heartbeat' | 'complete' | 'fail' | 'prune' | 'inspect' | 'history' | 'take-over' | 'pause' | 'release' | 'replication-check' | 'schedules';
 
 /**
  * The database failed a lease statement: it could not be reached, did not answer in time, or
@@ -119,10 +108,7 @@ export class JobLeaseDatabaseError extends Error {
   readonly sqlState: string | undefined;
   readonly retryable: boolean;
 
-  constructor(
-    message: string,
-    details: { operation: JobLeaseDatabaseOperation; sqlState?: string; retryable: boolean; cause?: unknown },
-  ) {
+  constructor(message: string, details: { operation: JobLeaseDatabaseOperation; sqlState?: string; retryable: boolean; cause?: unknown }) {
     super(message, details.cause === undefined ? undefined : { cause: details.cause });
     this.name = 'JobLeaseDatabaseError';
     this.operation = details.operation;
@@ -162,110 +148,76 @@ const describe = (value: unknown): string => {
 };
 
 export const identityErrors = {
-  notAnObject: (value: unknown) =>
-    new InvalidJobIdentityOptionsError(`Job acquire options must be an object, got ${describe(value)}`),
-  codeNotString: (value: unknown) =>
-    new InvalidJobIdentityOptionsError(`Job code must be a string, got ${describe(value)}`),
-  codeLength: (length: number) =>
-    new InvalidJobIdentityOptionsError(`Job code must contain 1-64 characters after trimming, got ${length}`),
-  unknownType: (value: unknown) =>
-    new InvalidJobIdentityOptionsError(`Job type must be INITIAL or SCHEDULE, got ${describe(value)}`),
-  runKeyRequired: () =>
-    new InvalidJobIdentityOptionsError('A SCHEDULE job requires a nonblank string runKey naming the occurrence'),
-  runKeyNotString: (value: unknown) =>
-    new InvalidJobIdentityOptionsError(`Job runKey must be a string, got ${describe(value)}`),
-  runKeyLength: (length: number) =>
-    new InvalidJobIdentityOptionsError(`Job runKey must contain at most 1024 characters after trimming, got ${length}`),
-  runKeyForbidden: () =>
-    new InvalidJobIdentityOptionsError('An INITIAL job has one canonical run per code and takes no runKey'),
-  nameInvalid: (value: unknown) =>
-    new InvalidJobIdentityOptionsError(`Job name must be a string of at most 256 characters, got ${describe(value)}`),
+  notAnObject: (value: unknown) => new InvalidJobIdentityOptionsError(`Job acquire options must be an object, got ${describe(value)}`),
+  codeNotString: (value: unknown) => new InvalidJobIdentityOptionsError(`Job code must be a string, got ${describe(value)}`),
+  codeLength: (length: number) => new InvalidJobIdentityOptionsError(`Job code must contain 1-64 characters after trimming, got ${length}`),
+  unknownType: (value: unknown) => new InvalidJobIdentityOptionsError(`Job type must be INITIAL or SCHEDULE, got ${describe(value)}`),
+  runKeyRequired: () => new InvalidJobIdentityOptionsError('A SCHEDULE job requires a nonblank string runKey naming the occurrence'),
+  runKeyNotString: (value: unknown) => new InvalidJobIdentityOptionsError(`Job runKey must be a string, got ${describe(value)}`),
+  runKeyLength: (length: number) => new InvalidJobIdentityOptionsError(`Job runKey must contain at most 1024 characters after trimming, got ${length}`),
+  runKeyForbidden: () => new InvalidJobIdentityOptionsError('An INITIAL job has one canonical run per code and takes no runKey'),
+  nameInvalid: (value: unknown) => new InvalidJobIdentityOptionsError(`Job name must be a string of at most 256 characters, got ${describe(value)}`),
   runKeysInvalid: (value: unknown, max: number) =>
-    new InvalidJobIdentityOptionsError(`Job runKeys must be an array of at most ${max} runKeys, got ${Array.isArray(value) ? `${value.length} entries` : describe(value)}`),
-  runKeysRepeated: (index: number) =>
-    new InvalidJobIdentityOptionsError(`Job runKeys must be distinct: entry ${index} names a run an earlier entry names`),
-  runsInvalid: (value: unknown, max: number) =>
-    new InvalidJobIdentityOptionsError(`acquireMany takes an array of at most ${max} acquire options, got ${Array.isArray(value) ? `${value.length} entries` : describe(value)}`),
-  runsRepeated: (index: number) =>
-    new InvalidJobIdentityOptionsError(`acquireMany runs must be distinct: entry ${index} names a run an earlier entry names`),
-  unstorableText: (field: string) =>
     new InvalidJobIdentityOptionsError(
-      `Job ${field} contains a NUL character or a lone surrogate, which PostgreSQL text cannot store faithfully`,
+      `Job runKeys must be an array of at most ${max} runKeys, got ${Array.isArray(value) ? `${value.length} entries` : describe(value)}`,
     ),
+  runKeysRepeated: (index: number) => new InvalidJobIdentityOptionsError(`Job runKeys must be distinct: entry ${index} names a run an earlier entry names`),
+  runsInvalid: (value: unknown, max: number) =>
+    new InvalidJobIdentityOptionsError(
+      `acquireMany takes an array of at most ${max} acquire options, got ${Array.isArray(value) ? `${value.length} entries` : describe(value)}`,
+    ),
+  runsRepeated: (index: number) => new InvalidJobIdentityOptionsError(`acquireMany runs must be distinct: entry ${index} names a run an earlier entry names`),
+  unstorableText: (field: string) =>
+    new InvalidJobIdentityOptionsError(`Job ${field} contains a NUL character or a lone surrogate, which PostgreSQL text cannot store faithfully`),
 };
 
 export const leaseErrors = {
-  leaseMs: (value: unknown) =>
-    new InvalidJobLeaseOptionsError(
-      `leaseMs must be a safe integer from 3 to 2147483647 milliseconds, got ${describe(value)}`,
-    ),
+  leaseMs: (value: unknown) => new InvalidJobLeaseOptionsError(`leaseMs must be a safe integer from 3 to 2147483647 milliseconds, got ${describe(value)}`),
   heartbeatMsType: (value: unknown) =>
-    new InvalidJobLeaseOptionsError(
-      `heartbeatMs must be 0 or a safe integer of at most 2147483647 milliseconds, got ${describe(value)}`,
-    ),
+    new InvalidJobLeaseOptionsError(`heartbeatMs must be 0 or a safe integer of at most 2147483647 milliseconds, got ${describe(value)}`),
   heartbeatTooSlow: (heartbeatMs: number, leaseMs: number) =>
-    new InvalidJobLeaseOptionsError(
-      `heartbeatMs (${heartbeatMs}) must be less than half of leaseMs (${leaseMs}), or 0 to disable heartbeats`,
-    ),
-  statementTimeoutMs: (value: unknown) =>
-    new InvalidJobLeaseOptionsError(`timeoutMs must be a positive safe integer of milliseconds, got ${describe(value)}`),
-  reclaimFailed: (value: unknown) =>
-    new InvalidJobLeaseOptionsError(`reclaimFailed must be a boolean when given, got ${describe(value)}`),
+    new InvalidJobLeaseOptionsError(`heartbeatMs (${heartbeatMs}) must be less than half of leaseMs (${leaseMs}), or 0 to disable heartbeats`),
+  statementTimeoutMs: (value: unknown) => new InvalidJobLeaseOptionsError(`timeoutMs must be a positive safe integer of milliseconds, got ${describe(value)}`),
+  reclaimFailed: (value: unknown) => new InvalidJobLeaseOptionsError(`reclaimFailed must be a boolean when given, got ${describe(value)}`),
   again: (value: unknown) =>
     new InvalidJobLeaseOptionsError(`again must be a boolean when given (the options of complete or fail are { again?: boolean }), got ${describe(value)}`),
 };
 
 export const moduleErrors = {
   shutdownGraceMs: (value: unknown) =>
-    new InvalidJobSchedulerModuleOptionsError(
-      `shutdownGraceMs must be a safe integer from 0 to 2147483647 milliseconds, got ${describe(value)}`,
-    ),
+    new InvalidJobSchedulerModuleOptionsError(`shutdownGraceMs must be a safe integer from 0 to 2147483647 milliseconds, got ${describe(value)}`),
   retention: (field: string, value: unknown) =>
-    new InvalidJobSchedulerModuleOptionsError(
-      `retention.${field} must be a positive duration (ms, or text like '30d'), got ${describe(value)}`,
-    ),
+    new InvalidJobSchedulerModuleOptionsError(`retention.${field} must be a positive duration (ms, or text like '30d'), got ${describe(value)}`),
   statementTimeoutMs: (value: unknown) =>
-    new InvalidJobSchedulerModuleOptionsError(
-      `statementTimeoutMs must be a safe integer from 1 to 2147483647 milliseconds, got ${describe(value)}`,
-    ),
-  boolean: (field: string, value: unknown) =>
-    new InvalidJobSchedulerModuleOptionsError(`${field} must be a boolean when given, got ${describe(value)}`),
+    new InvalidJobSchedulerModuleOptionsError(`statementTimeoutMs must be a safe integer from 1 to 2147483647 milliseconds, got ${describe(value)}`),
+  boolean: (field: string, value: unknown) => new InvalidJobSchedulerModuleOptionsError(`${field} must be a boolean when given, got ${describe(value)}`),
   duplicateModule: (count: number) =>
     new InvalidJobSchedulerModuleOptionsError(
       `JobSchedulerModule is imported ${count} times with different options: import JobSchedulerModule.forRoot(…) once, in the root module (it is global), and nowhere else`,
     ),
   nodeId: (value: unknown) =>
-    new InvalidJobSchedulerModuleOptionsError(
-      `nodeId must be a nonblank string of at most 256 characters without NUL, got ${describe(value)}`,
-    ),
+    new InvalidJobSchedulerModuleOptionsError(`nodeId must be a nonblank string of at most 256 characters without NUL, got ${describe(value)}`),
 };
 
 export const leaseArgumentErrors = {
-  invalid: (value: unknown) =>
-    new InvalidJobLeaseError(`A job lease must be { id, ownerToken } with two UUID strings, got ${describe(value)}`),
+  invalid: (value: unknown) => new InvalidJobLeaseError(`A job lease must be { id, ownerToken } with two UUID strings, got ${describe(value)}`),
   notAcquired: (value: unknown) =>
     new InvalidJobLeaseError(`keepAlive needs what acquire returned (with leaseMs, heartbeatMs and heldUntil), got ${describe(value)}`),
 };
 
 export const dataErrors = {
   notJson: (cause: unknown) =>
-    new InvalidJobDataError(
-      `Job data must be JSON-serializable: ${cause instanceof Error ? cause.message : String(cause)}`,
-      { cause },
-    ),
-  notAValue: (type: string) =>
-    new InvalidJobDataError(`Job data must be a JSON value or undefined, got ${type}`),
-  unstorableText: () =>
-    new InvalidJobDataError('Job data contains a NUL character or a lone surrogate, which PostgreSQL jsonb cannot store'),
+    new InvalidJobDataError(`Job data must be JSON-serializable: ${cause instanceof Error ? cause.message : String(cause)}`, { cause }),
+  notAValue: (type: string) => new InvalidJobDataError(`Job data must be a JSON value or undefined, got ${type}`),
+  unstorableText: () => new InvalidJobDataError('Job data contains a NUL character or a lone surrogate, which PostgreSQL jsonb cannot store'),
 };
 
 export const callbackErrors = {
-  notAFunction: (value: unknown) =>
-    new InvalidJobCallbackError(`runExclusive needs a callback function as its second argument, got ${describe(value)}`),
+  notAFunction: (value: unknown) => new InvalidJobCallbackError(`runExclusive needs a callback function as its second argument, got ${describe(value)}`),
 };
 
 const MIGRATIONS_HINT =
-  'run the package\'s migrations first (migrations: [...JobSchedulerMigrations] in your DataSource, then migration:run), or synchronize the JobScheduler entity in development';
+  "run the package's migrations first (migrations: [...JobSchedulerMigrations] in your DataSource, then migration:run), or synchronize the JobScheduler entity in development";
 
 export const databaseErrors = {
   missingRelation: (operation: JobLeaseDatabaseOperation, serverMessage: string, cause: unknown) =>
@@ -276,10 +228,10 @@ export const databaseErrors = {
       cause,
     }),
   failed: (operation: JobLeaseDatabaseOperation, serverMessage: string, details: { sqlState?: string; retryable: boolean; cause: unknown }) =>
-    new JobLeaseDatabaseError(
-      `Job lease ${operation} failed: ${serverMessage}${details.sqlState ? ` (SQLSTATE ${details.sqlState})` : ''}`,
-      { operation, ...details },
-    ),
+    new JobLeaseDatabaseError(`Job lease ${operation} failed: ${serverMessage}${details.sqlState ? ` (SQLSTATE ${details.sqlState})` : ''}`, {
+      operation,
+      ...details,
+    }),
   timedOut: (operation: JobLeaseDatabaseOperation, timeoutMs: number, phase: 'connection' | 'answer') =>
     new JobLeaseDatabaseError(
       `Job lease ${operation} failed: no ${phase === 'connection' ? 'pool connection' : 'answer from the database'} within ${timeoutMs} ms`,

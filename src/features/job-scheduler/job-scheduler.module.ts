@@ -17,10 +17,7 @@ import { JobSchedulerService } from './job-scheduler.service';
 const withDataSource = (definition: DynamicModule, extras: JobSchedulerModuleExtras): DynamicModule => ({
   ...definition,
   imports: [...(definition.imports ?? []), TypeOrmModule.forFeature([JobScheduler], extras.dataSource)],
-  providers: [
-    ...(definition.providers ?? []),
-    { provide: JOB_SCHEDULER_DATA_SOURCE, useExisting: getDataSourceToken(extras.dataSource) },
-  ],
+  providers: [...(definition.providers ?? []), { provide: JOB_SCHEDULER_DATA_SOURCE, useExisting: getDataSourceToken(extras.dataSource) }],
 });
 
 /**

@@ -293,7 +293,12 @@ export class JobSchedulerService implements OnModuleInit, OnApplicationBootstrap
    */
   async latestRunKeysByPrefix(ranges: readonly { code: string; prefix: string }[]): Promise<{ code: string; prefix: string; runKey: string }[]> {
     if (ranges.length === 0) return [];
-    return this.execute(this.statements.latestRunKeysByPrefix(ranges.map((range) => range.code), ranges.map((range) => range.prefix)));
+    return this.execute(
+      this.statements.latestRunKeysByPrefix(
+        ranges.map((range) => range.code),
+        ranges.map((range) => range.prefix),
+      ),
+    );
   }
 
   /**
@@ -395,7 +400,9 @@ export class JobSchedulerService implements OnModuleInit, OnApplicationBootstrap
     this.replication = { status, readAt: monotonicNow() };
     if (status.risk !== null && !this.replicationWarned) {
       this.replicationWarned = true;
-      const consequence = this.requireSynchronousReplication ? 'leases are refused until it is fixed' : 'set requireSynchronousReplication: true to refuse leases then';
+      const consequence = this.requireSynchronousReplication
+        ? 'leases are refused until it is fixed'
+        : 'set requireSynchronousReplication: true to refuse leases then';
       this.logger.warn(`Lease safety across failovers: ${status.risk}. See README, "Failover"; ${consequence}.`);
     }
     return status;
@@ -448,8 +455,7 @@ export class JobSchedulerService implements OnModuleInit, OnApplicationBootstrap
   private async checkReplicationBeforeGranting(): Promise<void> {
     if (!this.requireSynchronousReplication) return;
     const reading = this.replication;
-    const status =
-      reading && monotonicNow() - reading.readAt < REPLICATION_RECHECK_MS ? reading.status : await this.replicationStatus();
+    const status = reading && monotonicNow() - reading.readAt < REPLICATION_RECHECK_MS ? reading.status : await this.replicationStatus();
     if (status.risk !== null) throw replicationErrors.unsafe(status.risk);
   }
 
@@ -467,7 +473,10 @@ export class JobSchedulerService implements OnModuleInit, OnApplicationBootstrap
     const applied = new Set<string>();
     for (let start = 0; start < checked.length; start += 1_000) {
       const chunk = checked.slice(start, start + 1_000);
-      const statement = statementOf(chunk.map((lease) => lease.id), chunk.map((lease) => lease.ownerToken));
+      const statement = statementOf(
+        chunk.map((lease) => lease.id),
+        chunk.map((lease) => lease.ownerToken),
+      );
       for (const row of await this.execute<{ id: string }>(statement)) applied.add(row.id);
     }
     return checked.map((lease) => applied.has(lease.id));

@@ -163,7 +163,13 @@ export interface LeaseStatements {
   /** Claims a batch of the scheduler's abandoned occurrences for this instance; reports those to end (TakeOverRow). */
   takeOverAbandoned(parameters: TakeOverParameters): SqlStatement;
   /** Ends abandoned occurrences FAIL, each if still RUNNING past its lease with the attempts and hand-over mark seen: rows `{ id }`. */
-  abandonOccurrences(ids: readonly string[], attempts: readonly number[], handedOver: readonly boolean[], data: readonly string[], fallbackLeaseMs: number): SqlStatement;
+  abandonOccurrences(
+    ids: readonly string[],
+    attempts: readonly number[],
+    handedOver: readonly boolean[],
+    data: readonly string[],
+    fallbackLeaseMs: number,
+  ): SqlStatement;
   /** Ends FAIL every occurrence RUNNING past its lease of each (code, runKey prefix): rows `{ id, code, runKey }`. */
   abandonRunKeyRanges(codes: readonly string[], prefixes: readonly string[], data: readonly string[], fallbackLeaseMs: number): SqlStatement;
   /** An operator frees a stuck lease: FAIL, if still RUNNING with that fencing token. */
@@ -525,7 +531,12 @@ RETURNING "id"`.trim();
       operation: status === 'SUCCESS' ? 'complete' : 'fail',
       secret: ownerTokens,
     }),
-    expireMany: (ids, ownerTokens, fallbackLeaseMs) => ({ text: expireManyText, values: [ids, ownerTokens, fallbackLeaseMs], operation: 'fail', secret: ownerTokens }),
+    expireMany: (ids, ownerTokens, fallbackLeaseMs) => ({
+      text: expireManyText,
+      values: [ids, ownerTokens, fallbackLeaseMs],
+      operation: 'fail',
+      secret: ownerTokens,
+    }),
     completeAgain: (id, ownerToken, data) => ({ text: completeAgainText, values: [id, ownerToken, data], operation: 'complete', secret: ownerToken }),
     failAgain: (id, ownerToken, data) => ({ text: failAgainText, values: [id, ownerToken, data], operation: 'fail', secret: ownerToken }),
     takeOverAbandoned: (p) => ({

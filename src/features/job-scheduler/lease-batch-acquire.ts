@@ -136,7 +136,10 @@ export const acquireGrouped = async (requests: readonly AcquireRequest[], contex
   });
   const results = new Array<JobAcquireResult>(requests.length);
   for (const indexes of groups.values()) {
-    const claimed = await acquireBatch(indexes.map((index) => requests[index]), context);
+    const claimed = await acquireBatch(
+      indexes.map((index) => requests[index]),
+      context,
+    );
     indexes.forEach((index, position) => (results[index] = claimed[position]));
   }
   return results;

@@ -21,8 +21,7 @@ export interface ResolvedTimingDefaults {
 }
 
 /** The default heartbeat for a lease: the smaller of 60 s and a third of the lease. */
-export const defaultHeartbeatMs = (leaseMs: number): number =>
-  Math.min(DEFAULT_HEARTBEAT_MS, Math.floor(leaseMs / 3));
+export const defaultHeartbeatMs = (leaseMs: number): number => Math.min(DEFAULT_HEARTBEAT_MS, Math.floor(leaseMs / 3));
 
 const checkLeaseMs = (value: unknown): number => {
   if (!Number.isSafeInteger(value) || (value as number) <= 2 || (value as number) > MAX_TIMER_MS) {

@@ -1,6 +1,11 @@
 // Past ~350 lines on purpose: a job's path from its timer through admission (overlap, catch-up, take-over) to the occurrence lifecycle reads top to bottom here; the parts that stand alone live in occurrence/, fleet/, timers/ and records/.
 import { AheadClaims, recordOfJob } from './occurrence/ahead-claims';
-import { AbandonedOccurrenceScan, type AbandonedOccurrenceStore, DEFAULT_TAKE_OVER_SCAN_MS, type TakenOverOccurrence } from './occurrence/abandoned-occurrences';
+import {
+  AbandonedOccurrenceScan,
+  type AbandonedOccurrenceStore,
+  DEFAULT_TAKE_OVER_SCAN_MS,
+  type TakenOverOccurrence,
+} from './occurrence/abandoned-occurrences';
 import { claimsAhead, withClaimBatching } from './fleet/claim-batcher';
 import { coalescedTimers } from './timers/coalesced-timers';
 import { withCompleteBatching } from './fleet/complete-batcher';
@@ -143,7 +148,13 @@ export class JobScheduleEngine {
       this.takeOvers = new AbandonedOccurrenceScan(options.abandoned, host, options.timers, options.logger, periodMs, options.lateToleranceMs ?? 60_000);
     }
     const random = () => (options.random ?? Math.random)();
-    this.tenantFanOut = new TenantFanOut({ lease: this.lease, runner: this.runner, logger: options.logger, random, emit: (record) => this.records.emit(record) });
+    this.tenantFanOut = new TenantFanOut({
+      lease: this.lease,
+      runner: this.runner,
+      logger: options.logger,
+      random,
+      emit: (record) => this.records.emit(record),
+    });
   }
 
   /** Adds a job before start (a declared job, a stored schedule at boot). Keyed by jobKeyOf. */
@@ -172,7 +183,11 @@ export class JobScheduleEngine {
       state.cancel = undefined;
       state.job = job;
       // An occurrence claimed ahead runs by the new definition if it is still one of its instants.
-      const kept = state.ahead && job.enabled && this.ahead.appliesTo(job.declaration) && job.declaration.schedule.next(state.ahead.scheduledAt - 1) === state.ahead.scheduledAt;
+      const kept =
+        state.ahead &&
+        job.enabled &&
+        this.ahead.appliesTo(job.declaration) &&
+        job.declaration.schedule.next(state.ahead.scheduledAt - 1) === state.ahead.scheduledAt;
       if (!kept) void this.ahead.release([state], 'schedule changed');
     } else {
       this.states.set(key, newJobState(job));
@@ -233,7 +248,10 @@ export class JobScheduleEngine {
       state.lastDue = now;
       this.arm(state);
     }
-    await this.catchUp([...this.states.values()].filter((state) => state.job.enabled), now);
+    await this.catchUp(
+      [...this.states.values()].filter((state) => state.job.enabled),
+      now,
+    );
   }
 
   /** Stops the timers, aborts running jobs, waits the grace and releases their leases. */
@@ -407,7 +425,10 @@ export class JobScheduleEngine {
   private async catchUp(states: JobState[], now: number, reportMissed = true): Promise<void> {
     let recorded: ReadonlyMap<string, number>;
     try {
-      const lookup = latestOccurrencesOf(this.options.history, states.map((state) => jobKeyOf(state.job.declaration)));
+      const lookup = latestOccurrencesOf(
+        this.options.history,
+        states.map((state) => jobKeyOf(state.job.declaration)),
+      );
       this.options.timers.observe?.(lookup);
       recorded = await lookup;
     } catch (error) {
@@ -493,12 +514,26 @@ export class JobScheduleEngine {
     }
   }
 
-  private async runOccurrence(state: JobState, scheduledAt: number, trigger: JobExecution['trigger'], tenantId?: string, claim?: HeldClaim): Promise<JobRunRecord[]> {
+  private async runOccurrence(
+    state: JobState,
+    scheduledAt: number,
+    trigger: JobExecution['trigger'],
+    tenantId?: string,
+    claim?: HeldClaim,
+  ): Promise<JobRunRecord[]> {
     const { declaration, handler } = state.job;
     const ahead = trigger === 'schedule' || trigger === 'catch-up' ? this.ahead.take(state, scheduledAt) : undefined;
     // Claimed ahead by another instance (known before the instant): recorded at once, nothing to wait for.
     if (ahead?.settled?.kind === 'lost') {
-      return [this.records.emit({ ...recordOfJob(state.job.declaration), outcome: 'skipped-locked', scheduledAt: new Date(scheduledAt), trigger, correlationId: ahead.correlationId })];
+      return [
+        this.records.emit({
+          ...recordOfJob(state.job.declaration),
+          outcome: 'skipped-locked',
+          scheduledAt: new Date(scheduledAt),
+          trigger,
+          correlationId: ahead.correlationId,
+        }),
+      ];
     }
     if ((trigger === 'schedule' || trigger === 'catch-up') && declaration.jitterMs > 0) {
       // Cancelled by stop(), which hands over the claim ahead this wait held.
@@ -516,7 +551,16 @@ export class JobScheduleEngine {
       this.options.timers.observe?.(listing);
       tenants = [...(await listing)];
     } catch (error) {
-      return [this.records.emit({ name: declaration.name, outcome: 'failed', scheduledAt: new Date(scheduledAt), trigger, errorCode: 'JOB_TENANTS_UNAVAILABLE', error })];
+      return [
+        this.records.emit({
+          name: declaration.name,
+          outcome: 'failed',
+          scheduledAt: new Date(scheduledAt),
+          trigger,
+          errorCode: 'JOB_TENANTS_UNAVAILABLE',
+          error,
+        }),
+      ];
     }
     // Each tenant in a run of its own: one failing does not stop the others.
     const leave = trigger === 'run-now' ? () => undefined : await state.occupancy.enter(declaration.overlap);

@@ -16,7 +16,12 @@ export class ScheduledJobsExplorer {
    * its module was imported twice with different options.
    */
   countInstances(type: abstract new (...args: never[]) => unknown): number {
-    const instances = new Set(this.discovery.getProviders().map((wrapper): unknown => wrapper.instance).filter((instance) => instance instanceof type));
+    const instances = new Set(
+      this.discovery
+        .getProviders()
+        .map((wrapper): unknown => wrapper.instance)
+        .filter((instance) => instance instanceof type),
+    );
     return instances.size;
   }
 

@@ -1,12 +1,4 @@
-import {
-  type BeforeApplicationShutdown,
-  Inject,
-  Injectable,
-  Logger,
-  type OnApplicationBootstrap,
-  type OnModuleInit,
-  Optional,
-} from '@nestjs/common';
+import { type BeforeApplicationShutdown, Inject, Injectable, Logger, type OnApplicationBootstrap, type OnModuleInit, Optional } from '@nestjs/common';
 import { ModuleRef } from '@nestjs/core';
 import { JobSchedulerStatus } from '../job-scheduler/job-scheduler.entity';
 import { JobSchedulerService } from '../job-scheduler/job-scheduler.service';
@@ -87,9 +79,7 @@ export class ScheduledJobsService implements OnModuleInit, OnApplicationBootstra
     const lease = options.lease ?? jobs;
     if (!lease) throw schedulingErrors.noLease();
     const metrics =
-      options.metrics === false
-        ? undefined
-        : createPrometheusJobMetrics(typeof options.metrics === 'object' ? options.metrics.registry : undefined);
+      options.metrics === false ? undefined : createPrometheusJobMetrics(typeof options.metrics === 'object' ? options.metrics.registry : undefined);
     this.engine = new JobScheduleEngine({
       timers: options.timers ?? systemTimers,
       lease,

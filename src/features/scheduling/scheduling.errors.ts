@@ -12,14 +12,7 @@ export class DeclarationError extends Error {
 }
 
 export type SchedulingErrorCode =
-  | 'UNKNOWN_JOB'
-  | 'DUPLICATE_JOB'
-  | 'NO_TENANT_DIRECTORY'
-  | 'NOT_A_JOB'
-  | 'NO_LEASE'
-  | 'INVALID_OPTIONS'
-  | 'DUPLICATE_MODULE'
-  | 'PAUSES_UNAVAILABLE';
+  'UNKNOWN_JOB' | 'DUPLICATE_JOB' | 'NO_TENANT_DIRECTORY' | 'NOT_A_JOB' | 'NO_LEASE' | 'INVALID_OPTIONS' | 'DUPLICATE_MODULE' | 'PAUSES_UNAVAILABLE';
 
 /** A scheduling configuration or call that refers to jobs wrongly. */
 export class SchedulingError extends Error {
@@ -123,8 +116,7 @@ const describeTenant = (tenantId: unknown): string => {
 };
 
 export const schedulingErrors = {
-  unknownJob: (name: string) =>
-    new SchedulingError('UNKNOWN_JOB', `No scheduled job is declared with the name "${name}"`, name),
+  unknownJob: (name: string) => new SchedulingError('UNKNOWN_JOB', `No scheduled job is declared with the name "${name}"`, name),
   unknownSetting: (name: string) =>
     new SchedulingError(
       'UNKNOWN_JOB',

@@ -1,7 +1,5 @@
 /** When a job is due: an epoch-aligned interval, or a cron expression on a time zone's clock. */
-export type JobSchedule =
-  | { every: string | number; cron?: never; timeZone?: never }
-  | { cron: string; timeZone?: string; every?: never };
+export type JobSchedule = { every: string | number; cron?: never; timeZone?: never } | { cron: string; timeZone?: string; every?: never };
 
 export type OverlapPolicy = 'skip' | 'queue';
 export type MissedPolicy = 'drop' | 'run-once';

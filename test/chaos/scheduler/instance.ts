@@ -3,14 +3,7 @@ import { Module } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { ScheduleModule } from '@nestjs/schedule';
 import { TypeOrmModule } from '@nestjs/typeorm';
-import {
-  DynamicSchedulesModule,
-  JobScheduler,
-  JobSchedulerModule,
-  RunOnceModule,
-  SchedulingModule,
-  TENANT_DIRECTORY,
-} from '../../../src/features';
+import { DynamicSchedulesModule, JobScheduler, JobSchedulerModule, RunOnceModule, SchedulingModule, TENANT_DIRECTORY } from '../../../src/features';
 import { ChaosTenants, DECLARED_JOB_PROVIDERS, DynamicRunHandler } from './scheduler-chaos.jobs';
 import { realNow } from '../../support/fleet';
 import { SCHEDULER_CHAOS_PROTOCOL } from './scheduler-chaos.protocol';

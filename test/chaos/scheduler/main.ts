@@ -42,7 +42,9 @@ const main = async (): Promise<number> => {
   const { report, runDirectory } = await runSchedulerChaos(config, { log, command, keep: options.keep });
   process.stdout.write(`\n${renderReport(report)}\n`);
   const json = JSON.stringify(report, null, 2);
-  process.stdout.write(`\n\`\`\`json\n${JSON.stringify({ seed: report.seed, ok: report.ok, byClass: report.figures.byClass, concurrent: report.figures.concurrent, failures: report.failures, problems: report.problems.map((problem) => problem.split('\n')[0]) }, null, 2)}\n\`\`\`\n`);
+  process.stdout.write(
+    `\n\`\`\`json\n${JSON.stringify({ seed: report.seed, ok: report.ok, byClass: report.figures.byClass, concurrent: report.figures.concurrent, failures: report.failures, problems: report.problems.map((problem) => problem.split('\n')[0]) }, null, 2)}\n\`\`\`\n`,
+  );
   if (runDirectory) process.stdout.write(`\njournals, outputs, evidence.json and occurrences.json: ${runDirectory}\n`);
   if (options.reportPath) await writeFile(options.reportPath, `${json}\n`);
   return report.ok ? 0 : 1;

@@ -28,7 +28,20 @@ export const LIBRARY_DEFAULTS = {
  * More tenants than a per-tenant job runs at once on an instance (tenantConcurrency, 8 by
  * default): some wait claimed for a slot, as at scale; one id needs encoding in the lease key.
  */
-export const TENANTS = ['acme', 'globex', 'initech', 'umbrella', 'hooli', 'stark', 'wayne enterprises', 'cyberdyne', 'tyrell', 'wonka', 'soylent', 'oscorp'] as const;
+export const TENANTS = [
+  'acme',
+  'globex',
+  'initech',
+  'umbrella',
+  'hooli',
+  'stark',
+  'wayne enterprises',
+  'cyberdyne',
+  'tyrell',
+  'wonka',
+  'soylent',
+  'oscorp',
+] as const;
 
 export type JobKind = 'scheduled' | 'tenant' | 'run-once' | 'dynamic';
 

@@ -7,7 +7,17 @@ import type { SchedulerChaosConfig } from './scheduler-chaos.config';
 import type { ChaosFleet, ChaosInstance } from './scheduler-chaos.fleet';
 import type { FaultEvent } from './scheduler-chaos.verdict';
 
-export type FaultKind = 'kill-mid-run' | 'kill-before-instant' | 'term-random' | 'term-before-instant' | 'rolling-restart' | 'short-stall' | 'long-stall' | 'backend-kill' | 'outage' | 'clock-step';
+export type FaultKind =
+  | 'kill-mid-run'
+  | 'kill-before-instant'
+  | 'term-random'
+  | 'term-before-instant'
+  | 'rolling-restart'
+  | 'short-stall'
+  | 'long-stall'
+  | 'backend-kill'
+  | 'outage'
+  | 'clock-step';
 
 export interface PlannedFault {
   kind: FaultKind;
@@ -262,7 +272,10 @@ export class SchedulerChaosFaults {
   /** The proxy in front of the proxied instances' pools drops every connection and refuses new ones for a while. */
   private async outage(random: SeededRandom): Promise<void> {
     const durationMs = random.int(this.config.outageMinMs, this.config.outageMaxMs);
-    const proxiedSlots = this.fleet.live().filter((instance) => instance.proxied).map((instance) => instance.slot);
+    const proxiedSlots = this.fleet
+      .live()
+      .filter((instance) => instance.proxied)
+      .map((instance) => instance.slot);
     const wait = Date.now() + 30_000;
     while (this.unavailable(proxiedSlots) > this.config.maxDown && Date.now() < wait) await sleep(100);
     if (this.unavailable(proxiedSlots) > this.config.maxDown) {
@@ -270,7 +283,12 @@ export class SchedulerChaosFaults {
       return;
     }
     const fromMs = realNow();
-    const nodeIds = new Set(this.fleet.live().filter((instance) => instance.proxied).map((instance) => instance.nodeId));
+    const nodeIds = new Set(
+      this.fleet
+        .live()
+        .filter((instance) => instance.proxied)
+        .map((instance) => instance.nodeId),
+    );
     this.cut = true;
     this.proxy.cut();
     const deadline = fromMs + durationMs;

@@ -136,7 +136,8 @@ export const runSchedulerChaos = async (config: SchedulerChaosConfig, options: S
     const proxiedSlots = new Set(slots.slice(0, config.proxiedInstances));
     const clockSlot = libfaketime ? config.instances - 1 : undefined;
     const problems: string[] = [];
-    if (config.clockSteps > 0 && !libfaketime) problems.push("clock step: Debian's faketime (libfaketime) is not installed; run with --no-clock-step or install it");
+    if (config.clockSteps > 0 && !libfaketime)
+      problems.push("clock step: Debian's faketime (libfaketime) is not installed; run with --no-clock-step or install it");
 
     const entry = await transpileInstanceSources(join(runDirectory, 'build'));
     fleet = new ChaosFleet({
@@ -150,7 +151,9 @@ export const runSchedulerChaos = async (config: SchedulerChaosConfig, options: S
       clockSlot,
       libfaketime,
     });
-    log(`database ${database.name} (on ${database.kind === 'DATABASE_URL' ? 'the server DATABASE_URL names' : 'an embedded server'}); starting ${config.instances} instances (${proxiedSlots.size} behind the proxy${clockSlot === undefined ? '' : `, i${clockSlot} under libfaketime`})`);
+    log(
+      `database ${database.name} (on ${database.kind === 'DATABASE_URL' ? 'the server DATABASE_URL names' : 'an embedded server'}); starting ${config.instances} instances (${proxiedSlots.size} behind the proxy${clockSlot === undefined ? '' : `, i${clockSlot} under libfaketime`})`,
+    );
     await fleet.start(120_000);
 
     const windowFromMs = realNow() + config.startMarginMs;
@@ -215,7 +218,8 @@ export const runSchedulerChaos = async (config: SchedulerChaosConfig, options: S
     log(settled ? 'settled; stopping the instances' : `not settled within ${config.settleMaxMs / 1_000} s; stopping the instances`);
     await fleet.stopAll(25_000);
     const crashed = fleet.all.filter((instance) => instance.crashed);
-    for (const instance of crashed) problems.push(`instance ${instance.nodeId} crashed (exit ${instance.exit?.code ?? instance.exit?.signal}):\n${instance.outputTail(3_000)}`);
+    for (const instance of crashed)
+      problems.push(`instance ${instance.nodeId} crashed (exit ${instance.exit?.code ?? instance.exit?.signal}):\n${instance.outputTail(3_000)}`);
 
     const collectedMs = realNow();
     const input: VerdictInput = {

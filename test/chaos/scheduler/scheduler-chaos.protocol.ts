@@ -23,9 +23,7 @@ export interface InstanceSettings {
 export type OrchestratorMessage = { type: 'stop' };
 
 export type InstanceMessage =
-  | { type: 'ready' }
-  | { type: 'run-start'; runId: string; code: string; runKey: string; plannedMs: number }
-  | { type: 'run-end'; runId: string };
+  { type: 'ready' } | { type: 'run-start'; runId: string; code: string; runKey: string; plannedMs: number } | { type: 'run-end'; runId: string };
 
 /** Settings in SCHED_CHAOS_INSTANCE, messages over IPC (test/support/fleet). */
 export const SCHEDULER_CHAOS_PROTOCOL = fleetProtocol<InstanceSettings, OrchestratorMessage, InstanceMessage>('SCHED_CHAOS_INSTANCE');

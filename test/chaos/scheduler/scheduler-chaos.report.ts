@@ -140,7 +140,8 @@ const RECORD_LABELS: Record<RecordKind, string> = {
 
 const table = (header: string[], rows: string[][], alignRight: boolean[]): string => {
   const widths = header.map((cell, index) => Math.max(cell.length, ...rows.map((row) => row[index].length)));
-  const line = (cells: string[]) => `| ${cells.map((cell, index) => (alignRight[index] ? cell.padStart(widths[index]) : cell.padEnd(widths[index]))).join(' | ')} |`;
+  const line = (cells: string[]) =>
+    `| ${cells.map((cell, index) => (alignRight[index] ? cell.padStart(widths[index]) : cell.padEnd(widths[index]))).join(' | ')} |`;
   const rule = `| ${widths.map((width, index) => (alignRight[index] ? `${'-'.repeat(width - 1)}:` : '-'.repeat(width))).join(' | ')} |`;
   return [line(header), rule, ...rows.map(line)].join('\n');
 };
@@ -195,7 +196,8 @@ export const renderReport = (report: SchedulerChaosReport): string => {
   const givenBack = Object.entries(figures.givenBackWhy);
   if (givenBack.length > 0) lines.push('', `given back unrun: ${givenBack.map(([why, count]) => `${count} ${why}`).join('; ')}`);
   if (report.failures.length > 0) lines.push('', '**Failures**', '', ...report.failures.map((failure) => `- ${failure}`));
-  if (report.problems.length > 0) lines.push('', '**Problems** (the run proves less than it says)', '', ...report.problems.map((problem) => `- ${problem.split('\n')[0]}`));
+  if (report.problems.length > 0)
+    lines.push('', '**Problems** (the run proves less than it says)', '', ...report.problems.map((problem) => `- ${problem.split('\n')[0]}`));
   const exampleKeys = Object.keys(report.examples) as Array<keyof SchedulerChaosReport['examples']>;
   if (exampleKeys.length > 0) {
     lines.push('', '**Examples** (times in ms from the due instant)');
@@ -204,7 +206,9 @@ export const renderReport = (report: SchedulerChaosReport): string => {
       for (const occurrence of report.examples[key] ?? []) {
         lines.push(
           `- \`${occurrence.code}\` \`${occurrence.runKey}\`: ${occurrence.detail}. Runs: ${describeRuns(occurrence)}. Row: ${
-            occurrence.row ? `${occurrence.row.status} attempts ${occurrence.row.attempts} owner ${occurrence.row.ownerId} data ${JSON.stringify(occurrence.row.data)}` : 'none'
+            occurrence.row
+              ? `${occurrence.row.status} attempts ${occurrence.row.attempts} owner ${occurrence.row.ownerId} data ${JSON.stringify(occurrence.row.data)}`
+              : 'none'
           }`,
         );
       }

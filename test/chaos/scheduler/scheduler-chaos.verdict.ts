@@ -283,10 +283,7 @@ const overlapMs = (a: Interval[], b: Interval[]): number => {
 const minus = (intervals: Interval[], cut: Interval): Interval[] =>
   intervals.flatMap((interval) => {
     if (cut.to <= interval.from || cut.from >= interval.to) return [interval];
-    return [
-      ...(cut.from > interval.from ? [{ from: interval.from, to: cut.from }] : []),
-      ...(cut.to < interval.to ? [{ from: cut.to, to: interval.to }] : []),
-    ];
+    return [...(cut.from > interval.from ? [{ from: interval.from, to: cut.from }] : []), ...(cut.to < interval.to ? [{ from: cut.to, to: interval.to }] : [])];
   });
 
 const describe = (value: unknown): string => {
@@ -298,8 +295,7 @@ const describe = (value: unknown): string => {
 /** Judges a chaos run's evidence. */
 export const judge = (input: VerdictInput): Verdict => {
   const lives = new Map(input.instances.map((life) => [life.nodeId, life]));
-  const stopsOf = (nodeId: string): Interval[] =>
-    (lives.get(nodeId)?.stops ?? []).map((stop) => ({ from: stop.fromMs, to: stop.toMs ?? input.collectedMs }));
+  const stopsOf = (nodeId: string): Interval[] => (lives.get(nodeId)?.stops ?? []).map((stop) => ({ from: stop.fromMs, to: stop.toMs ?? input.collectedMs }));
 
   /** When a run stopped running: its recorded end, else its process's end (a kill), else the collection. */
   const endOf = (run: RunEvidence): number => {
@@ -364,7 +360,9 @@ export const judge = (input: VerdictInput): Verdict => {
     const gone = Math.min(life.closingMs ?? Infinity, life.killedMs ?? Infinity, life.exitMs ?? Infinity);
     if (at >= gone) return false;
     if (life.stops.some((stop) => stop.fromMs <= at && (stop.toMs ?? Infinity) > at)) return false;
-    return !(life.proxied && input.faults.some((fault) => fault.kind === 'outage' && fault.nodeIds.includes(life.nodeId) && fault.fromMs <= at && fault.toMs > at));
+    return !(
+      life.proxied && input.faults.some((fault) => fault.kind === 'outage' && fault.nodeIds.includes(life.nodeId) && fault.fromMs <= at && fault.toMs > at)
+    );
   };
   const healthyCountAt = (at: number): number => input.instances.filter((life) => healthyAt(life, at)).length;
 
@@ -379,7 +377,8 @@ export const judge = (input: VerdictInput): Verdict => {
     for (const stop of life.stops) blind += overlapMs([{ from: stop.fromMs, to: stop.toMs ?? toMs }], [{ from: fromMs, to: toMs }]);
     if (life.proxied) {
       for (const fault of input.faults) {
-        if (fault.kind === 'outage' && fault.nodeIds.includes(nodeId)) blind += overlapMs([{ from: fault.fromMs, to: fault.toMs }], [{ from: fromMs, to: toMs }]);
+        if (fault.kind === 'outage' && fault.nodeIds.includes(nodeId))
+          blind += overlapMs([{ from: fault.fromMs, to: fault.toMs }], [{ from: fromMs, to: toMs }]);
       }
     }
     // A terminated pool connection fails the change poll that used it: seen one poll later.
@@ -426,7 +425,9 @@ export const judge = (input: VerdictInput): Verdict => {
     let record: RecordKind | undefined;
     let rerunCauses: string[] | undefined;
     let cause: string | undefined;
-    const removal = entry?.forbidden ? input.scheduleChanges.find((change) => change.scheduleId === entry.occurrence.scheduleId && change.change === 'removed') : undefined;
+    const removal = entry?.forbidden
+      ? input.scheduleChanges.find((change) => change.scheduleId === entry.occurrence.scheduleId && change.change === 'removed')
+      : undefined;
     const seenBy = removal ? runs.filter((run) => couldHaveSeen(run.nodeId, removal.doneMs, run.startedMs)) : [];
     if (!entry || (entry.forbidden && seenBy.length > 0)) {
       cls = 'unexpected-run';
@@ -452,10 +453,13 @@ export const judge = (input: VerdictInput): Verdict => {
       for (let index = 1; index < owners.length; index++) {
         const [before, after] = [owners[index - 1], owners[index]];
         const name = `${after.nodeId} (token ${after.fencingToken})`;
-        if (after.fencingToken === before.fencingToken) problems.push(`${before.nodeId} and ${after.nodeId} ran with the same fencing token ${after.fencingToken}`);
+        if (after.fencingToken === before.fencingToken)
+          problems.push(`${before.nodeId} and ${after.nodeId} ran with the same fencing token ${after.fencingToken}`);
         if (after.trigger !== 'take-over') problems.push(`${name} ran with trigger '${after.trigger}', not 'take-over'`);
         if (before.startedMs > after.startedMs) {
-          problems.push(`${before.nodeId} (token ${before.fencingToken}) started ${before.startedMs - after.startedMs} ms after ${name}: it ran under a lease already taken from it`);
+          problems.push(
+            `${before.nodeId} (token ${before.fencingToken}) started ${before.startedMs - after.startedMs} ms after ${name}: it ran under a lease already taken from it`,
+          );
         }
         const from = Math.min(before.startedMs, after.startedMs) - leaseMs;
         const to = Math.max(before.startedMs, after.startedMs);
@@ -489,10 +493,17 @@ export const judge = (input: VerdictInput): Verdict => {
         }
       }
       if (problems.length > 0) {
-        const context = [...new Set(owners.slice(0, -1).flatMap((owner) => {
-          const events = [...leaseLosses(owner.nodeId, owner.startedMs - leaseMs - 30_000, owners.at(-1)!.startedMs), ...otherEvents(owner.nodeId, owner.startedMs - leaseMs - 30_000, owners.at(-1)!.startedMs)];
-          return events.length > 0 ? [`${owner.nodeId}: ${[...new Set(events)].join(', ')}`] : [];
-        }))];
+        const context = [
+          ...new Set(
+            owners.slice(0, -1).flatMap((owner) => {
+              const events = [
+                ...leaseLosses(owner.nodeId, owner.startedMs - leaseMs - 30_000, owners.at(-1)!.startedMs),
+                ...otherEvents(owner.nodeId, owner.startedMs - leaseMs - 30_000, owners.at(-1)!.startedMs),
+              ];
+              return events.length > 0 ? [`${owner.nodeId}: ${[...new Set(events)].join(', ')}`] : [];
+            }),
+          ),
+        ];
         if (context.length > 0) problems.push(`around it, ${context.join('; ')}`);
       }
       cls = problems.length === 0 ? 'rerun-justified' : 'rerun-unjustified';
@@ -531,7 +542,9 @@ export const judge = (input: VerdictInput): Verdict => {
         outcome: run.outcome ? `${run.outcome}${run.reason ? ` (${run.reason})` : ''}` : lives.get(run.nodeId)?.killedMs !== undefined ? 'killed' : 'no end',
       })),
       ...(row
-        ? { row: { status: row.status, attempts: row.attempts, fencingToken: row.fencingToken, ownerId: row.ownerId, data: row.data, lastError: row.lastError } }
+        ? {
+            row: { status: row.status, attempts: row.attempts, fencingToken: row.fencingToken, ownerId: row.ownerId, data: row.data, lastError: row.lastError },
+          }
         : {}),
       concurrentPairs,
       frozenOverlaps,
@@ -560,7 +573,9 @@ export const judge = (input: VerdictInput): Verdict => {
     const checkAt = at + LIBRARY_DEFAULTS.lateToleranceMs + 1_000;
     if (busy.length === 0 || reasons.some((reason) => reason.why === null)) return null;
     if (!busy.every(({ life }) => life.killedMs !== undefined && life.killedMs >= at && life.killedMs < checkAt)) return null;
-    return reasons.map(({ life, why }) => `${life.nodeId} ${why}${why === OVERLAP ? `, SIGKILLed ${(life.killedMs as number) - at} ms after it` : ''}`).join('; ');
+    return reasons
+      .map(({ life, why }) => `${life.nodeId} ${why}${why === OVERLAP ? `, SIGKILLed ${(life.killedMs as number) - at} ms after it` : ''}`)
+      .join('; ');
   }
 
   /** What the owner of an occurrence it gave back was doing at the instant, as far as the evidence tells. */
@@ -588,10 +603,7 @@ export const judge = (input: VerdictInput): Verdict => {
     return null;
   }
 
-  function judgeUnrun(
-    row: LeaseRow | undefined,
-    occurrence: ExpectedOccurrence,
-  ): { cls: OccurrenceClass; detail: string; record: RecordKind; cause?: string } {
+  function judgeUnrun(row: LeaseRow | undefined, occurrence: ExpectedOccurrence): { cls: OccurrenceClass; detail: string; record: RecordKind; cause?: string } {
     const at = occurrence.scheduledAt;
     if (!row) {
       const checkKilled = checkerKilled(occurrence);
@@ -658,7 +670,11 @@ export const judge = (input: VerdictInput): Verdict => {
         }
       }
       if (losses.length > 0) {
-        return { cls: 'recorded-justified', detail: `abandoned unrun (${occurrence.abandoned}) after ${owner}: ${[...new Set(losses)].join(', ')}`, record: 'abandoned' };
+        return {
+          cls: 'recorded-justified',
+          detail: `abandoned unrun (${occurrence.abandoned}) after ${owner}: ${[...new Set(losses)].join(', ')}`,
+          record: 'abandoned',
+        };
       }
       const context = otherEvents(owner, from, to);
       return {
@@ -678,7 +694,11 @@ export const judge = (input: VerdictInput): Verdict => {
       const detail = reasons.map((reason) => `${reason.nodeId} ${reason.why ?? 'idle'}`).join('; ');
       return able.length === 0
         ? { cls: 'recorded-justified', detail: `skipped as overlapping: no healthy instance could run it (${detail || 'none healthy'})`, record: 'failed' }
-        : { cls: 'recorded-unjustified', detail: `recorded skipped-overlap by ${row.ownerId} although ${able.join(', ')} could run it (${detail})`, record: 'failed' };
+        : {
+            cls: 'recorded-unjustified',
+            detail: `recorded skipped-overlap by ${row.ownerId} although ${able.join(', ')} could run it (${detail})`,
+            record: 'failed',
+          };
     }
     if (data.released === true) {
       const why = whyGivenBack(row.ownerId, occurrence);
@@ -701,7 +721,6 @@ export const judge = (input: VerdictInput): Verdict => {
       record: 'failed',
     };
   }
-
 
   const byClass = Object.fromEntries(CLASSES.map((cls) => [cls, 0])) as Record<OccurrenceClass, number>;
   const byJob: Verdict['byJob'] = {};

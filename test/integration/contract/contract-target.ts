@@ -19,8 +19,7 @@ export interface NestContractOptions {
 const NODES = 4;
 
 /** PostgreSQL options for TypeOrmModule (its options type is a union over every driver). */
-const typeormOptions = (options: Partial<PostgresDataSourceOptions>): NestNodeOptions['typeorm'] =>
-  options;
+const typeormOptions = (options: Partial<PostgresDataSourceOptions>): NestNodeOptions['typeorm'] => options;
 
 /** Four Nest applications, each its own pool, plus one whose statements are counted. */
 export const startNestContractTarget = async (options: NestContractOptions): Promise<LeaseContractTarget> => {

@@ -58,12 +58,10 @@ interface Row {
 const ZERO_UUID = '00000000-0000-4000-8000-000000000000';
 
 /** Statements that would need a session of their own, which a transaction pooler does not give. */
-const SESSION_STATE = /pg_advisory|pg_try_advisory|^\s*(SET|RESET|PREPARE|EXECUTE|DEALLOCATE|LISTEN|UNLISTEN|BEGIN|START TRANSACTION|DISCARD)\b|set_config|CREATE TEMP/im;
+const SESSION_STATE =
+  /pg_advisory|pg_try_advisory|^\s*(SET|RESET|PREPARE|EXECUTE|DEALLOCATE|LISTEN|UNLISTEN|BEGIN|START TRANSACTION|DISCARD)\b|set_config|CREATE TEMP/im;
 
-export const describeLeaseContract = (
-  configuration: LeaseContractConfiguration,
-  extra?: (target: () => LeaseContractTarget) => void,
-): void => {
+export const describeLeaseContract = (configuration: LeaseContractConfiguration, extra?: (target: () => LeaseContractTarget) => void): void => {
   const skipReason = configuration.skipReason?.();
   if (skipReason) {
     process.stderr.write(`\nlease contract "${configuration.name}" skipped: ${skipReason}\n`);

@@ -69,7 +69,15 @@ describe.each([
   });
 
   it('refuses requests without credentials (401) and actions by a reader (403), with no data', async () => {
-    for (const path of ['', '/assets/dashboard.js', '/api/jobs', '/api/runs', `/api/runs/${seeded[0].id}`, '/api/leases/expired', '/api/jobs/reports.hourly-digest/timeline']) {
+    for (const path of [
+      '',
+      '/assets/dashboard.js',
+      '/api/jobs',
+      '/api/runs',
+      `/api/runs/${seeded[0].id}`,
+      '/api/leases/expired',
+      '/api/jobs/reports.hourly-digest/timeline',
+    ]) {
       const response = await call(app, `${root}${path}`);
       expect([path, response.status]).toEqual([path, 401]);
       expect(response.text).not.toContain('hourly-digest');
@@ -128,19 +136,33 @@ describe.each([
     const seen: string[] = [];
     let cursor: string | null = null;
     do {
-      const page: { status: number; json: unknown } = await get(`/api/runs?code=reports.hourly-digest&limit=2${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`);
+      const page: { status: number; json: unknown } = await get(
+        `/api/runs?code=reports.hourly-digest&limit=2${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`,
+      );
       expect(page.status).toBe(200);
       const body = page.json as { runs: { id: string }[]; nextCursor: string | null };
       seen.push(...body.runs.map((run) => run.id));
       cursor = body.nextCursor;
     } while (cursor);
-    expect(seen.sort()).toEqual(seeded.slice(0, 5).map((run) => run.id).sort());
+    expect(seen.sort()).toEqual(
+      seeded
+        .slice(0, 5)
+        .map((run) => run.id)
+        .sort(),
+    );
     const failed = await get('/api/runs?status=FAIL');
     expect((failed.json as { runs: unknown[] }).runs).toHaveLength(2);
     expect((await get('/api/runs?status=LOST')).status).toBe(400);
     expect((await get('/api/runs?from=yesterday')).status).toBe(400);
     const detail = await get(`/api/runs/${seeded[1].id}`);
-    expect(detail.json).toMatchObject({ id: seeded[1].id, status: 'FAIL', fencingToken: Number(seeded[1].fencingToken), ownerId: 'seed-node:1', attempts: 1, data: { error: { message: 'ledger <locked> & "busy"' } } });
+    expect(detail.json).toMatchObject({
+      id: seeded[1].id,
+      status: 'FAIL',
+      fencingToken: Number(seeded[1].fencingToken),
+      ownerId: 'seed-node:1',
+      attempts: 1,
+      data: { error: { message: 'ledger <locked> & "busy"' } },
+    });
     expect((await get('/api/runs/not-a-uuid')).status).toBe(400);
     expect((await get('/api/runs/00000000-0000-4000-8000-000000000000')).status).toBe(404);
   });
@@ -155,11 +177,16 @@ describe.each([
     await database.sql(`UPDATE "job-scheduler" SET "fencingToken" = nextval('"job-scheduler_fencingToken_seq"') WHERE id = $1`, [lease.id]);
     const refused = await call(app, `${root}/api/runs/${lease.id}/release?fencingToken=${lease.fencingToken}`, { method: 'POST', headers });
     expect(refused.status).toBe(409);
-    const [current] = await database.sql<{ fencingToken: string; status: string }>(`SELECT "fencingToken"::text AS "fencingToken", status FROM "job-scheduler" WHERE id = $1`, [lease.id]);
+    const [current] = await database.sql<{ fencingToken: string; status: string }>(
+      `SELECT "fencingToken"::text AS "fencingToken", status FROM "job-scheduler" WHERE id = $1`,
+      [lease.id],
+    );
     expect(current.status).toBe('RUNNING');
     const released = await call(app, `${root}/api/runs/${lease.id}/release?fencingToken=${current.fencingToken}`, { method: 'POST', headers });
     expect([released.status, released.json]).toEqual([200, { applied: true }]);
-    const [after] = await database.sql<{ status: string; ownerToken: string | null }>(`SELECT status, "ownerToken" FROM "job-scheduler" WHERE id = $1`, [lease.id]);
+    const [after] = await database.sql<{ status: string; ownerToken: string | null }>(`SELECT status, "ownerToken" FROM "job-scheduler" WHERE id = $1`, [
+      lease.id,
+    ]);
     expect(after).toEqual({ status: 'FAIL', ownerToken: null });
     expect(app.actions.map((entry) => [entry.action, entry.actor, entry.target, entry.applied])).toEqual([
       ['release', 'olga the operator', lease.id, false],
@@ -169,9 +196,15 @@ describe.each([
 
   it('needs the CSRF token for actions; run now, pause and resume are logged with who did them', async () => {
     const headers = await csrfFrom(app, root);
-    const withoutToken = await call(app, `${root}/api/jobs/billing.quarter-hour/run-now`, { method: 'POST', headers: { authorization: OPERATOR, cookie: headers.cookie } });
+    const withoutToken = await call(app, `${root}/api/jobs/billing.quarter-hour/run-now`, {
+      method: 'POST',
+      headers: { authorization: OPERATOR, cookie: headers.cookie },
+    });
     expect(withoutToken.status).toBe(403);
-    const wrongToken = await call(app, `${root}/api/jobs/billing.quarter-hour/run-now`, { method: 'POST', headers: { ...headers, 'x-dashboard-csrf': 'x'.repeat(43) } });
+    const wrongToken = await call(app, `${root}/api/jobs/billing.quarter-hour/run-now`, {
+      method: 'POST',
+      headers: { ...headers, 'x-dashboard-csrf': 'x'.repeat(43) },
+    });
     expect(wrongToken.status).toBe(403);
     const ran = await call(app, `${root}/api/jobs/billing.quarter-hour/run-now`, { method: 'POST', headers });
     expect([ran.status, ran.json]).toEqual([200, { finished: true, outcomes: ['succeeded'] }]);
@@ -180,7 +213,9 @@ describe.each([
 
     expect((await call(app, `${root}/api/jobs/billing.quarter-hour/pause`, { method: 'POST', headers })).json).toEqual({ applied: true });
     expect((await call(app, `${root}/api/jobs/billing.quarter-hour/pause`, { method: 'POST', headers })).json).toEqual({ applied: false });
-    const paused = ((await get('/api/jobs')).json as { jobs: { name: string; health: string; paused: { by: string } | null }[] }).jobs.find((job) => job.name === 'billing.quarter-hour');
+    const paused = ((await get('/api/jobs')).json as { jobs: { name: string; health: string; paused: { by: string } | null }[] }).jobs.find(
+      (job) => job.name === 'billing.quarter-hour',
+    );
     expect(paused).toMatchObject({ health: 'disabled', paused: { by: 'olga the operator' } });
     expect(app.scheduled.isEnabled('billing.quarter-hour')).toBe(false);
     expect((await call(app, `${root}/api/jobs/billing.quarter-hour/resume`, { method: 'POST', headers })).json).toEqual({ applied: true });
@@ -199,7 +234,9 @@ describe.each([
     for (const run of seeded) await get(`/api/runs/${run.id}`);
     const tokens = [
       ...seeded.map((run) => run.ownerToken),
-      ...(await database.sql<{ ownerToken: string }>('SELECT "ownerToken"::text AS "ownerToken" FROM "job-scheduler" WHERE "ownerToken" IS NOT NULL')).map((row) => row.ownerToken),
+      ...(await database.sql<{ ownerToken: string }>('SELECT "ownerToken"::text AS "ownerToken" FROM "job-scheduler" WHERE "ownerToken" IS NOT NULL')).map(
+        (row) => row.ownerToken,
+      ),
     ];
     expect(responses.length).toBeGreaterThan(20);
     for (const token of tokens) for (const text of responses) expect(text).not.toContain(token);
@@ -225,7 +262,9 @@ describe('dynamic schedules in the dashboard', () => {
     ]);
     const listed = await call(app, '/jobs/api/schedules', { headers: { authorization: READER } });
     expect(listed.json).toMatchObject({
-      schedules: [{ id: 'tenant-42/weekly', handler: 'reports.tenant-export', enabled: true, tenantId: '42', schedule: { words: 'Monday at 03:00 (America/New_York)' } }],
+      schedules: [
+        { id: 'tenant-42/weekly', handler: 'reports.tenant-export', enabled: true, tenantId: '42', schedule: { words: 'Monday at 03:00 (America/New_York)' } },
+      ],
       nextCursor: null,
     });
     const timeline = await call(app, `/jobs/api/schedules/${encodeURIComponent('tenant-42/weekly')}/timeline?span=7d`, { headers: { authorization: READER } });
@@ -245,7 +284,9 @@ describe('dynamic schedules in the dashboard', () => {
     const paused = await call(app, pausePath, { method: 'POST', headers });
     expect([paused.status, paused.json]).toEqual([200, { applied: true }]);
     expect(await schedules.get('tenant-42/weekly')).toMatchObject({ enabled: false, cron: '0 3 * * 1', timeZone: 'America/New_York', tenantId: '42' });
-    expect((await call(app, '/jobs/api/schedules', { headers: { authorization: READER } })).json).toMatchObject({ schedules: [{ id: 'tenant-42/weekly', enabled: false, nextDue: [] }] });
+    expect((await call(app, '/jobs/api/schedules', { headers: { authorization: READER } })).json).toMatchObject({
+      schedules: [{ id: 'tenant-42/weekly', enabled: false, nextDue: [] }],
+    });
     const resumed = await call(app, `/jobs/api/schedules/${encodeURIComponent('tenant-42/weekly')}/resume`, { method: 'POST', headers });
     expect([resumed.status, resumed.json]).toEqual([200, { applied: true }]);
     expect(await schedules.get('tenant-42/weekly')).toMatchObject({ enabled: true });

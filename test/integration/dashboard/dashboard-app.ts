@@ -93,7 +93,10 @@ export const startDashboardApp = async (database: TestDatabase, options: Dashboa
       SchedulingModule.forRoot({ metrics: false, retention: false, start: options.start, pauses: { pollMs: options.pausePollMs ?? 200 } }),
       JobsModule,
       ...(options.dynamic
-        ? [DynamicSchedulesModule.forRoot({ metrics: false, retention: false, changePollMs: 200 }), { module: class DynamicHandlers {}, providers: [TenantExportHandler] }]
+        ? [
+            DynamicSchedulesModule.forRoot({ metrics: false, retention: false, changePollMs: 200 }),
+            { module: class DynamicHandlers {}, providers: [TenantExportHandler] },
+          ]
         : []),
       JobSchedulerDashboardModule.forRoot({ path: options.path ?? '/jobs', authorize: testAuthorize, onAction: (entry) => actions.push(entry) }),
     ],
@@ -130,8 +133,17 @@ export const seedRuns = async (database: TestDatabase, runs: readonly SeededRun[
          now() - interval '1 minute', CASE WHEN $3::text = 'RUNNING' THEN NULL ELSE now() END, now() - interval '1 minute',
          now() - $9::int * interval '1 millisecond')
        RETURNING id, "fencingToken"::text AS "fencingToken"`,
-      [`seed:${run.code}:${run.runKey}`, run.code, run.status, ownerToken, run.runKey, run.leaseMs ?? 60_000, run.attempts ?? 1,
-        run.data === undefined ? null : JSON.stringify(run.data), run.heartbeatAgoMs ?? 0],
+      [
+        `seed:${run.code}:${run.runKey}`,
+        run.code,
+        run.status,
+        ownerToken,
+        run.runKey,
+        run.leaseMs ?? 60_000,
+        run.attempts ?? 1,
+        run.data === undefined ? null : JSON.stringify(run.data),
+        run.heartbeatAgoMs ?? 0,
+      ],
     );
     inserted.push({ id: row.id, ownerToken, fencingToken: row.fencingToken });
   }

@@ -64,9 +64,14 @@ describeInBrowser('the dashboard in a real browser (chromium)', () => {
   beforeAll(async () => {
     mkdirSync(SCREENSHOTS, { recursive: true });
     database = await createTestDatabase();
-    await seedRuns(database, SEEDED.map((run) => ({ code: 'reports.hourly-digest', ...run, heartbeatAgoMs: 0 })));
+    await seedRuns(
+      database,
+      SEEDED.map((run) => ({ code: 'reports.hourly-digest', ...run, heartbeatAgoMs: 0 })),
+    );
     first = await startDashboardApp(database, { name: 'a', dynamic: true });
-    await first.app.get(DynamicSchedules).upsert({ id: 'tenant-42/weekly', handler: 'reports.tenant-export', cron: '0 3 * * 1', timeZone: 'America/New_York', tenantId: '42' });
+    await first.app
+      .get(DynamicSchedules)
+      .upsert({ id: 'tenant-42/weekly', handler: 'reports.tenant-export', cron: '0 3 * * 1', timeZone: 'America/New_York', tenantId: '42' });
     second = await startDashboardApp(database, { name: 'b' });
     browser = await launchBrowser();
     page = await browser.page({ headers: { authorization: OPERATOR } });
@@ -102,7 +107,11 @@ describeInBrowser('the dashboard in a real browser (chromium)', () => {
   it('draws one mark per occurrence, each in its outcome colour, and the gap', async () => {
     await page.waitForSelector('#timeline svg');
     const marks = await page.$$eval('#timeline .mark', (elements) =>
-      elements.map((element) => ({ at: element.getAttribute('data-at'), outcome: element.getAttribute('data-outcome'), fill: (globalThis as unknown as StyleWindow).getComputedStyle(element).fill })),
+      elements.map((element) => ({
+        at: element.getAttribute('data-at'),
+        outcome: element.getAttribute('data-outcome'),
+        fill: (globalThis as unknown as StyleWindow).getComputedStyle(element).fill,
+      })),
     );
     const recorded = await database.sql<{ runKey: string }>(
       `SELECT DISTINCT "runKey" FROM "job-scheduler" WHERE code = 'reports.hourly-digest' AND "runKey" >= $1`,
@@ -148,7 +157,9 @@ describeInBrowser('the dashboard in a real browser (chromium)', () => {
     let rows: (string | null)[][];
     do {
       await sleep(50);
-      rows = await page.$$eval('#runs tr[data-run]', (elements) => elements.map((element) => [element.children[1].textContent, element.children[3].textContent]));
+      rows = await page.$$eval('#runs tr[data-run]', (elements) =>
+        elements.map((element) => [element.children[1].textContent, element.children[3].textContent]),
+      );
     } while ((rows.length === 0 || rows.some(([code]) => code !== 'billing.quarter-hour')) && Date.now() < deadline);
     expect(rows).toHaveLength(1);
     expect(rows[0][1]).toMatch(/^run-now /);
@@ -178,14 +189,19 @@ describeInBrowser('the dashboard in a real browser (chromium)', () => {
   });
 
   it('release refuses when the fencing token changed meanwhile', async () => {
-    const [stuck] = await seedRuns(database, [{ code: 'billing.quarter-hour', runKey: hourAgo(1), status: 'RUNNING', heartbeatAgoMs: 30 * 60_000, leaseMs: 60_000 }]);
+    const [stuck] = await seedRuns(database, [
+      { code: 'billing.quarter-hour', runKey: hourAgo(1), status: 'RUNNING', heartbeatAgoMs: 30 * 60_000, leaseMs: 60_000 },
+    ]);
     await open();
     await page.waitForSelector(`#leases tr[data-lease="${stuck.id}"]`);
     expect(await page.textContent(`#leases tr[data-lease="${stuck.id}"]`)).toContain(stuck.fencingToken);
     await database.sql(`UPDATE "job-scheduler" SET "fencingToken" = nextval('"job-scheduler_fencingToken_seq"') WHERE id = $1`, [stuck.id]);
     await page.click(`#leases tr[data-lease="${stuck.id}"] button:text("Release")`);
     await waitForStatus(page, /^Release failed: 409/);
-    const [row] = await database.sql<{ status: string; fencingToken: string }>('SELECT status, "fencingToken"::text AS "fencingToken" FROM "job-scheduler" WHERE id = $1', [stuck.id]);
+    const [row] = await database.sql<{ status: string; fencingToken: string }>(
+      'SELECT status, "fencingToken"::text AS "fencingToken" FROM "job-scheduler" WHERE id = $1',
+      [stuck.id],
+    );
     expect(row.status).toBe('RUNNING');
     // With the token it now shows, it is released.
     await page.click('#refresh');
@@ -200,7 +216,7 @@ describeInBrowser('the dashboard in a real browser (chromium)', () => {
     ]);
   });
 
-  it('refuses visitors without credentials (401) and a reader\'s actions (403), showing no data', async () => {
+  it("refuses visitors without credentials (401) and a reader's actions (403), showing no data", async () => {
     const anonymous = await browser.page();
     const response = await anonymous.goto(`${first.url}/jobs`);
     expect(response?.status()).toBe(401);

@@ -232,7 +232,8 @@ describe('boot', () => {
     }
     expect(await bootFails([First, Second])).toMatchObject({
       code: 'DUPLICATE_NAME',
-      message: '@RunOnce name "orders.sync" is used by First.sync and by Second.sync: two methods would share one lease per tick; give one of them another name',
+      message:
+        '@RunOnce name "orders.sync" is used by First.sync and by Second.sync: two methods would share one lease per tick; give one of them another name',
     });
     expect(await bootFails([First, Declared])).toMatchObject({ code: 'DUPLICATE_NAME', message: expect.stringContaining('also the name of a @Scheduled job') });
   });
@@ -284,13 +285,18 @@ describe('retention of the ticks, on by default', () => {
       const lock = await node.jobs.acquire({ code, runKey });
       if (!lock.acquired) throw new Error('expected to acquire');
       await node.jobs.complete(lock);
-      await database.sql(`UPDATE "job-scheduler" SET "createdAt" = now() - $1 * interval '1 day', "modifiedAt" = now() - $1 * interval '1 day' WHERE id = $2`, [days, lock.id]);
+      await database.sql(`UPDATE "job-scheduler" SET "createdAt" = now() - $1 * interval '1 day', "modifiedAt" = now() - $1 * interval '1 day' WHERE id = $2`, [
+        days,
+        lock.id,
+      ]);
     };
     await aged('reports.failing', '2026-01-01T00:00:00.000Z', 8); // an hourly @RunOnce tick past 7 days: pruned
     await aged('reports.failing', '2026-01-02T00:00:00.000Z', 6); // kept
     await aged('manual.other', '2026-01-01T00:00:00.000Z', 400); // not a @RunOnce method's
     expect(await node.app.get(RunOnceExplorer).pruneTicks()).toBe(1);
-    const left = await database.sql<{ code: string; runKey: string }>(`SELECT code, "runKey" FROM "job-scheduler" WHERE code <> 'run-once.retention' ORDER BY 1, 2`);
+    const left = await database.sql<{ code: string; runKey: string }>(
+      `SELECT code, "runKey" FROM "job-scheduler" WHERE code <> 'run-once.retention' ORDER BY 1, 2`,
+    );
     expect(left).toEqual([
       { code: 'manual.other', runKey: '2026-01-01T00:00:00.000Z' },
       { code: 'reports.failing', runKey: '2026-01-02T00:00:00.000Z' },

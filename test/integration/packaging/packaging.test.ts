@@ -16,7 +16,8 @@ const pinned = (name: string): string => {
 };
 const PEERS = ['@nestjs/common', '@nestjs/core', '@nestjs/typeorm', 'typeorm', 'pg', 'reflect-metadata', 'rxjs'];
 
-const ALLOWED = /^(dist\/.+\.(js|d\.ts)|dist\/src\/features\/dashboard\/ui\/dashboard\.(html|css)|dist\/schematics\/(collection|[a-z-]+\/schema)\.json|README\.md|CHANGELOG\.md|LICENSE|package\.json)$/;
+const ALLOWED =
+  /^(dist\/.+\.(js|d\.ts)|dist\/src\/features\/dashboard\/ui\/dashboard\.(html|css)|dist\/schematics\/(collection|[a-z-]+\/schema)\.json|README\.md|CHANGELOG\.md|LICENSE|package\.json)$/;
 
 describe('the packed package', () => {
   let work: string;
@@ -71,7 +72,9 @@ describe('the packed package', () => {
   it('runs in a fresh Nest 11 CommonJS application', () => {
     const dir = consumerApp('nest11', 'commonjs', PEERS.map(pinned));
     copyFileSync(join(consumers, 'nest11-commonjs.cjs'), join(dir, 'main.cjs'));
-    const output = JSON.parse(execFileSync(process.execPath, ['main.cjs'], { cwd: dir, encoding: 'utf8', env: { ...process.env, DATABASE_URL: database.url } }));
+    const output = JSON.parse(
+      execFileSync(process.execPath, ['main.cjs'], { cwd: dir, encoding: 'utf8', env: { ...process.env, DATABASE_URL: database.url } }),
+    );
     expect(output).toMatchObject({ completed: true, exclusive: { acquired: true }, scheduled: 'succeeded', ran: 'consumer.report' });
     expect(output).toMatchObject({ dashboard: 1, assets: ['dashboard.css', 'dashboard.html', 'dashboard.js'] });
     expect(output.nest).toMatch(/^11\./);
@@ -121,7 +124,9 @@ module.exports = new DataSource({
     const nest12 = ['@nestjs/common@12', '@nestjs/core@12', '@nestjs/typeorm@12'];
     const dir = consumerApp('nest12', 'module', [...nest12, ...['typeorm', 'pg', 'reflect-metadata', 'rxjs'].map(pinned)]);
     copyFileSync(join(consumers, 'nest12-esm.mjs'), join(dir, 'main.mjs'));
-    const output = JSON.parse(execFileSync(process.execPath, ['main.mjs'], { cwd: dir, encoding: 'utf8', env: { ...process.env, DATABASE_URL: database.url } }));
+    const output = JSON.parse(
+      execFileSync(process.execPath, ['main.mjs'], { cwd: dir, encoding: 'utf8', env: { ...process.env, DATABASE_URL: database.url } }),
+    );
     expect(output).toMatchObject({ completed: true, exclusive: { acquired: true }, scheduled: 'succeeded', ran: 'consumer.report' });
     expect(output.nest).toMatch(/^12\./);
   }, 180_000);
@@ -133,7 +138,16 @@ module.exports = new DataSource({
     writeFileSync(
       join(dir, `tsconfig.${moduleResolution}.json`),
       JSON.stringify({
-        compilerOptions: { strict: true, module, moduleResolution, target: 'ES2022', noEmit: true, skipLibCheck: true, experimentalDecorators: true, types: [] },
+        compilerOptions: {
+          strict: true,
+          module,
+          moduleResolution,
+          target: 'ES2022',
+          noEmit: true,
+          skipLibCheck: true,
+          experimentalDecorators: true,
+          types: [],
+        },
         files: ['types-check.ts'],
       }),
     );

@@ -85,7 +85,12 @@ export const buildPackage = (): Consumer => {
     const config = ts.getParsedCommandLineOfConfigFile(
       join(libraryRoot, 'tsconfig.build.json'),
       { outDir: join(pkg, 'dist'), declaration: true, emitDeclarationOnly: true, sourceMap: false, declarationMap: false, incremental: false, noEmit: false },
-      { ...ts.sys, onUnRecoverableConfigFileDiagnostic: (diagnostic) => { throw new Error(formatDiagnostic(diagnostic)); } },
+      {
+        ...ts.sys,
+        onUnRecoverableConfigFileDiagnostic: (diagnostic) => {
+          throw new Error(formatDiagnostic(diagnostic));
+        },
+      },
     );
     if (!config) throw new Error('tsconfig.build.json could not be read');
     if (config.errors.length) throw new Error(config.errors.map(formatDiagnostic).join('\n'));
@@ -126,9 +131,9 @@ export interface CheckResult {
 }
 
 const preludeExports = (): string[] =>
-  [...readFileSync(PRELUDE, 'utf8').matchAll(/^export declare (?:abstract )?(?:class|function|const|let|interface|type|enum|namespace) ([A-Za-z_$][\w$]*)/gm)].map(
-    (match) => match[1],
-  );
+  [
+    ...readFileSync(PRELUDE, 'utf8').matchAll(/^export declare (?:abstract )?(?:class|function|const|let|interface|type|enum|namespace) ([A-Za-z_$][\w$]*)/gm),
+  ].map((match) => match[1]);
 
 /** The names a block declares or imports at top level, the identifiers it uses, and whether it awaits at top level. */
 const analyse = (code: string) => {
@@ -149,9 +154,14 @@ const analyse = (code: string) => {
       };
       statement.declarationList.declarations.forEach((declaration) => names(declaration.name));
     } else if (
-      (ts.isClassDeclaration(statement) || ts.isFunctionDeclaration(statement) || ts.isInterfaceDeclaration(statement) ||
-        ts.isTypeAliasDeclaration(statement) || ts.isEnumDeclaration(statement) || ts.isModuleDeclaration(statement)) &&
-      statement.name && ts.isIdentifier(statement.name)
+      (ts.isClassDeclaration(statement) ||
+        ts.isFunctionDeclaration(statement) ||
+        ts.isInterfaceDeclaration(statement) ||
+        ts.isTypeAliasDeclaration(statement) ||
+        ts.isEnumDeclaration(statement) ||
+        ts.isModuleDeclaration(statement)) &&
+      statement.name &&
+      ts.isIdentifier(statement.name)
     ) {
       declared.add(statement.name.text);
     }
@@ -252,8 +262,7 @@ export const checkBlocks = (consumer: string, blocks: MarkdownBlock[]): CheckRes
         if (block.directive.kind === 'mirrors' && assertion) return `readme-check: mirrors ${block.directive.name}, ${assertion}`;
         return text.includes('./prelude.js') ? 'the prelude import' : text.trim();
       };
-      const where =
-        line < codeLines ? `${block.source}:${block.fenceLine + line + 1}:${character + 1}` : `${block.source}:${block.fenceLine} (${appended()})`;
+      const where = line < codeLines ? `${block.source}:${block.fenceLine + line + 1}:${character + 1}` : `${block.source}:${block.fenceLine} (${appended()})`;
       return `${where} TS${diagnostic.code}: ${message}`;
     });
     return { block, file: file.slice(consumer.length + 1), diagnostics };

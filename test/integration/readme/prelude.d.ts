@@ -13,10 +13,7 @@
 
 /** The application's outbox: records a side effect once per idempotency key (see "Idempotency"). */
 export declare class Outbox {
-  enqueueOnce(
-    message: { idempotencyKey: string; type: string; payload: Record<string, unknown> },
-    options?: { signal?: AbortSignal },
-  ): Promise<void>;
+  enqueueOnce(message: { idempotencyKey: string; type: string; payload: Record<string, unknown> }, options?: { signal?: AbortSignal }): Promise<void>;
 }
 
 /** The application's command bus (for instance @nestjs/cqrs's) and one of its commands. */

@@ -77,7 +77,9 @@ it(`${JOBS} occurrences handed over on shutdown are shared by three instances an
 
   const perNode = new Map<string, number>();
   for (const nodesOfJob of ran.values()) for (const node of nodesOfJob) perNode.set(node, (perNode.get(node) ?? 0) + 1);
-  const scans = nodes.map(({ statements }) => statements.statements.filter((text) => text.includes('FOR UPDATE SKIP LOCKED') && text.includes('"handedOver"')).length);
+  const scans = nodes.map(
+    ({ statements }) => statements.statements.filter((text) => text.includes('FOR UPDATE SKIP LOCKED') && text.includes('"handedOver"')).length,
+  );
   process.stdout.write(
     `hand-over drain: ${JOBS} occurrences on 3 instances in ${drainedMs} ms (scan every ${SCAN_MS} ms); runs per instance ${JSON.stringify(Object.fromEntries(perNode))}; take-over statements per instance ${JSON.stringify(scans)}\n`,
   );

@@ -61,14 +61,19 @@ const finished = async (code: string, runKey: string | undefined, status: 'SUCCE
   const lock = await node.jobs.acquire(runKey === undefined ? { code, type: JobSchedulerType.INITIAL } : { code, runKey });
   if (!lock.acquired) throw new Error(`expected to acquire ${code} ${runKey}`);
   await (status === 'SUCCESS' ? node.jobs.complete(lock) : node.jobs.fail(lock));
-  await database.sql(`UPDATE "job-scheduler" SET "createdAt" = now() - $1 * interval '1 day', "modifiedAt" = now() - $1 * interval '1 day' WHERE id = $2`, [days, lock.id]);
+  await database.sql(`UPDATE "job-scheduler" SET "createdAt" = now() - $1 * interval '1 day', "modifiedAt" = now() - $1 * interval '1 day' WHERE id = $2`, [
+    days,
+    lock.id,
+  ]);
 };
 
 const keys = async () =>
-  (await database.sql<{ key: string }>(
-    `SELECT code || ' ' || COALESCE("runKey", '-') || ' ' || status AS key FROM "job-scheduler" WHERE code <> $1 ORDER BY 1`,
-    [SCHEDULED_RETENTION_CODE],
-  )).map((row) => row.key);
+  (
+    await database.sql<{ key: string }>(
+      `SELECT code || ' ' || COALESCE("runKey", '-') || ' ' || status AS key FROM "job-scheduler" WHERE code <> $1 ORDER BY 1`,
+      [SCHEDULED_RETENTION_CODE],
+    )
+  ).map((row) => row.key);
 
 describe('retention of declared jobs, on by default', () => {
   it('prunes old occurrences without configuration, keeps what each job still needs, touches nothing else', async () => {

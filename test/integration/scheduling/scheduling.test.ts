@@ -104,9 +104,7 @@ describe('SchedulingModule on PostgreSQL', () => {
   it('three applications run each occurrence once (manual clock, real lease)', async () => {
     const clock = new FixedClock(new Date('2026-10-24T22:59:00Z'));
     const timers = ['a', 'b', 'c'].map(() => new ManualTimers(clock));
-    const nodes = await Promise.all(
-      ['a', 'b', 'c'].map((name, index) => schedulingNode(name, [HourlyDigestJob], { timers: timers[index] })),
-    );
+    const nodes = await Promise.all(['a', 'b', 'c'].map((name, index) => schedulingNode(name, [HourlyDigestJob], { timers: timers[index] })));
     // Through the night clocks go back in Paris: 01:00, 02:00 (twice), 03:00 local.
     for (let hour = 0; hour < 4; hour++) {
       // Each hour another instance is the first to reach the instant; the others reach it on time too.
@@ -124,9 +122,7 @@ describe('SchedulingModule on PostgreSQL', () => {
     expect(outcomes.filter((outcome) => outcome === 'succeeded')).toHaveLength(4);
     expect(outcomes.filter((outcome) => outcome === 'skipped-locked')).toHaveLength(8);
     const table = await rows('reports.hourly-digest');
-    expect(table.map((row) => [row.runKey, row.status])).toEqual(
-      seen.map((entry) => [entry.execution.scheduledAt.toISOString(), 'SUCCESS']),
-    );
+    expect(table.map((row) => [row.runKey, row.status])).toEqual(seen.map((entry) => [entry.execution.scheduledAt.toISOString(), 'SUCCESS']));
     expect(new Set(seen.map((entry) => entry.execution.idempotencyKey)).size).toBe(4);
   });
 
@@ -152,15 +148,9 @@ describe('SchedulingModule on PostgreSQL', () => {
     await first.close();
     started.length = 0;
     clock.set(new Date('2026-01-01T10:30:00Z'));
-    const [second, third] = await Promise.all(
-      ['second', 'third'].map((name) => schedulingNode(name, [HourlyDigestJob], { timers: new ManualTimers(clock) })),
-    );
+    const [second, third] = await Promise.all(['second', 'third'].map((name) => schedulingNode(name, [HourlyDigestJob], { timers: new ManualTimers(clock) })));
     const missed = [...second.scheduler.runs, ...third.scheduler.runs].filter((run) => run.outcome === 'missed');
-    expect(missed.map((run) => run.scheduledAt.toISOString())).toEqual([
-      '2026-01-01T08:00:00.000Z',
-      '2026-01-01T09:00:00.000Z',
-      '2026-01-01T10:00:00.000Z',
-    ]);
+    expect(missed.map((run) => run.scheduledAt.toISOString())).toEqual(['2026-01-01T08:00:00.000Z', '2026-01-01T09:00:00.000Z', '2026-01-01T10:00:00.000Z']);
     const table = await rows('reports.hourly-digest');
     const marker = table.find((row) => row.runKey === '2026-01-01T10:00:00.000Z');
     expect(marker).toMatchObject({ status: 'FAIL', data: { outcome: 'missed', missed: 3 } });
@@ -202,9 +192,7 @@ describe('SchedulingModule on PostgreSQL', () => {
     const clock = new FixedClock(0);
     const tenants = { listTenants: async () => ['acme', 'globex', 'initech'] };
     const timers = [new ManualTimers(clock), new ManualTimers(clock)];
-    const nodes = await Promise.all(
-      ['p', 'q'].map((name, index) => schedulingNode(name, [InvoiceTenantsJob], { timers: timers[index], tenants })),
-    );
+    const nodes = await Promise.all(['p', 'q'].map((name, index) => schedulingNode(name, [InvoiceTenantsJob], { timers: timers[index], tenants })));
     await timers[0].advance(60_000);
     await timers[1].advance(0);
     await Promise.all(nodes.map((node) => node.scheduler.idle()));
@@ -282,7 +270,11 @@ describe('SchedulingModule on PostgreSQL', () => {
     const timers = [new ManualTimers(clock), new ManualTimers(clock)];
     await Promise.all(
       ['m', 'n'].map((name, index) =>
-        schedulingNode(name, [HourlyDigestJob], { timers: timers[index], metrics: { registry }, settings: { 'reports.hourly-digest': { schedule: { every: '1m' } } } }),
+        schedulingNode(name, [HourlyDigestJob], {
+          timers: timers[index],
+          metrics: { registry },
+          settings: { 'reports.hourly-digest': { schedule: { every: '1m' } } },
+        }),
       ),
     );
     await timers[0].advance(60_000);

@@ -63,7 +63,14 @@ const fleetRuns = (name: string) =>
   database.sql<FleetRun>('SELECT node, trigger, idempotency_key, fencing_token FROM fleet_runs WHERE name = $1 ORDER BY recorded_at', [name]);
 const leaseRow = async (code: string, runKey: string) =>
   (
-    await database.sql<{ status: string; attempts: number; fencingToken: string; lockKey: string; data: Record<string, unknown> | null; lastError: Record<string, unknown> | null }>(
+    await database.sql<{
+      status: string;
+      attempts: number;
+      fencingToken: string;
+      lockKey: string;
+      data: Record<string, unknown> | null;
+      lastError: Record<string, unknown> | null;
+    }>(
       `SELECT status::text AS status, attempts, "fencingToken"::text AS "fencingToken", "lockKey", data, "lastError" FROM "job-scheduler" WHERE code = $1 AND "runKey" = $2`,
       [code, runKey],
     )
@@ -155,7 +162,9 @@ it('an occurrence whose instance was SIGKILLed mid-run is finished by another in
 
   expect(observed).toHaveLength(1);
   expect(observed[0]).toMatchObject({ name: YEARLY, trigger: 'take-over', idempotencyKey: run.idempotency_key });
-  process.stdout.write(`take-over: started ${observed[0].startedAt.getTime() - killedAt} ms after SIGKILL (lease 2 s, scan every 300 ms, observer boot included)\n`);
+  process.stdout.write(
+    `take-over: started ${observed[0].startedAt.getTime() - killedAt} ms after SIGKILL (lease 2 s, scan every 300 ms, observer boot included)\n`,
+  );
   expect(observed[0].scheduledAt.toISOString()).toBe(OCCURRENCE);
   expect(observed[0].fencingToken).toBeGreaterThan(Number(run.fencing_token));
   expect(records.filter((record) => record.trigger === 'take-over').map((record) => record.outcome)).toEqual(['succeeded']);
@@ -195,12 +204,14 @@ it('a job that kills every process that runs it has three owners, then is record
   await waitFor('the occurrence is recorded abandoned', () => records.length > 0, 30_000);
   await sleep(1_000);
   expect(observed).toEqual([]);
-  expect(records).toEqual([
-    expect.objectContaining({ name: YEARLY, outcome: 'abandoned', trigger: 'take-over', errorCode: 'JOB_ABANDONED' }),
-  ]);
+  expect(records).toEqual([expect.objectContaining({ name: YEARLY, outcome: 'abandoned', trigger: 'take-over', errorCode: 'JOB_ABANDONED' })]);
   expect(records[0].scheduledAt.toISOString()).toBe(OCCURRENCE);
   const row = await leaseRow(YEARLY, OCCURRENCE);
-  expect(row).toMatchObject({ status: 'FAIL', attempts: 3, data: { abandoned: true, attempts: 3, error: { code: 'JOB_ABANDONED', name: 'JobAbandonedError' } } });
+  expect(row).toMatchObject({
+    status: 'FAIL',
+    attempts: 3,
+    data: { abandoned: true, attempts: 3, error: { code: 'JOB_ABANDONED', name: 'JobAbandonedError' } },
+  });
 }, 600_000);
 
 it("abandoned: 'drop' ends an occurrence whose holder vanished without running it", async () => {
@@ -241,19 +252,27 @@ describe('an occurrence handed over on shutdown (expireMany) is run by the take-
   it.each([
     ["abandoned: 'drop'", DroppedYearlyJob],
     ['maxAttempts: 1', SingleAttemptYearlyJob],
-  ])('%s', async (_, job) => {
-    const idempotencyKey = await handOver();
-    const records: JobRunRecord[] = [];
-    const node = await observer(job);
-    node.scheduler.onRun((record) => records.push(record));
-    await waitFor('the occurrence is taken over', () => records.length > 0, 30_000);
-    await node.scheduler.idle();
-    expect(records).toEqual([expect.objectContaining({ name: YEARLY, outcome: 'succeeded', trigger: 'take-over' })]);
-    expect(observed).toEqual([expect.objectContaining({ trigger: 'take-over', idempotencyKey, fencingToken: expect.any(Number) })]);
-    expect(observed[0].scheduledAt.toISOString()).toBe(OCCURRENCE);
-    // The claim kept the mark of the hand-over where the previous owner is described.
-    expect(await leaseRow(YEARLY, OCCURRENCE)).toMatchObject({ status: 'SUCCESS', attempts: 2, lastError: { expired: true, ownerId: 'stopped', handedOver: true } });
-  }, 60_000);
+  ])(
+    '%s',
+    async (_, job) => {
+      const idempotencyKey = await handOver();
+      const records: JobRunRecord[] = [];
+      const node = await observer(job);
+      node.scheduler.onRun((record) => records.push(record));
+      await waitFor('the occurrence is taken over', () => records.length > 0, 30_000);
+      await node.scheduler.idle();
+      expect(records).toEqual([expect.objectContaining({ name: YEARLY, outcome: 'succeeded', trigger: 'take-over' })]);
+      expect(observed).toEqual([expect.objectContaining({ trigger: 'take-over', idempotencyKey, fencingToken: expect.any(Number) })]);
+      expect(observed[0].scheduledAt.toISOString()).toBe(OCCURRENCE);
+      // The claim kept the mark of the hand-over where the previous owner is described.
+      expect(await leaseRow(YEARLY, OCCURRENCE)).toMatchObject({
+        status: 'SUCCESS',
+        attempts: 2,
+        lastError: { expired: true, ownerId: 'stopped', handedOver: true },
+      });
+    },
+    60_000,
+  );
 
   it("while a crashed one (no hand-over) of a job with abandoned: 'drop' is still ended unrun", async () => {
     const jobs = new JobSchedulerService(await database.dataSource({ poolSize: 1 }), { nodeId: 'crashed' });

@@ -31,14 +31,24 @@ interface Instance {
  * `count` scheduler instances, each on a DataSource (a pool) of its own with a statement counter,
  * on system timers, with one per-tenant job due once at `dueAt`.
  */
-const startInstances = async (count: number, job: { name: string; tenants: readonly unknown[]; concurrency: number; workMs: number }, dueAt: number): Promise<Instance[]> =>
+const startInstances = async (
+  count: number,
+  job: { name: string; tenants: readonly unknown[]; concurrency: number; workMs: number },
+  dueAt: number,
+): Promise<Instance[]> =>
   Promise.all(
     Array.from({ length: count }, async (_, index) => {
       const counter = new StatementCounter();
       const jobs = new JobSchedulerService(await database.dataSource({ logger: counter, logging: true, poolSize: 5 }), { nodeId: `instance-${index}` });
       // Offsets 0, 1/count, 2/count of the list: each instance starts on a stretch of its own.
       const random = () => index / count;
-      const engine = new JobScheduleEngine({ timers: systemTimers, lease: jobs, logger: silent, random, tenants: { listTenants: () => job.tenants as string[] } });
+      const engine = new JobScheduleEngine({
+        timers: systemTimers,
+        lease: jobs,
+        logger: silent,
+        random,
+        tenants: { listTenants: () => job.tenants as string[] },
+      });
       const declared = checkJobDeclaration(job.name, { every: '1h', tenancy: 'per-tenant', tenantConcurrency: job.concurrency });
       const instance: Instance = { engine, counter, records: [], running: 0, peak: 0, ran: [] };
       engine.register({
@@ -67,7 +77,13 @@ const runOnce = async (instances: Instance[], tenantCount: number): Promise<void
 };
 
 const kind = (statement: string): string =>
-  statement.startsWith('WITH candidate') ? 'claim' : statement.startsWith('WITH inserted') ? 'acquire' : statement.includes(`"status" = 'SUCCESS'`) ? 'complete' : 'other';
+  statement.startsWith('WITH candidate')
+    ? 'claim'
+    : statement.startsWith('WITH inserted')
+      ? 'acquire'
+      : statement.includes(`"status" = 'SUCCESS'`)
+        ? 'complete'
+        : 'other';
 
 describe('per-tenant fan-out on PostgreSQL, three instances', () => {
   it('runs every tenant exactly once, at most tenantConcurrency at once per instance, claiming tenants in batches', async () => {
@@ -119,7 +135,9 @@ describe('per-tenant fan-out on PostgreSQL, three instances', () => {
     const [instance] = await startInstances(1, { name, tenants: listed, concurrency: 2, workMs: 1 }, dueAt);
     await runOnce([instance], listed.length);
     expect(instance.ran.sort()).toEqual(['acme', 'acme\t']);
-    const rows = await database.sql<{ runKey: string; status: string }>('SELECT "runKey", status FROM "job-scheduler" WHERE code = $1 ORDER BY "runKey"', [name]);
+    const rows = await database.sql<{ runKey: string; status: string }>('SELECT "runKey", status FROM "job-scheduler" WHERE code = $1 ORDER BY "runKey"', [
+      name,
+    ]);
     expect(rows).toEqual([
       { runKey: occurrenceRunKey(dueAt, 'acme'), status: 'SUCCESS' },
       { runKey: occurrenceRunKey(dueAt, 'acme\t'), status: 'SUCCESS' },

@@ -96,7 +96,12 @@ const createApp = (work: string, name: string, packageDir: string, appModule = A
     strictPropertyInitialization: false,
   };
   writeFileSync(join(dir, 'tsconfig.json'), `${JSON.stringify({ compilerOptions }, null, 2)}\n`);
-  const build = { extends: './tsconfig.json', compilerOptions: { rootDir: './src' }, include: ['src'], exclude: ['node_modules', 'test', 'dist', '**/*spec.ts'] };
+  const build = {
+    extends: './tsconfig.json',
+    compilerOptions: { rootDir: './src' },
+    include: ['src'],
+    exclude: ['node_modules', 'test', 'dist', '**/*spec.ts'],
+  };
   writeFileSync(join(dir, 'tsconfig.build.json'), `${JSON.stringify(build, null, 2)}\n`);
   writeFileSync(
     join(dir, 'src/main.ts'),
@@ -183,7 +188,17 @@ describe('the schematics collection (job, worker) in a fresh Nest application', 
     run(app, 'job', ['notifications', 'send-reminders', '--cron', '0 7 * * *', '--time-zone', 'Europe/Paris']);
     run(app, 'job', ['notifications', 'purge-outbox', '--every', '15m']);
     // What `nest g -c @sdcorejs/nestjs job billing export-ledger` passes: the arguments as name and path.
-    run(app, 'job', ['--name=billing', '--path=export-ledger', '--source-root=src', '--spec', '--no-flat', '--spec-file-suffix=spec', `--collection=${COLLECTION}`, '--cron', '0 2 1 * *']);
+    run(app, 'job', [
+      '--name=billing',
+      '--path=export-ledger',
+      '--source-root=src',
+      '--spec',
+      '--no-flat',
+      '--spec-file-suffix=spec',
+      `--collection=${COLLECTION}`,
+      '--cron',
+      '0 2 1 * *',
+    ]);
     run(app, 'worker');
 
     expect(read(app, 'src/notifications/jobs/send-reminders.job.ts')).toContain(
@@ -246,7 +261,9 @@ describe('the schematics collection (job, worker) in a fresh Nest application', 
     const before = snapshot(app);
     const again = schematic(app, 'job', ['notifications', 'send-reminders', '--cron', '0 8 * * *']);
     expect(again.status).not.toBe(0);
-    expect(again.output).toContain('job: src/notifications/jobs/send-reminders.job.ts already exists: the job notifications.send-reminders has been generated already');
+    expect(again.output).toContain(
+      'job: src/notifications/jobs/send-reminders.job.ts already exists: the job notifications.send-reminders has been generated already',
+    );
     expect(snapshot(app)).toEqual(before);
   });
 
@@ -257,7 +274,10 @@ describe('the schematics collection (job, worker) in a fresh Nest application', 
     [['notifications', `x${'-long'.repeat(13)}`, '--cron', '0 7 * * *'], 'at most 64 characters'],
     [['notifications', 'remind'], 'give --cron "<five fields>" (with --time-zone) or --every <interval> for notifications.remind'],
     [['notifications', 'remind', '--cron', '0 7 * *'], 'Scheduled job "notifications.remind": cannot read the cron "0 7 * *"'],
-    [['notifications', 'remind', '--cron', '0 7 * * *', '--time-zone', 'Europe/Pariss'], 'Scheduled job "notifications.remind": unknown time zone "Europe/Pariss"'],
+    [
+      ['notifications', 'remind', '--cron', '0 7 * * *', '--time-zone', 'Europe/Pariss'],
+      'Scheduled job "notifications.remind": unknown time zone "Europe/Pariss"',
+    ],
     [['notifications', 'remind', '--cron', '0 0 30 2 *'], 'never fires within 8 years'],
     [['notifications', 'remind', '--every', '15m', '--time-zone', 'Europe/Paris'], 'an interval follows no time zone'],
     [['notifications', 'remind', '--every', '0'], '"every" must be a positive whole number of ms'],

@@ -35,7 +35,12 @@ describe('schedules in words', () => {
   });
 
   it('describes a schedule and its next due instants', () => {
-    expect(describeSchedule(new CronSchedule('0 3 * * *', 'Europe/Paris'))).toEqual({ kind: 'cron', expression: '0 3 * * *', words: 'every day at 03:00 (Europe/Paris)', timeZone: 'Europe/Paris' });
+    expect(describeSchedule(new CronSchedule('0 3 * * *', 'Europe/Paris'))).toEqual({
+      kind: 'cron',
+      expression: '0 3 * * *',
+      words: 'every day at 03:00 (Europe/Paris)',
+      timeZone: 'Europe/Paris',
+    });
     expect(describeSchedule(new IntervalSchedule(60_000))).toEqual({ kind: 'every', expression: '60000 ms', words: 'every minute', timeZone: null });
     expect(nextDueInstants(new IntervalSchedule(60_000), Date.parse('2026-01-01T00:00:30Z')).map((date) => date.toISOString())).toEqual([
       '2026-01-01T00:01:00.000Z',
@@ -108,7 +113,12 @@ describe('the dashboard options, queries and page', () => {
   });
 
   it('reads the runs query before any SQL', () => {
-    expect(runFilterOf({ code: 'a.b', status: 'FAIL', from: '2026-01-01T00:00:00Z', limit: '20' })).toEqual({ code: 'a.b', status: 'FAIL', from: new Date('2026-01-01T00:00:00Z'), limit: 20 });
+    expect(runFilterOf({ code: 'a.b', status: 'FAIL', from: '2026-01-01T00:00:00Z', limit: '20' })).toEqual({
+      code: 'a.b',
+      status: 'FAIL',
+      from: new Date('2026-01-01T00:00:00Z'),
+      limit: 20,
+    });
     expect(runFilterOf({})).toEqual({ limit: 50 });
     for (const query of [{ status: 'LOST' }, { limit: '0' }, { limit: '201' }, { from: 'soon' }, { code: ['a', 'b'] }, { code: { a: 1 } }]) {
       expect(() => runFilterOf(query)).toThrow(InvalidJobQueryOptionsError);
@@ -116,7 +126,8 @@ describe('the dashboard options, queries and page', () => {
     expect(timelineSpanOf({ span: '7d' })).toEqual({ span: '7d', ms: 7 * 86_400_000 });
     expect(() => timelineSpanOf({ span: 'toString' })).toThrow(InvalidJobQueryOptionsError);
     expect(fencingTokenOf({ fencingToken: '42' })).toBe(42);
-    for (const fencingToken of ['0', '-1', '1e3', 'x', '99999999999999999']) expect(() => fencingTokenOf({ fencingToken })).toThrow(InvalidJobQueryOptionsError);
+    for (const fencingToken of ['0', '-1', '1e3', 'x', '99999999999999999'])
+      expect(() => fencingTokenOf({ fencingToken })).toThrow(InvalidJobQueryOptionsError);
   });
 
   it('escapes what it writes into the page', () => {

@@ -4,7 +4,9 @@ import { loadDashboardAssets } from '../../../src/features/dashboard/dashboard-a
 import type * as Page from '../../../src/features/dashboard/ui/src/api-types';
 
 /** What a route of the controller answers (its JSON: the views hold strings, not dates). */
-type Answer<Route extends keyof JobSchedulerDashboardController> = JobSchedulerDashboardController[Route] extends (...args: never[]) => Promise<infer T> ? T : never;
+type Answer<Route extends keyof JobSchedulerDashboardController> = JobSchedulerDashboardController[Route] extends (...args: never[]) => Promise<infer T>
+  ? T
+  : never;
 
 /** Compiles only when what the server answers fits what the page reads (`npm run typecheck`). */
 const fits = <_Server extends Read, Read>(): true => true;

@@ -21,7 +21,13 @@ describe('the metadata of @nestjs/schedule', () => {
       poll(): void {}
       plain(): void {}
     }
-    expect(nestScheduleOf(Jobs.prototype.tick)).toEqual({ type: 'cron', cronTime: '*/2 * * * * *', timeZone: 'Europe/Paris', utcOffset: undefined, name: 'tick' });
+    expect(nestScheduleOf(Jobs.prototype.tick)).toEqual({
+      type: 'cron',
+      cronTime: '*/2 * * * * *',
+      timeZone: 'Europe/Paris',
+      utcOffset: undefined,
+      name: 'tick',
+    });
     expect(nestScheduleOf(Jobs.prototype.poll)).toEqual({ type: 'interval' });
     expect(nestScheduleOf(Jobs.prototype.plain)).toBeUndefined();
   });
@@ -57,7 +63,11 @@ describe('@RunOnce', () => {
   });
 
   it.each([
-    ['a name outside the job-name rules', () => RunOnce('Orders'), '@RunOnce on Jobs.tick: the name must be <context>.<job-name>: two lowercase kebab-case segments, at most 64 characters, got "Orders"'],
+    [
+      'a name outside the job-name rules',
+      () => RunOnce('Orders'),
+      '@RunOnce on Jobs.tick: the name must be <context>.<job-name>: two lowercase kebab-case segments, at most 64 characters, got "Orders"',
+    ],
     ['a name too long', () => RunOnce(`orders.${'x'.repeat(60)}`), 'at most 64 characters'],
     ['an unsafe lease', () => RunOnce('orders.sync', { leaseMs: 1 }), '@RunOnce on Jobs.tick: '],
     ['a heartbeat that does not fit the lease', () => RunOnce('orders.sync', { leaseMs: 10_000, heartbeatMs: 5_000 }), '@RunOnce on Jobs.tick: '],

@@ -133,9 +133,7 @@ describe('time zones, utcOffset and DST, as @nestjs/schedule fires them', () => 
       '2026-03-08T03:30:00.000Z',
       '2026-03-09T03:30:00.000Z',
     ]);
-    expect(dueBetween(ticks('0 0 9 * * *', { utcOffset: -90 }), '2026-03-08T00:00:00Z', '2026-03-09T00:00:00Z')).toEqual([
-      '2026-03-08T10:30:00.000Z',
-    ]);
+    expect(dueBetween(ticks('0 0 9 * * *', { utcOffset: -90 }), '2026-03-08T00:00:00Z', '2026-03-09T00:00:00Z')).toEqual(['2026-03-08T10:30:00.000Z']);
   });
 
   it('names the same instants as the timer of cron itself (sendAt), zone by zone', () => {
@@ -177,7 +175,11 @@ describe('time zones, utcOffset and DST, as @nestjs/schedule fires them', () => 
 
   it('refuses what cron refuses, naming the method', () => {
     expect(() => cronTicks('Orders.sync', { cronTime: '61 * * * * *' })).toThrow(
-      expect.objectContaining({ code: 'INVALID_CRON', method: 'Orders.sync', message: expect.stringContaining('@RunOnce on Orders.sync: @nestjs/schedule cannot read its @Cron') }),
+      expect.objectContaining({
+        code: 'INVALID_CRON',
+        method: 'Orders.sync',
+        message: expect.stringContaining('@RunOnce on Orders.sync: @nestjs/schedule cannot read its @Cron'),
+      }),
     );
     expect(() => cronTicks('Orders.sync', { cronTime: '* * * * *', timeZone: 'Mars/Olympus' })).toThrow(expect.objectContaining({ code: 'INVALID_CRON' }));
   });

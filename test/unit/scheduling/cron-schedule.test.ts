@@ -14,7 +14,9 @@ const runsBetween = (schedule: { next(after: number): number | null }, from: str
 
 /** Paris wall time of an instant, read with Intl independently of the implementation. */
 const parisTime = (iso: string) =>
-  new Intl.DateTimeFormat('en-GB', { timeZone: 'Europe/Paris', hourCycle: 'h23', hour: '2-digit', minute: '2-digit', day: '2-digit', month: '2-digit' }).format(new Date(iso));
+  new Intl.DateTimeFormat('en-GB', { timeZone: 'Europe/Paris', hourCycle: 'h23', hour: '2-digit', minute: '2-digit', day: '2-digit', month: '2-digit' }).format(
+    new Date(iso),
+  );
 
 /** Instants at which Paris's local date is `day` (YYYY-MM-DD), found by stepping a UTC minute at a time. */
 const parisDayBounds = (day: string): [string, string] => {
@@ -31,10 +33,7 @@ describe('cron on a time zone, with the DST rule', () => {
   const hourly = new CronSchedule('0 * * * *', 'Europe/Paris');
 
   it('clocks set forward: a pinned local time that does not exist gives no run that day', () => {
-    expect(runsBetween(pinned, '2026-03-28T00:00:00Z', '2026-03-30T12:00:00Z')).toEqual([
-      '2026-03-28T01:30:00.000Z',
-      '2026-03-30T00:30:00.000Z',
-    ]);
+    expect(runsBetween(pinned, '2026-03-28T00:00:00Z', '2026-03-30T12:00:00Z')).toEqual(['2026-03-28T01:30:00.000Z', '2026-03-30T00:30:00.000Z']);
   });
 
   it('clocks set back: a pinned local time runs once, the first time', () => {
@@ -44,10 +43,7 @@ describe('cron on a time zone, with the DST rule', () => {
   });
 
   it('a job of every hour keeps its rhythm: 25 runs on the day clocks go back, 23 when they go forward', () => {
-    expect(runsBetween(hourly, '2026-10-24T23:30:00Z', '2026-10-25T01:30:00Z')).toEqual([
-      '2026-10-25T00:00:00.000Z',
-      '2026-10-25T01:00:00.000Z',
-    ]);
+    expect(runsBetween(hourly, '2026-10-24T23:30:00Z', '2026-10-25T01:30:00Z')).toEqual(['2026-10-25T00:00:00.000Z', '2026-10-25T01:00:00.000Z']);
     expect(runsBetween(hourly, ...parisDayBounds('2026-10-25'))).toHaveLength(25);
     expect(runsBetween(hourly, ...parisDayBounds('2026-03-29'))).toHaveLength(23);
     expect(runsBetween(hourly, ...parisDayBounds('2026-06-01'))).toHaveLength(24);
@@ -83,12 +79,8 @@ describe('cron on a time zone, with the DST rule', () => {
   });
 
   it('is evaluated in UTC by default and on other zones (07:00 Paris is 06:00 UTC in March)', () => {
-    expect(runsBetween(new CronSchedule('0 7 * * *', 'Europe/Paris'), '2026-03-02T05:58:00Z', '2026-03-03T00:00:00Z')).toEqual([
-      '2026-03-02T06:00:00.000Z',
-    ]);
-    expect(runsBetween(new CronSchedule('0 7 * * *', 'UTC'), '2026-03-02T05:58:00Z', '2026-03-03T00:00:00Z')).toEqual([
-      '2026-03-02T07:00:00.000Z',
-    ]);
+    expect(runsBetween(new CronSchedule('0 7 * * *', 'Europe/Paris'), '2026-03-02T05:58:00Z', '2026-03-03T00:00:00Z')).toEqual(['2026-03-02T06:00:00.000Z']);
+    expect(runsBetween(new CronSchedule('0 7 * * *', 'UTC'), '2026-03-02T05:58:00Z', '2026-03-03T00:00:00Z')).toEqual(['2026-03-02T07:00:00.000Z']);
     expect(runsBetween(new CronSchedule('0 9 * * *', 'America/New_York'), '2026-07-01T00:00:00Z', '2026-07-02T00:00:00Z')).toEqual([
       '2026-07-01T13:00:00.000Z',
     ]);

@@ -38,10 +38,25 @@ describe('a dynamic schedule', () => {
       { id: 'tenant-42/report', handler: 'reports.tenant-report', every: '5m', data: { to: 'ops@example.com' }, tenantId: '42', timeoutMs: 30_000 },
       known,
     );
-    expect(stored).toMatchObject({ everyMs: 300_000, cron: null, timeZone: null, tenantId: '42', enabled: true, overlap: 'skip', missed: 'drop', timeoutMs: 30_000, leaseMs: null });
+    expect(stored).toMatchObject({
+      everyMs: 300_000,
+      cron: null,
+      timeZone: null,
+      tenantId: '42',
+      enabled: true,
+      overlap: 'skip',
+      missed: 'drop',
+      timeoutMs: 30_000,
+      leaseMs: null,
+    });
     expect(declaration.dynamicSchedule).toEqual({ id: 'tenant-42/report', data: { to: 'ops@example.com' }, tenantId: '42' });
-    expect(checkScheduleInput({ id: 'x', handler: 'reports.tenant-report', cron: ' 0 8 * * 1 ' }, known).row).toMatchObject({ cron: '0 8 * * 1', timeZone: 'UTC' });
-    expect(() => checkScheduleInput({ id: 'x', handler: 'reports.tenant-report', cron: '0 8 * * 1', timeZone: 'Nowhere/City' }, known)).toThrow(DeclarationError);
+    expect(checkScheduleInput({ id: 'x', handler: 'reports.tenant-report', cron: ' 0 8 * * 1 ' }, known).row).toMatchObject({
+      cron: '0 8 * * 1',
+      timeZone: 'UTC',
+    });
+    expect(() => checkScheduleInput({ id: 'x', handler: 'reports.tenant-report', cron: '0 8 * * 1', timeZone: 'Nowhere/City' }, known)).toThrow(
+      DeclarationError,
+    );
     expect(() => checkScheduleInput({ id: 'x', handler: 'reports.other', every: '1m' }, known)).toThrow(/no @ScheduleHandler\('reports.other'\)/);
   });
 
@@ -49,7 +64,9 @@ describe('a dynamic schedule', () => {
     expect(checkScheduleInput({ id: 'x', handler: 'reports.tenant-report', every: '2928d' }, known).row).toMatchObject({ everyMs: 2928 * 86_400_000 });
     const refused = () => checkScheduleInput({ id: 'tenant-7/forever', handler: 'reports.tenant-report', every: Number.MAX_SAFE_INTEGER }, known);
     expect(refused).toThrow(DeclarationError);
-    expect(refused).toThrow('Scheduled job "tenant-7/forever": "every" must be at most 2928d (8 years, 252979200000 ms: a cron must fire within that too), got 9007199254740991');
+    expect(refused).toThrow(
+      'Scheduled job "tenant-7/forever": "every" must be at most 2928d (8 years, 252979200000 ms: a cron must fire within that too), got 9007199254740991',
+    );
     // A row stored before the bound is no longer run (the sync logs why and leaves it).
     expect(() => declarationOfSchedule(row({ everyMs: String(Number.MAX_SAFE_INTEGER) }))).toThrow(/"every" must be at most 2928d/);
   });

@@ -11,7 +11,11 @@ describe('JobScheduleEngine.setEnabled (a pause at runtime)', () => {
     const silent = { log: () => undefined, warn: () => undefined, error: () => undefined };
     const engine = new JobScheduleEngine({ timers, lease: new InMemoryJobLease(clock), logger: silent });
     const ran: string[] = [];
-    engine.register({ declaration: checkJobDeclaration('audit.verify-chain', { every: '1m' }), handler: (e: JobExecution) => void ran.push(e.scheduledAt.toISOString()), enabled: true });
+    engine.register({
+      declaration: checkJobDeclaration('audit.verify-chain', { every: '1m' }),
+      handler: (e: JobExecution) => void ran.push(e.scheduledAt.toISOString()),
+      enabled: true,
+    });
     await engine.start();
     await timers.advance(60_000);
     await engine.idle();

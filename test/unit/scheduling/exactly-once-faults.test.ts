@@ -112,7 +112,9 @@ describe('a claim ahead is held from the claim', () => {
     await fleet.advance(2_000);
     await fleet.stop();
     expect(fleet.runsOf(MINUTE)).toHaveLength(1);
-    expect(fleet.records.filter((record) => record.node === 'a' && record.scheduledAt.getTime() === MINUTE).map((record) => record.outcome)).toEqual(['skipped-locked']);
+    expect(fleet.records.filter((record) => record.node === 'a' && record.scheduledAt.getTime() === MINUTE).map((record) => record.outcome)).toEqual([
+      'skipped-locked',
+    ]);
   });
 });
 
@@ -203,7 +205,11 @@ describe('overlap counts runs, not claims', () => {
     const timers = new ManualTimers(clock);
     const engine = new JobScheduleEngine({ timers: unobserved(timers), lease: slow, logger: silent });
     const ran: number[] = [];
-    engine.register({ declaration: checkJobDeclaration('reports.every-second', { every: '1s' }), handler: (e) => void ran.push(e.scheduledAt.getTime()), enabled: true });
+    engine.register({
+      declaration: checkJobDeclaration('reports.every-second', { every: '1s' }),
+      handler: (e) => void ran.push(e.scheduledAt.getTime()),
+      enabled: true,
+    });
     await engine.start();
     await timers.advance(1_000); // the 1 s claim is in flight
     await timers.advance(1_000); // the 2 s one too: admitted, not skipped as overlapping
@@ -225,7 +231,9 @@ describe('an occurrence skipped as overlapping, its check pending when the insta
     let release: () => void = () => undefined;
     const job = { name: 'reports.overrun', every: '10s' };
     // On a, the run of 10 s overruns past 20 s: 20 s is skipped there; b is not up yet.
-    const a = fleet.node('a', job, { run: (execution) => (execution.scheduledAt.getTime() === 10_000 ? new Promise<void>((resolve) => (release = resolve)) : undefined) });
+    const a = fleet.node('a', job, {
+      run: (execution) => (execution.scheduledAt.getTime() === 10_000 ? new Promise<void>((resolve) => (release = resolve)) : undefined),
+    });
     const b = fleet.node('b', job);
     await a.start();
     await fleet.advance(25_000, ['a']);
@@ -332,9 +340,20 @@ describe('finalization is retried within the lease', () => {
     };
     // One occurrence at 1 m, reached 2 m late (beyond the 60 s tolerance): missed.
     const timers = new ManualTimers(fleet.clock);
-    const engine = new JobScheduleEngine({ timers: unobserved(timers), lease, history: fleet.lease, logger: silent, abandoned: fleet.lease, takeOverScanMs: 1_000 });
+    const engine = new JobScheduleEngine({
+      timers: unobserved(timers),
+      lease,
+      history: fleet.lease,
+      logger: silent,
+      abandoned: fleet.lease,
+      takeOverScanMs: 1_000,
+    });
     const ran: number[] = [];
-    engine.register({ declaration: checkJobDeclaration('reports.hourly', { cron: '1 * * * *', leaseMs: 20_000 }), handler: (e) => void ran.push(e.scheduledAt.getTime()), enabled: true });
+    engine.register({
+      declaration: checkJobDeclaration('reports.hourly', { cron: '1 * * * *', leaseMs: 20_000 }),
+      handler: (e) => void ran.push(e.scheduledAt.getTime()),
+      enabled: true,
+    });
     await engine.start();
     fleet.clock.set(3 * MINUTE); // the process stalled past the tolerance
     for (let step = 0; step < 300; step++) await timers.advance(100); // the retry, then take-over scans

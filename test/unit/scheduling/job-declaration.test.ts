@@ -75,7 +75,10 @@ describe('job declarations', () => {
     // The same bound for the retention period, the other `every`.
     expect(resolveScheduledRetention({ every: '2928d' }, 60_000)).toMatchObject({ everyMs: bound });
     expect(() => resolveScheduledRetention({ every: Number.MAX_SAFE_INTEGER }, 60_000)).toThrow(
-      expect.objectContaining({ code: 'INVALID_OPTIONS', message: 'SchedulingModule option retention.every must be at most 2928d (8 years, as a job\'s "every"), got 9007199254740991' }),
+      expect.objectContaining({
+        code: 'INVALID_OPTIONS',
+        message: 'SchedulingModule option retention.every must be at most 2928d (8 years, as a job\'s "every"), got 9007199254740991',
+      }),
     );
   });
 

@@ -190,8 +190,7 @@ describe('ManualJobScheduler', () => {
   it('after a restart, reports what passed since the latest recorded occurrence; nothing on first deploy', async () => {
     const clock = new FixedClock(Date.UTC(2026, 0, 1, 6, 59));
     const lease = new InMemoryJobLease(clock);
-    const declare = (scheduler: ManualJobScheduler) =>
-      scheduler.register({ name: 'notifications.digest', cron: '0 * * * *', run: () => undefined });
+    const declare = (scheduler: ManualJobScheduler) => scheduler.register({ name: 'notifications.digest', cron: '0 * * * *', run: () => undefined });
     const first = new ManualJobScheduler({ clock, lease });
     declare(first);
     await first.start();
@@ -336,7 +335,12 @@ describe('ManualTimers with periodic work', () => {
     let idle = true;
     const timers = new ManualTimers(new FixedClock(0), { periodicWorkIdle: () => idle });
     const worked: number[] = [];
-    const task = new PeriodicTask(timers, 1_000, async () => void worked.push(timers.now()), () => undefined);
+    const task = new PeriodicTask(
+      timers,
+      1_000,
+      async () => void worked.push(timers.now()),
+      () => undefined,
+    );
     const other: number[] = [];
     task.start();
     timers.at(4_500, () => {
@@ -357,7 +361,12 @@ describe('ManualTimers with periodic work', () => {
   it('fires every period without the option', async () => {
     const timers = new ManualTimers(new FixedClock(0));
     let worked = 0;
-    const task = new PeriodicTask(timers, 1_000, async () => void worked++, () => undefined);
+    const task = new PeriodicTask(
+      timers,
+      1_000,
+      async () => void worked++,
+      () => undefined,
+    );
     task.start();
     await timers.advance(5_000);
     expect(worked).toBe(5);

@@ -184,7 +184,11 @@ describe('take-over of a per-tenant occurrence', () => {
     // The first instance fans out to every tenant (tenantConcurrency 4, in an order of its own);
     // the second runs again only globex, whose holder stopped heartbeating.
     const ran = (node: string) => runs.filter((run) => run.node === node);
-    expect(ran('first').map((run) => `${run.tenantId} ${run.trigger}`).sort()).toEqual(['acme schedule', 'globex schedule', 'initech schedule']);
+    expect(
+      ran('first')
+        .map((run) => `${run.tenantId} ${run.trigger}`)
+        .sort(),
+    ).toEqual(['acme schedule', 'globex schedule', 'initech schedule']);
     expect(ran('second')).toEqual([{ node: 'second', tenantId: 'globex', trigger: 'take-over' }]);
     expect(lease.statusOf('billing.invoice-tenants', occurrenceRunKey(Date.UTC(2026, 0, 1, 1), 'globex'))).toBe('SUCCESS');
   });

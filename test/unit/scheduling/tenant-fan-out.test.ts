@@ -34,8 +34,7 @@ const turns = async (): Promise<void> => {
   for (let turn = 0; turn < 20; turn++) await new Promise<void>((resolve) => setImmediate(resolve));
 };
 
-const outcomesByTenant = (records: readonly JobRunRecord[]) =>
-  Object.fromEntries(records.map((record) => [record.tenantId, record.outcome]));
+const outcomesByTenant = (records: readonly JobRunRecord[]) => Object.fromEntries(records.map((record) => [record.tenantId, record.outcome]));
 
 describe('per-tenant fan-out (in-memory lease)', () => {
   it('runs at most tenantConcurrency tenants at once per instance, each tenant exactly once across instances', async () => {

@@ -40,7 +40,7 @@ describe('tenant ids in lease keys', () => {
     expect(occurrenceRunKey(DUE, 'acme\t')).toBe('2026-07-20T03:00:00.000Z tenant=acme%09');
   });
 
-  it('is encodeURIComponent, reversible, and leaves ids of letters, digits and -_.!~*\'() as they were', () => {
+  it("is encodeURIComponent, reversible, and leaves ids of letters, digits and -_.!~*'() as they were", () => {
     fc.assert(
       fc.property(storableTenantId, (id) => {
         expect(decodeURIComponent(encodeTenantId(id))).toBe(id);

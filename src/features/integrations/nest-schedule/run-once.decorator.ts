@@ -64,8 +64,7 @@ const checkDeclaration = (method: string, name: unknown, options: unknown): RunO
 export function RunOnce(name?: string, options?: RunOnceOptions): MethodDecorator;
 export function RunOnce(options: RunOnceOptions): MethodDecorator;
 export function RunOnce(nameOrOptions?: string | RunOnceOptions, maybeOptions?: RunOnceOptions): MethodDecorator {
-  const [name, options] =
-    typeof nameOrOptions === 'object' && nameOrOptions !== null ? [undefined, nameOrOptions] : [nameOrOptions, maybeOptions];
+  const [name, options] = typeof nameOrOptions === 'object' && nameOrOptions !== null ? [undefined, nameOrOptions] : [nameOrOptions, maybeOptions];
   return (target, key, descriptor) => {
     const owner = typeof target === 'function' ? target.name : (target.constructor as { name?: string } | undefined)?.name;
     const method = `${owner ?? '?'}.${String(key)}`;

@@ -75,10 +75,7 @@ export const runOnceErrors = {
       method,
     ),
   noLease: () =>
-    new RunOnceError(
-      'NO_LEASE',
-      'RunOnceModule needs JobSchedulerService: import JobSchedulerModule.forRoot() (global, the default) in the application',
-    ),
+    new RunOnceError('NO_LEASE', 'RunOnceModule needs JobSchedulerService: import JobSchedulerModule.forRoot() (global, the default) in the application'),
   cronUnavailable: (cause: unknown) =>
     new RunOnceError(
       'CRON_UNAVAILABLE',
@@ -98,8 +95,5 @@ export const runOnceErrors = {
       `RunOnceModule is imported ${count} times with different options: import RunOnceModule.forRoot(…) once, in the root module, and nowhere else`,
     ),
   invalidModuleOption: (field: string, rule: string, value: unknown) =>
-    new RunOnceError(
-      'INVALID_DECLARATION',
-      `RunOnceModule option ${field} must be ${rule}, got ${typeof value === 'string' ? `"${value}"` : String(value)}`,
-    ),
+    new RunOnceError('INVALID_DECLARATION', `RunOnceModule option ${field} must be ${rule}, got ${typeof value === 'string' ? `"${value}"` : String(value)}`),
 };

@@ -27,7 +27,8 @@ interface RunOnceBinding extends TakeOverPolicy {
 
 const checkScanMs = (value: unknown): number => {
   if (value === undefined) return DEFAULT_TAKE_OVER_SCAN_MS;
-  if (!Number.isSafeInteger(value) || (value as number) < 1) throw runOnceErrors.invalidModuleOption('takeOverScanMs', 'a whole number of ms, 1 or more', value);
+  if (!Number.isSafeInteger(value) || (value as number) < 1)
+    throw runOnceErrors.invalidModuleOption('takeOverScanMs', 'a whole number of ms, 1 or more', value);
   return value as number;
 };
 
@@ -117,7 +118,8 @@ export class RunOnceExplorer implements OnModuleInit, OnApplicationBootstrap, Be
           void runner.takeOver(binding.plan, binding.instance, binding.original, occurrence.scheduledAt, occurrence.claim.lock);
           return true;
         },
-        record: (record) => this.logger.warn(`${record.name} ${record.scheduledAt.toISOString()}: ${record.error instanceof Error ? record.error.message : record.outcome}`),
+        record: (record) =>
+          this.logger.warn(`${record.name} ${record.scheduledAt.toISOString()}: ${record.error instanceof Error ? record.error.message : record.outcome}`),
       },
       systemTimers,
       this.logger,

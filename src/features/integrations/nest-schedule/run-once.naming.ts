@@ -15,8 +15,7 @@ export const kebabCase = (identifier: string): string =>
  * (`<context>.<job-name>`, at most 64 characters) so that the lease table, its inspection and
  * retention treat it like a declared job.
  */
-export const defaultRunOnceName = (className: string, methodName: string): string =>
-  `${kebabCase(className)}.${kebabCase(methodName)}`;
+export const defaultRunOnceName = (className: string, methodName: string): string => `${kebabCase(className)}.${kebabCase(methodName)}`;
 
 /** Whether `name` follows the job-name rules. */
 export const isJobName = (name: string): boolean => {

@@ -36,8 +36,7 @@ export interface RunOncePlan {
 }
 
 const messageOf = (error: unknown): string => (error instanceof Error ? `${error.name}: ${error.message}` : String(error));
-const signatureOf = (kind: string, error: unknown): string =>
-  `${kind} ${error instanceof Error ? `${error.name} ${error.message}` : String(error)}`;
+const signatureOf = (kind: string, error: unknown): string => `${kind} ${error instanceof Error ? `${error.name} ${error.message}` : String(error)}`;
 
 /**
  * Runs the ticks of @RunOnce methods: names the tick by its due instant, takes its lease with
@@ -75,7 +74,9 @@ export class RunOnceRunner {
     const firedAt = Date.now();
     const scheduledAt = occurrenceOfTick(plan.ticks, firedAt);
     if (scheduledAt === null) {
-      this.logger.warn(`${plan.code} (${plan.method}) fired at ${new Date(firedAt).toISOString()}, when no instant of its ${plan.ticks.description} is due: skipped`);
+      this.logger.warn(
+        `${plan.code} (${plan.method}) fired at ${new Date(firedAt).toISOString()}, when no instant of its ${plan.ticks.description} is due: skipped`,
+      );
       return undefined;
     }
     return this.runTick({ plan, instance, method, args, scheduledAt, trigger: 'schedule' });

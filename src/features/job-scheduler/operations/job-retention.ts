@@ -81,15 +81,12 @@ export class JobRetention implements OnApplicationBootstrap, BeforeApplicationSh
 
   /** Prunes now (the period's lease decides which node does). Returns the rows deleted, or null if another node has this period. */
   async runOnce(period = Math.floor(systemTimers.now() / this.everyMs) * this.everyMs): Promise<number | null> {
-    const outcome = await this.jobs.runExclusive(
-      { code: RETENTION_JOB_CODE, runKey: new Date(period).toISOString(), leaseMs: 10 * 60_000 },
-      async () => {
-        let deleted = 0;
-        if (this.success !== undefined) deleted += await this.jobs.prune({ olderThan: this.success, status: JobSchedulerStatus.SUCCESS });
-        if (this.fail !== undefined) deleted += await this.jobs.prune({ olderThan: this.fail, status: JobSchedulerStatus.FAIL });
-        return deleted;
-      },
-    );
+    const outcome = await this.jobs.runExclusive({ code: RETENTION_JOB_CODE, runKey: new Date(period).toISOString(), leaseMs: 10 * 60_000 }, async () => {
+      let deleted = 0;
+      if (this.success !== undefined) deleted += await this.jobs.prune({ olderThan: this.success, status: JobSchedulerStatus.SUCCESS });
+      if (this.fail !== undefined) deleted += await this.jobs.prune({ olderThan: this.fail, status: JobSchedulerStatus.FAIL });
+      return deleted;
+    });
     return outcome.acquired ? (outcome.result as number) : null;
   }
 

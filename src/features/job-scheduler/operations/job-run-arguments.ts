@@ -53,7 +53,7 @@ export const resolveRunFilter = (filter: JobRunFilter = {}): FindRunsParameters 
     throw invalid('code must be a nonblank string of at most 64 characters', code);
   }
   return {
-    code: code === undefined ? null : (code).trim(),
+    code: code === undefined ? null : code.trim(),
     status: optionalEnum(ownValue(filter, 'status'), STATUSES, 'status must be RUNNING, SUCCESS or FAIL'),
     type: optionalEnum(ownValue(filter, 'type'), TYPES, 'type must be INITIAL or SCHEDULE'),
     createdFrom: optionalDate(ownValue(filter, 'from'), 'from'),
@@ -78,7 +78,10 @@ export const resolvePruneOptions = (options: JobPruneOptions): PruneParameters &
   const rawLimit = ownValue(options, 'limit');
   const rawCode = ownValue(options, 'code');
   const codes = rawCode === undefined ? null : Array.isArray(rawCode) ? (rawCode as unknown[]) : [rawCode];
-  if (codes !== null && (codes.length === 0 || codes.length > 10_000 || codes.some((code) => typeof code !== 'string' || code.trim() === '' || code.trim().length > 64))) {
+  if (
+    codes !== null &&
+    (codes.length === 0 || codes.length > 10_000 || codes.some((code) => typeof code !== 'string' || code.trim() === '' || code.trim().length > 64))
+  ) {
     throw invalid('code must be a job code (1-64 characters) or a list of 1 to 10,000 of them', rawCode);
   }
   return {

@@ -14,7 +14,8 @@ import { resolveTimingDefaults } from '../lease-timing';
 import { UUID } from '../lease-arguments';
 
 const checkRunId = (id: unknown): string => {
-  if (typeof id !== 'string' || !UUID.test(id)) throw new InvalidJobQueryOptionsError(`a run id must be a UUID, got ${JSON.stringify(String(id).slice(0, 80))}`);
+  if (typeof id !== 'string' || !UUID.test(id))
+    throw new InvalidJobQueryOptionsError(`a run id must be a UUID, got ${JSON.stringify(String(id).slice(0, 80))}`);
   return id;
 };
 

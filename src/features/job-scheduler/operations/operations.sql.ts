@@ -207,15 +207,7 @@ LIMIT ${parameter()}`;
     return text;
   };
   const findRunsValues = (p: FindRunsParameters): unknown[] =>
-    ([
-      p.code,
-      p.status === 'RUNNING' ? null : p.status,
-      p.type,
-      p.createdFrom,
-      p.createdBefore,
-      p.after?.createdAt ?? null,
-      p.after?.id ?? null,
-    ] as unknown[])
+    ([p.code, p.status === 'RUNNING' ? null : p.status, p.type, p.createdFrom, p.createdBefore, p.after?.createdAt ?? null, p.after?.id ?? null] as unknown[])
       .filter((value) => value !== null)
       .concat([p.limit]);
 

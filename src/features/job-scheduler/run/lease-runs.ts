@@ -81,10 +81,7 @@ export class LeaseRuns {
   }
 
   /** JobSchedulerService.runExclusive: acquire, then run `fn` under the lease. */
-  async runExclusive<T>(
-    options: JobAcquireOptions,
-    fn: (lease: JobExecutionLease) => Promise<T>,
-  ): Promise<RunExclusiveResult<T>> {
+  async runExclusive<T>(options: JobAcquireOptions, fn: (lease: JobExecutionLease) => Promise<T>): Promise<RunExclusiveResult<T>> {
     if (typeof fn !== 'function') throw callbackErrors.notAFunction(fn);
     const acquiring = this.lease.acquire(options);
     this.acquiring.add(acquiring);
@@ -202,8 +199,7 @@ export class LeaseRuns {
     } catch (error) {
       throw (await this.recordFailure(lease, hold, error)).thrown;
     }
-    const lostBeforeCompleting = () =>
-      new LostJobLeaseError(lease.id, { reason: 'another owner took the run over before it completed' });
+    const lostBeforeCompleting = () => new LostJobLeaseError(lease.id, { reason: 'another owner took the run over before it completed' });
     if (!(await hold.finalize('complete', undefined, lostBeforeCompleting))) {
       this.lease.lost();
       const reason: unknown = hold.signal.reason;

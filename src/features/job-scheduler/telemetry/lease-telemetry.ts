@@ -74,8 +74,7 @@ const TRACER_NAME = '@sdcorejs/nestjs';
  * Metric labels without a prototype: prom-client walks labels with `for...in`, so a key on a
  * polluted Object.prototype would become an unknown label and make the lease operation throw.
  */
-const labelsOf = (labels: Record<string, string>): Record<string, string> =>
-  Object.assign(Object.create(null) as Record<string, string>, labels);
+const labelsOf = (labels: Record<string, string>): Record<string, string> => Object.assign(Object.create(null) as Record<string, string>, labels);
 
 /** Wraps `run` in an active span when OpenTelemetry is installed (and tracing is on). */
 export const createSpanRunner = (enabled = true) => {
@@ -102,29 +101,37 @@ export const createLeaseTelemetry = (options: LeaseTelemetryOptions = {}): Lease
   const registers = [registry];
   const operations =
     client &&
-    singleMetric(registry, 'job_lease_operations_total', () =>
-      new client.Counter({
-        name: 'job_lease_operations_total',
-        help: 'Lease operations by outcome: acquire (acquired, reclaimed, held, success-locked, fail-locked; each run of a batch too), acquire-batch (acquired: at least one run), heartbeat (extended, lost), complete/fail (applied, lost); error when the database failed',
-        labelNames: ['operation', 'outcome'],
-        registers,
-      }),
+    singleMetric(
+      registry,
+      'job_lease_operations_total',
+      () =>
+        new client.Counter({
+          name: 'job_lease_operations_total',
+          help: 'Lease operations by outcome: acquire (acquired, reclaimed, held, success-locked, fail-locked; each run of a batch too), acquire-batch (acquired: at least one run), heartbeat (extended, lost), complete/fail (applied, lost); error when the database failed',
+          labelNames: ['operation', 'outcome'],
+          registers,
+        }),
     );
   const durations =
     client &&
-    singleMetric(registry, 'job_lease_operation_duration_seconds', () =>
-      new client.Histogram({
-        name: 'job_lease_operation_duration_seconds',
-        help: 'Round-trip time of lease operations',
-        labelNames: ['operation'],
-        buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1, 5],
-        registers,
-      }),
+    singleMetric(
+      registry,
+      'job_lease_operation_duration_seconds',
+      () =>
+        new client.Histogram({
+          name: 'job_lease_operation_duration_seconds',
+          help: 'Round-trip time of lease operations',
+          labelNames: ['operation'],
+          buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1, 5],
+          registers,
+        }),
     );
   const lostLeases =
     client &&
-    singleMetric(registry, 'job_lease_lost_total', () =>
-      new client.Counter({ name: 'job_lease_lost_total', help: 'runExclusive leases lost before finalization', registers }),
+    singleMetric(
+      registry,
+      'job_lease_lost_total',
+      () => new client.Counter({ name: 'job_lease_lost_total', help: 'runExclusive leases lost before finalization', registers }),
     );
   const span = createSpanRunner(options.tracing !== false);
 

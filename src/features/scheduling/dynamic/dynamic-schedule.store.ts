@@ -1,7 +1,13 @@
 import { JobSchedulerExecutor } from '../../job-scheduler/job-scheduler.executor';
 import type { JobSchedulerRuntimeOptions } from '../../job-scheduler/job-scheduler.options';
 import type { JobSchedulerDatabase } from '../../job-scheduler/lease-database';
-import { createDynamicScheduleStatements, type DynamicScheduleStatements, type ScheduleListParameters, type ScheduleRow, type StoredScheduleRow } from './dynamic-schedule.sql';
+import {
+  createDynamicScheduleStatements,
+  type DynamicScheduleStatements,
+  type ScheduleListParameters,
+  type ScheduleRow,
+  type StoredScheduleRow,
+} from './dynamic-schedule.sql';
 
 /** The table of dynamic schedules, next to the lease's table (same DataSource, same schema, same statement settings). */
 export class DynamicScheduleStore {

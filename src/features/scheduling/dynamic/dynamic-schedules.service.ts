@@ -1,12 +1,4 @@
-import {
-  type BeforeApplicationShutdown,
-  Inject,
-  Injectable,
-  Logger,
-  type OnApplicationBootstrap,
-  type OnModuleInit,
-  Optional,
-} from '@nestjs/common';
+import { type BeforeApplicationShutdown, Inject, Injectable, Logger, type OnApplicationBootstrap, type OnModuleInit, Optional } from '@nestjs/common';
 import { DiscoveryService } from '@nestjs/core';
 import { JOB_SCHEDULER_DATA_SOURCE } from '../../job-scheduler/job-scheduler.constants';
 import { JOB_SCHEDULER_MODULE_OPTIONS } from '../../job-scheduler/job-scheduler.module-definition';
@@ -157,7 +149,8 @@ export class DynamicSchedules implements OnModuleInit, OnApplicationBootstrap, B
   /** Schedules in id order (bytewise), `limit` at a time (default 100, at most 1,000). */
   async list(filter: DynamicScheduleFilter = {}): Promise<DynamicSchedulePage> {
     const limit = filter.limit ?? 100;
-    if (!Number.isSafeInteger(limit) || limit < 1 || limit > MAX_PAGE) throw schedulingErrors.invalidOption('list limit', `a whole number from 1 to ${MAX_PAGE}`, limit);
+    if (!Number.isSafeInteger(limit) || limit < 1 || limit > MAX_PAGE)
+      throw schedulingErrors.invalidOption('list limit', `a whole number from 1 to ${MAX_PAGE}`, limit);
     if (filter.enabled !== undefined && typeof filter.enabled !== 'boolean') throw schedulingErrors.invalidOption('list enabled', 'a boolean', filter.enabled);
     for (const field of ['handler', 'tenantId', 'after'] as const) {
       const value = filter[field];

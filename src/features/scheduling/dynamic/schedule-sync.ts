@@ -42,7 +42,13 @@ export class ScheduleSync {
     private readonly logger: SchedulerLogger,
     pollMs: number,
   ) {
-    this.periodic = new PeriodicTask(timers, pollMs, () => this.poll(), (error) => logger.warn(`Could not read the changes of dynamic schedules: ${String(error)}`), true);
+    this.periodic = new PeriodicTask(
+      timers,
+      pollMs,
+      () => this.poll(),
+      (error) => logger.warn(`Could not read the changes of dynamic schedules: ${String(error)}`),
+      true,
+    );
   }
 
   /** Boot: every stored schedule into the engine, before it starts. A few statements for any number of schedules. */
@@ -112,7 +118,9 @@ export class ScheduleSync {
       this.engine.remove(row.id);
       if (!this.unknownHandlers.has(row.handler)) {
         this.unknownHandlers.add(row.handler);
-        this.logger.warn(`Schedules of handler ${row.handler} are not run by this instance: it has no @ScheduleHandler('${row.handler}') (another instance may)`);
+        this.logger.warn(
+          `Schedules of handler ${row.handler} are not run by this instance: it has no @ScheduleHandler('${row.handler}') (another instance may)`,
+        );
       }
       return false;
     }

@@ -253,7 +253,10 @@ class TenantOccurrenceRun {
       return;
     }
     const count = await runner.handOver(claims);
-    if (count > 0) logger.log(`${this.occurrence.job.name}: ${count} tenant(s) claimed but not started were handed over on shutdown: the take-over scan of an instance runs them`);
+    if (count > 0)
+      logger.log(
+        `${this.occurrence.job.name}: ${count} tenant(s) claimed but not started were handed over on shutdown: the take-over scan of an instance runs them`,
+      );
   }
 
   /** A failed record of this occurrence for one tenant (outcome and error to be filled in). */

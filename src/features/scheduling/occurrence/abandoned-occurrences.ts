@@ -113,7 +113,12 @@ export class AbandonedOccurrenceScan<Job extends TakeOverPolicy = TakeOverPolicy
     /** Found later than this (plus a period) after its lease ran out: late, as a missed occurrence is. */
     private readonly lateToleranceMs: number,
   ) {
-    this.periodic = new PeriodicTask(timers, periodMs, () => this.scan(), (error) => logger.warn(`Could not look for abandoned occurrences: ${String(error)}`));
+    this.periodic = new PeriodicTask(
+      timers,
+      periodMs,
+      () => this.scan(),
+      (error) => logger.warn(`Could not look for abandoned occurrences: ${String(error)}`),
+    );
   }
 
   /** Arms the periodic scan, when this instance runs any job (again after a job is added; once). */
@@ -254,7 +259,9 @@ export class AbandonedOccurrenceScan<Job extends TakeOverPolicy = TakeOverPolicy
     const live = await reading;
     const removed = schedules.filter((schedule) => !live.has(schedule.scheduleId));
     if (removed.length === 0) return;
-    const errors = new Map(removed.map((schedule) => [takeOverKeyOf(schedule.code, schedule.prefix), new JobScheduleRemovedError(schedule.code, schedule.scheduleId)]));
+    const errors = new Map(
+      removed.map((schedule) => [takeOverKeyOf(schedule.code, schedule.prefix), new JobScheduleRemovedError(schedule.code, schedule.scheduleId)]),
+    );
     const ending = this.store.abandonRunKeyRanges(
       removed.map((schedule) => ({
         code: schedule.code,

@@ -64,7 +64,9 @@ export class HeldClaim {
     }
     if (!owned) return { kind: 'lost' };
     this.hold = this.holdFrom(sentAt);
-    return this.hold.proven ? { kind: 'held' } : { kind: 'unavailable', error: new Error('the heartbeat that proved the claim answered after the lease it proved') };
+    return this.hold.proven
+      ? { kind: 'held' }
+      : { kind: 'unavailable', error: new Error('the heartbeat that proved the claim answered after the lease it proved') };
   }
 
   /** The claim's run starts: from now on its deadline is watched (the signal aborts at it) and its run finalizes it (hold.complete / hold.fail). */

@@ -169,12 +169,14 @@ export class OccurrenceRunner {
     }
     const record = await this.finalize(job, claim, settlement, started);
     // A run that timed out goes on behind (nothing stops a promise); its lease is already failed.
-    work.then(ignore, (error: unknown) => {
-      if (settlement.kind === 'timed-out') this.logger.warn(`${job.name} failed after its timeout: ${String(error)}`);
-    }).finally(() => {
-      this.forget(active);
-      finished();
-    });
+    work
+      .then(ignore, (error: unknown) => {
+        if (settlement.kind === 'timed-out') this.logger.warn(`${job.name} failed after its timeout: ${String(error)}`);
+      })
+      .finally(() => {
+        this.forget(active);
+        finished();
+      });
     return record;
   }
 

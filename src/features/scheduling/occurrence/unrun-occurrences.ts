@@ -112,12 +112,16 @@ export class UnrunOccurrences {
         .map(async ([, { holder, scheduledAt }]) => {
           const declaration = holder.job.declaration;
           const claimed = await runner.claim(declaration, runKeyOf({ scheduleId: declaration.dynamicSchedule?.id }, scheduledAt), randomUUID());
-          if (claimed.kind === 'unavailable') logger.warn(`Could not hand over ${declaration.name} @ ${new Date(scheduledAt).toISOString()}, skipped here as overlapping: ${String(claimed.error)}`);
+          if (claimed.kind === 'unavailable')
+            logger.warn(
+              `Could not hand over ${declaration.name} @ ${new Date(scheduledAt).toISOString()}, skipped here as overlapping: ${String(claimed.error)}`,
+            );
           return claimed.kind === 'acquired' ? [claimed.claim] : [];
         }),
     );
     const count = await runner.handOver(claims.flat());
-    if (count > 0) logger.log(`${count} occurrence(s) skipped here as overlapping, unclaimed, were handed over (shutdown): the take-over scan of an instance runs them`);
+    if (count > 0)
+      logger.log(`${count} occurrence(s) skipped here as overlapping, unclaimed, were handed over (shutdown): the take-over scan of an instance runs them`);
   }
 
   /** Records an occurrence skipped as overlapping that no instance claimed (see skippedOverlap). */

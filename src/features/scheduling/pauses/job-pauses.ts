@@ -90,9 +90,7 @@ export class JobPausePoller {
     } catch (error) {
       if (this.stopped || this.warned) return;
       this.warned = true;
-      this.logger.warn(
-        `Could not read the paused jobs (run the migration AddJobPauseTable1764547200008?); keeping the last known pauses: ${String(error)}`,
-      );
+      this.logger.warn(`Could not read the paused jobs (run the migration AddJobPauseTable1764547200008?); keeping the last known pauses: ${String(error)}`);
     }
   }
 

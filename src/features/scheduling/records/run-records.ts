@@ -26,7 +26,8 @@ export class RunRecords {
 
   constructor(private readonly options: RunRecordsOptions) {
     const interval = options.failureLogIntervalMs ?? DEFAULT_FAILURE_LOG_INTERVAL_MS;
-    if (!Number.isSafeInteger(interval) || interval < 0) throw schedulingErrors.invalidOption('failureLogIntervalMs', 'a whole number of ms, 0 or more', interval);
+    if (!Number.isSafeInteger(interval) || interval < 0)
+      throw schedulingErrors.invalidOption('failureLogIntervalMs', 'a whole number of ms, 0 or more', interval);
     this.failureLog = new FailureLog(interval, () => options.timers.now());
   }
 

@@ -35,21 +35,18 @@ export class ScheduledRetentionTimer {
 
   /** Prunes for the period containing now (or `period`); the rows deleted, or null when another instance has it. */
   async runOnce(period = Math.floor(this.timers.now() / this.retention.everyMs) * this.retention.everyMs): Promise<number | null> {
-    const outcome = await this.jobs.runExclusive(
-      { code: this.code, runKey: new Date(period).toISOString(), leaseMs: 10 * 60_000 },
-      async () => {
-        let deleted = 0;
-        // Retention's own period rows go too, or they would pile up one an hour.
-        const own: RetentionPass[] = [
-          { status: JobSchedulerStatus.SUCCESS, olderThanMs: this.retention.successMs, codes: [this.code] },
-          { status: JobSchedulerStatus.FAIL, olderThanMs: this.retention.failMs, codes: [this.code] },
-        ];
-        for (const pass of [...this.passes(), ...own]) {
-          deleted += await this.jobs.prune({ olderThan: pass.olderThanMs, status: pass.status, type: JobSchedulerType.SCHEDULE, code: pass.codes });
-        }
-        return deleted;
-      },
-    );
+    const outcome = await this.jobs.runExclusive({ code: this.code, runKey: new Date(period).toISOString(), leaseMs: 10 * 60_000 }, async () => {
+      let deleted = 0;
+      // Retention's own period rows go too, or they would pile up one an hour.
+      const own: RetentionPass[] = [
+        { status: JobSchedulerStatus.SUCCESS, olderThanMs: this.retention.successMs, codes: [this.code] },
+        { status: JobSchedulerStatus.FAIL, olderThanMs: this.retention.failMs, codes: [this.code] },
+      ];
+      for (const pass of [...this.passes(), ...own]) {
+        deleted += await this.jobs.prune({ olderThan: pass.olderThanMs, status: pass.status, type: JobSchedulerType.SCHEDULE, code: pass.codes });
+      }
+      return deleted;
+    });
     return outcome.acquired ? (outcome.result as number) : null;
   }
 

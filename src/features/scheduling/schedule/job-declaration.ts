@@ -48,10 +48,7 @@ const MAX_MAX_ATTEMPTS = 100;
 
 export const checkJobName = (name: unknown): string => {
   if (typeof name !== 'string' || name.length > MAX_JOB_NAME || !JOB_NAME.test(name)) {
-    throw new DeclarationError(
-      String(name),
-      'the name must be <context>.<job-name>: two lowercase kebab-case segments, at most 64 characters',
-    );
+    throw new DeclarationError(String(name), 'the name must be <context>.<job-name>: two lowercase kebab-case segments, at most 64 characters');
   }
   return name;
 };

@@ -162,11 +162,18 @@ export class InMemoryJobLease implements SchedulerLease, SchedulerHistory, Aband
       const expiredForMs = now - row.modifiedAt - row.leaseMs;
       const handedOver = (row.data as { handedOver?: unknown } | null)?.handedOver === true;
       if (!key) {
-        if (!batch.unknown.some((unknown) => takeOverKeyOf(unknown.code, unknown.prefix) === mapKey)) batch.unknown.push({ code: row.code, prefix: runKeyPrefixOf(runKey) });
+        if (!batch.unknown.some((unknown) => takeOverKeyOf(unknown.code, unknown.prefix) === mapKey))
+          batch.unknown.push({ code: row.code, prefix: runKeyPrefixOf(runKey) });
         continue;
       }
       const reason =
-        !handedOver && key.drop ? 'drop' : !handedOver && row.attempts >= key.maxAttempts ? 'attempts' : key.lateMs !== null && expiredForMs > key.lateMs ? 'late' : null;
+        !handedOver && key.drop
+          ? 'drop'
+          : !handedOver && row.attempts >= key.maxAttempts
+            ? 'attempts'
+            : key.lateMs !== null && expiredForMs > key.lateMs
+              ? 'late'
+              : null;
       if (reason !== null) {
         batch.toEnd.push({ id: row.id, code: row.code, runKey, attempts: row.attempts, handedOver, expiredForMs, reason });
         continue;
@@ -178,7 +185,8 @@ export class InMemoryJobLease implements SchedulerLease, SchedulerHistory, Aband
       const leaseMs = key.leaseMs ?? row.leaseMs;
       const ownerToken = randomUUID();
       Object.assign(row, { ownerToken, fencingToken: ++this.lastFencingToken, attempts: row.attempts + 1, leaseMs, modifiedAt: now, data: null });
-      const heartbeatMs = key.heartbeatMs !== undefined && (key.heartbeatMs === 0 || key.heartbeatMs * 2 < leaseMs) ? key.heartbeatMs : defaultHeartbeatMs(leaseMs);
+      const heartbeatMs =
+        key.heartbeatMs !== undefined && (key.heartbeatMs === 0 || key.heartbeatMs * 2 < leaseMs) ? key.heartbeatMs : defaultHeartbeatMs(leaseMs);
       batch.claimed.push({
         code: row.code,
         runKey,
@@ -230,7 +238,12 @@ export class InMemoryJobLease implements SchedulerLease, SchedulerHistory, Aband
 
   private end(row: LeaseRow, data: unknown): void {
     const json = serializeJobData(data);
-    Object.assign(row, { status: JobSchedulerStatus.FAIL, ownerToken: '', data: json === null ? null : (JSON.parse(json) as unknown), modifiedAt: this.clock.now() });
+    Object.assign(row, {
+      status: JobSchedulerStatus.FAIL,
+      ownerToken: '',
+      data: json === null ? null : (JSON.parse(json) as unknown),
+      modifiedAt: this.clock.now(),
+    });
   }
 
   /** Whether any run is RUNNING (held, or left by a holder that stopped): the only rows a take-over scan can find. */

@@ -26,7 +26,13 @@ Module({
   providers: [ReportJob],
   imports: [
     SchedulingModule.forRoot({ start: false, metrics: false }),
-    TypeOrmModule.forRoot({ type: 'postgres', url: process.env.DATABASE_URL, entities: [JobScheduler], migrations: [...JobSchedulerMigrations], migrationsRun: true }),
+    TypeOrmModule.forRoot({
+      type: 'postgres',
+      url: process.env.DATABASE_URL,
+      entities: [JobScheduler],
+      migrations: [...JobSchedulerMigrations],
+      migrationsRun: true,
+    }),
     JobSchedulerModule.forRoot({ global: true, nodeId: 'nest12-consumer' }),
   ],
 })(AppModule);

@@ -32,7 +32,11 @@ describe('dynamic schedules over restarts and changes', () => {
     expect(caughtUp.map((call) => call.scheduleId)).toEqual(['catch-me']);
     expect(calls.slice(ranBefore).some((call) => call.scheduleId === 'drop-me' && call.execution.trigger !== 'schedule')).toBe(false);
     // And both go on by their schedule.
-    await eventually(() => calls.slice(ranBefore).filter((call) => call.execution.trigger === 'schedule').length >= 2, 10_000, 'scheduled runs after the restart');
+    await eventually(
+      () => calls.slice(ranBefore).filter((call) => call.execution.trigger === 'schedule').length >= 2,
+      10_000,
+      'scheduled runs after the restart',
+    );
   });
 
   it('a disabled schedule runs nowhere; enabled again it does not replay what passed, unless missed: run-once', async () => {

@@ -30,7 +30,13 @@ class NodeName {
 export class TenantReportHandler {
   constructor(private readonly node: NodeName) {}
   run(execution: DynamicScheduleExecution): void {
-    calls.push({ node: this.node.name, handler: 'reports.tenant-report', scheduleId: execution.schedule.id, scheduledAt: execution.scheduledAt.toISOString(), execution });
+    calls.push({
+      node: this.node.name,
+      handler: 'reports.tenant-report',
+      scheduleId: execution.schedule.id,
+      scheduledAt: execution.scheduledAt.toISOString(),
+      execution,
+    });
   }
 }
 
@@ -38,7 +44,13 @@ export class TenantReportHandler {
 export class IntegrationPollHandler {
   constructor(private readonly node: NodeName) {}
   async run(execution: DynamicScheduleExecution): Promise<void> {
-    calls.push({ node: this.node.name, handler: 'integrations.poll', scheduleId: execution.schedule.id, scheduledAt: execution.scheduledAt.toISOString(), execution });
+    calls.push({
+      node: this.node.name,
+      handler: 'integrations.poll',
+      scheduleId: execution.schedule.id,
+      scheduledAt: execution.scheduledAt.toISOString(),
+      execution,
+    });
     if ((execution.schedule.data as { fail?: boolean } | null)?.fail) throw new Error(`integration ${execution.schedule.id} is down`);
   }
 }

@@ -22,7 +22,14 @@ describe('dynamic schedules', () => {
       data: { format: 'pdf' },
       tenantId: '42',
     });
-    expect(view).toMatchObject({ id: 'tenant-42/weekly report', handler: 'reports.tenant-report', every: 1_000, enabled: true, tenantId: '42', data: { format: 'pdf' } });
+    expect(view).toMatchObject({
+      id: 'tenant-42/weekly report',
+      handler: 'reports.tenant-report',
+      every: 1_000,
+      enabled: true,
+      tenantId: '42',
+      data: { format: 'pdf' },
+    });
     await eventually(() => calls.length >= 2, 10_000, 'two runs on the runner');
     expect(calls.every((call) => call.node === 'runner')).toBe(true);
     const [first] = calls;
@@ -46,7 +53,13 @@ describe('dynamic schedules', () => {
     const outcomes: { node: string; key: string; outcome: string; errorCode?: string; error: string }[] = [];
     for (const node of nodes) {
       node.schedules.onRun((run) => {
-        outcomes.push({ node: node.name, key: `${run.scheduleId} ${run.scheduledAt.toISOString()}`, outcome: run.outcome, errorCode: run.errorCode, error: String(run.error) });
+        outcomes.push({
+          node: node.name,
+          key: `${run.scheduleId} ${run.scheduledAt.toISOString()}`,
+          outcome: run.outcome,
+          errorCode: run.errorCode,
+          error: String(run.error),
+        });
       });
     }
     // Written through SQL as a bulk seed would be; the instances find them by their change poll.
@@ -116,7 +129,11 @@ describe('dynamic schedules', () => {
     const a = await start('a');
     await a.schedules.upsert({ id: 'crm-down', handler: 'integrations.poll', every: '1s', data: { fail: true } });
     await a.schedules.upsert({ id: 'crm-up', handler: 'integrations.poll', every: '1s' });
-    await eventually(() => a.schedules.runs.filter((run) => run.outcome === 'failed').length >= 1 && a.schedules.runs.some((run) => run.outcome === 'succeeded'), 10_000, 'a failure and a success');
+    await eventually(
+      () => a.schedules.runs.filter((run) => run.outcome === 'failed').length >= 1 && a.schedules.runs.some((run) => run.outcome === 'succeeded'),
+      10_000,
+      'a failure and a success',
+    );
     await a.schedules.idle();
     const failed = a.schedules.runs.filter((run) => run.outcome === 'failed');
     expect(failed.every((run) => run.scheduleId === 'crm-down' && run.errorCode === 'JOB_FAILED')).toBe(true);
@@ -157,7 +174,14 @@ describe('dynamic schedules', () => {
   it('lists schedules by handler, tenant and state, a page at a time', async () => {
     const a = await start('a', { start: false });
     for (let index = 0; index < 7; index++) {
-      await a.schedules.upsert({ id: `s-${index}`, handler: index % 2 ? 'integrations.poll' : 'reports.tenant-report', cron: '0 8 * * 1', timeZone: 'America/New_York', tenantId: index < 3 ? 't1' : 't2', enabled: index !== 6 });
+      await a.schedules.upsert({
+        id: `s-${index}`,
+        handler: index % 2 ? 'integrations.poll' : 'reports.tenant-report',
+        cron: '0 8 * * 1',
+        timeZone: 'America/New_York',
+        tenantId: index < 3 ? 't1' : 't2',
+        enabled: index !== 6,
+      });
     }
     const first = await a.schedules.list({ limit: 3 });
     expect(first.schedules.map((view) => view.id)).toEqual(['s-0', 's-1', 's-2']);

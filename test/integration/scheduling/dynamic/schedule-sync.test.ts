@@ -54,7 +54,9 @@ describe('what an instance remembers of dynamic schedules', () => {
     const churnMs = performance.now() - started;
     // a applied its own writes at once; b reads them all (the removals, as tombstones) in one poll.
     await Promise.all([a.schedules.refresh(), b.schedules.refresh()]);
-    process.stdout.write(`churned ${CHURNED} schedules in ${Math.round(churnMs)} ms; kept: a ${syncOf(a).trackedCount}, b ${syncOf(b).trackedCount} (live ${LIVE})\n`);
+    process.stdout.write(
+      `churned ${CHURNED} schedules in ${Math.round(churnMs)} ms; kept: a ${syncOf(a).trackedCount}, b ${syncOf(b).trackedCount} (live ${LIVE})\n`,
+    );
     expect(syncOf(a).trackedCount).toBe(LIVE);
     expect(syncOf(b).trackedCount).toBe(LIVE);
     expect(engineOf(a).jobNames.sort()).toEqual(engineOf(b).jobNames.sort());
@@ -63,7 +65,17 @@ describe('what an instance remembers of dynamic schedules', () => {
     // What the removed ids' entries were for still holds: an older state of one (a poll or a local
     // write's apply arriving late) does not bring it back ...
     const stale = firstStates.get('churn-7') as DynamicScheduleView;
-    const staleRow = { ...stale, everyMs: 3_600_000, cron: null, timeZone: null, tenantId: null, timeoutMs: null, leaseMs: null, version: String(stale.version), removed: false } as StoredScheduleRow;
+    const staleRow = {
+      ...stale,
+      everyMs: 3_600_000,
+      cron: null,
+      timeZone: null,
+      tenantId: null,
+      timeoutMs: null,
+      leaseMs: null,
+      version: String(stale.version),
+      removed: false,
+    } as StoredScheduleRow;
     for (const node of [a, b]) {
       expect(await syncOf(node).apply(staleRow)).toBe(false);
       expect(engineOf(node).job('churn-7')).toBeUndefined();
@@ -85,7 +97,17 @@ describe('what an instance remembers of dynamic schedules', () => {
     // b removes it; its own apply is at once, its polls have not read the removal yet.
     expect(await b.schedules.remove('short-lived')).toBe(true);
     expect(syncOf(b).trackedCount).toBe(1);
-    const stale = { ...written, everyMs: 3_600_000, cron: null, timeZone: null, tenantId: null, timeoutMs: null, leaseMs: null, version: String(written.version), removed: false } as StoredScheduleRow;
+    const stale = {
+      ...written,
+      everyMs: 3_600_000,
+      cron: null,
+      timeZone: null,
+      tenantId: null,
+      timeoutMs: null,
+      leaseMs: null,
+      version: String(written.version),
+      removed: false,
+    } as StoredScheduleRow;
     expect(await syncOf(b).apply(stale)).toBe(false);
     expect(engineOf(b).job('short-lived')).toBeUndefined();
     await b.schedules.refresh();

@@ -48,7 +48,9 @@ describe('take-over of dynamic schedules', () => {
     const rows = await fleet.database.sql<{ runKey: string; status: string; code: string | null }>(
       `SELECT "runKey", status::text AS status, data->'error'->>'code' AS code FROM "job-scheduler" ORDER BY "runKey"`,
     );
-    expect(rows.filter((row) => row.runKey.startsWith('schedule=removed-')).every((row) => row.status === 'FAIL' && row.code === 'JOB_SCHEDULE_REMOVED')).toBe(true);
+    expect(rows.filter((row) => row.runKey.startsWith('schedule=removed-')).every((row) => row.status === 'FAIL' && row.code === 'JOB_SCHEDULE_REMOVED')).toBe(
+      true,
+    );
     expect(rows.find((row) => row.runKey === keyOf('live', at))).toMatchObject({ status: 'SUCCESS' });
     // A paused schedule's occurrence waits for the schedule to run somewhere again: still RUNNING, untouched.
     expect(rows.find((row) => row.runKey === keyOf('paused', at))).toMatchObject({ status: 'RUNNING', code: null });

@@ -20,7 +20,11 @@ export const byId = <T extends HTMLElement>(id: string, type: abstract new () =>
 };
 
 /** An element with text and attributes; children appended. */
-export const el = <K extends keyof HTMLElementTagNameMap>(tag: K, attributes: Attributes = {}, children: ReadonlyArray<Node | string> = []): HTMLElementTagNameMap[K] => {
+export const el = <K extends keyof HTMLElementTagNameMap>(
+  tag: K,
+  attributes: Attributes = {},
+  children: ReadonlyArray<Node | string> = [],
+): HTMLElementTagNameMap[K] => {
   const element = document.createElement(tag);
   const target: HTMLElement = element; // for addEventListener's 'click' overload (a MouseEvent)
   for (const [name, value] of Object.entries(attributes)) {
@@ -40,7 +44,11 @@ export const svg = <K extends keyof SVGElementTagNameMap>(tag: K, attributes: Re
 };
 
 export const table = (headings: readonly string[], rows: readonly HTMLTableRowElement[]): HTMLTableElement => {
-  const head = el('tr', {}, headings.map((text) => el('th', { scope: 'col', text })));
+  const head = el(
+    'tr',
+    {},
+    headings.map((text) => el('th', { scope: 'col', text })),
+  );
   return el('table', {}, [el('thead', {}, [head]), el('tbody', {}, rows)]);
 };
 

@@ -17,7 +17,9 @@ const leaseRow = (lease: ExpiredLease): HTMLTableRowElement => {
     cell(age(lease.heartbeatAgeMs)),
     cell(age(lease.overdueMs)),
     cell(String(lease.fencingToken)),
-    el('td', { class: 'actions' }, [action('Release', path, 'Release the lease of ' + lease.code + ' (fencing token ' + lease.fencingToken + ')? Its run is recorded failed.')]),
+    el('td', { class: 'actions' }, [
+      action('Release', path, 'Release the lease of ' + lease.code + ' (fencing token ' + lease.fencingToken + ')? Its run is recorded failed.'),
+    ]),
   ]);
 };
 

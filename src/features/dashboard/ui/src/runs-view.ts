@@ -72,7 +72,12 @@ export const wireRuns = (): void => {
   const form = byId('run-filters', HTMLFormElement);
   form.addEventListener('submit', (event) => {
     event.preventDefault();
-    state.filter = { code: fieldValue(form, 'code'), status: fieldValue(form, 'status'), from: isoOf(fieldValue(form, 'from')), to: isoOf(fieldValue(form, 'to')) };
+    state.filter = {
+      code: fieldValue(form, 'code'),
+      status: fieldValue(form, 'status'),
+      from: isoOf(fieldValue(form, 'from')),
+      to: isoOf(fieldValue(form, 'to')),
+    };
     state.cursors = [];
     void loadRuns();
   });

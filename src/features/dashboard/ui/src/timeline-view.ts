@@ -47,7 +47,12 @@ const renderTimeline = (timeline: Timeline): void => {
   const from = Date.parse(timeline.from);
   const to = Date.parse(timeline.to);
   const x = (iso: string): number => ((Date.parse(iso) - from) / (to - from)) * WIDTH;
-  const chart = svg('svg', { viewBox: '0 0 ' + WIDTH + ' ' + HEIGHT, class: 'chart', role: 'img', 'aria-label': timeline.marks.length + ' occurrences of ' + nameOf(state.key) });
+  const chart = svg('svg', {
+    viewBox: '0 0 ' + WIDTH + ' ' + HEIGHT,
+    class: 'chart',
+    role: 'img',
+    'aria-label': timeline.marks.length + ' occurrences of ' + nameOf(state.key),
+  });
   chart.appendChild(svg('rect', { x: 0, y: 0, width: WIDTH, height: HEIGHT - 16, class: 'track' }));
   for (const gap of timeline.gaps) {
     const rect = svg('rect', { x: x(gap.from), y: 0, width: Math.max(1, x(gap.to) - x(gap.from)), height: 30, class: 'gap' });
@@ -66,7 +71,8 @@ const renderTimeline = (timeline: Timeline): void => {
       'data-outcome': mark.outcome,
       'data-at': mark.at,
     });
-    rect.appendChild(svg('title', {})).textContent = when(mark.at) + ': ' + mark.outcome + (lower ? ' (run now)' : '') + (mark.runs > 1 ? ', ' + mark.runs + ' runs' : '');
+    rect.appendChild(svg('title', {})).textContent =
+      when(mark.at) + ': ' + mark.outcome + (lower ? ' (run now)' : '') + (mark.runs > 1 ? ', ' + mark.runs + ' runs' : '');
     if (focusable) {
       rect.setAttribute('tabindex', '0');
       rect.setAttribute('role', 'button');
@@ -81,7 +87,12 @@ const renderTimeline = (timeline: Timeline): void => {
   const ticks = state.span === '7d' ? 7 : 6;
   for (let index = 0; index <= ticks; index++) {
     const at = from + ((to - from) * index) / ticks;
-    const label = svg('text', { x: (WIDTH * index) / ticks, y: HEIGHT - 2, class: 'tick', 'text-anchor': index === 0 ? 'start' : index === ticks ? 'end' : 'middle' });
+    const label = svg('text', {
+      x: (WIDTH * index) / ticks,
+      y: HEIGHT - 2,
+      class: 'tick',
+      'text-anchor': index === 0 ? 'start' : index === ticks ? 'end' : 'middle',
+    });
     label.textContent = state.span === '7d' ? new Date(at).toLocaleDateString() : new Date(at).toLocaleTimeString([], { hour: '2-digit', minute: '2-digit' });
     chart.appendChild(label);
   }
