@@ -26,7 +26,9 @@ export const systemTimers: InstantTimers & { holdClock: HoldClock } = {
       }
       timer = setTimeout(arm, Math.min(delay, RECHECK_MS));
     };
-    arm();
+    // Never from inside `at`, even for an instant already passed: the caller keeps the function
+    // this returns, and a callback run before that would find a stale one.
+    timer = setTimeout(arm, Math.min(Math.max(instant - Date.now(), 0), RECHECK_MS));
     return () => clearTimeout(timer);
   },
 };

@@ -347,12 +347,11 @@ export class JobScheduleEngine {
     const { timers } = this.options;
     const next = state.job.declaration.schedule.next(Math.max(state.lastDue, timers.now()));
     if (next === null) return;
-    const due = (): void => {
-      state.cancel = this.at(next, () => {
+    const due = (): void =>
+      this.timer(state, next, () => {
         state.cancel = undefined;
         this.fire(state);
       });
-    };
     // Claimed ahead (see AheadClaims.claimTime), at its claim time or now; else at the instant.
     const now = timers.now();
     const claimAt = this.ahead.claimTime(state, next, now);
@@ -361,10 +360,25 @@ export class JobScheduleEngine {
       this.ahead.claim(state, next, now);
       return due();
     }
-    state.cancel = this.at(claimAt, () => {
+    this.timer(state, claimAt, () => {
       this.ahead.claim(state, next, timers.now());
       due();
     });
+  }
+
+  /**
+   * Arms the job's timer: `state.cancel` cancels it until it fires. A timer whose instant has
+   * passed may call back at once, from inside `at` (after a stall or a clock step): its cancel
+   * function, returned after, is then stale and must not stand for the job's next timer (a
+   * job whose `cancel` is set is not armed again: its timers would stop for good).
+   */
+  private timer(state: JobState, instant: number, fn: () => void): void {
+    let fired = false;
+    const cancel = this.at(instant, () => {
+      fired = true;
+      fn();
+    });
+    if (!fired) state.cancel = cancel;
   }
 
   /**

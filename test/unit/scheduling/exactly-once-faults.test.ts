@@ -170,6 +170,52 @@ describe('a process frozen between the proof of its claim and the start of the h
   });
 });
 
+describe('a stall across a claim time and its instant', () => {
+  it('keeps the job armed when a timer calls back at once, inside at(), for an instant already passed (as system timers did)', async () => {
+    const fleet = new Fleet();
+    // Timers like Node's re-checked against the wall clock, without the manual timers' time travel: a
+    // timer fires late, at the clock's reading; an instant already passed calls back inside at().
+    let pending: Array<{ instant: number; fn: () => void }> = [];
+    const timers = {
+      now: () => fleet.clock.now(),
+      at: (instant: number, fn: () => void) => {
+        if (instant <= fleet.clock.now()) {
+          fn();
+          return () => undefined;
+        }
+        const timer = { instant, fn };
+        pending.push(timer);
+        return () => void (pending = pending.filter((other) => other !== timer));
+      },
+    };
+    const turn = () => new Promise((resolve) => setImmediate(resolve));
+    const runFor = async (ms: number) => {
+      for (let done = 0; done < ms; done += 100) {
+        fleet.clock.set(fleet.clock.now() + 100);
+        const due = pending.filter((timer) => timer.instant <= fleet.clock.now()).sort((a, b) => a.instant - b.instant);
+        pending = pending.filter((timer) => !due.includes(timer));
+        for (const timer of due) timer.fn();
+        for (let i = 0; i < 5; i++) await turn();
+      }
+    };
+    const engine = new JobScheduleEngine({ timers, lease: fleet.lease, history: fleet.lease, logger: silent, claimAheadMs: 2_000 });
+    const ran: number[] = [];
+    engine.register({
+      declaration: checkJobDeclaration('reports.every-3s', { every: '3s', leaseMs: 10_000 }),
+      handler: (e) => void ran.push(e.scheduledAt.getTime()),
+      enabled: true,
+    });
+    await engine.start();
+    await runFor(9_900);
+    // Stalled (SIGSTOP) from before the claim time of 12 s (10 s) until after that instant.
+    fleet.clock.set(14_400);
+    await runFor(30_000);
+    await engine.stop();
+    // The instants after the stall run: the job was not disarmed by it.
+    expect(ran.filter((instant) => instant >= 15_000)).toEqual([15_000, 18_000, 21_000, 24_000, 27_000, 30_000, 33_000, 36_000, 39_000, 42_000]);
+  });
+});
+
 describe('overlap counts runs, not claims', () => {
   it('an instance busy with the previous run does not claim the next occurrence ahead: an idle instance runs it', async () => {
     const fleet = new Fleet();

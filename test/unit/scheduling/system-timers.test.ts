@@ -24,6 +24,14 @@ describe('system timers', () => {
     expect(fired).toHaveBeenCalledTimes(1);
   });
 
+  it('never call back from inside at(), even for an instant already passed', () => {
+    const fired = jest.fn();
+    systemTimers.at(Date.now() - 1_000, fired);
+    expect(fired).not.toHaveBeenCalled();
+    jest.advanceTimersByTime(0);
+    expect(fired).toHaveBeenCalledTimes(1);
+  });
+
   it('can be cancelled', () => {
     const fired = jest.fn();
     const cancel = systemTimers.at(Date.now() + 5 * 60_000, fired);
