@@ -192,6 +192,26 @@ describe('scheduler chaos verdict', () => {
     expect(verdictOf(input).concurrentPairs).toBe(1);
   });
 
+  it('justifies a stale owner that starts as it wakes from a SIGSTOP and is aborted at once (frozen between check and start), only then', () => {
+    const takeOver = everyRun({ nodeId: 'i2.1', fencingToken: 11, trigger: 'take-over', startedMs: AT + 14_000, endedMs: AT + 16_000 });
+    const frozen = everyRun({
+      nodeId: 'i1.1',
+      fencingToken: 10,
+      startedMs: AT + 14_100,
+      endedMs: AT + 14_108,
+      outcome: 'aborted',
+      reason: 'LostJobLeaseError',
+    });
+    const input = withOccurrence([frozen, takeOver], {}, [{ kind: 'stop', nodeId: 'i1.1', fromMs: AT + 50, toMs: AT + 14_080, mode: 'short' }]);
+    input.instances[1].stops = [{ fromMs: AT + 50, toMs: AT + 14_080 }];
+    const verdict = verdictOf(input);
+    expect(verdict.class).toBe('rerun-justified');
+    expect(verdict.detail).toContain('frozen between its lease');
+    // Not aborted at once: it ran on under a lease already taken from it.
+    Object.assign(frozen, { endedMs: AT + 17_000, outcome: 'completed', reason: undefined });
+    expect(verdictOf(input).class).toBe('rerun-unjustified');
+  });
+
   it('tells a silent loss from a recorded one, and judges each record by the faults', () => {
     expect(verdictOf(withOccurrence([])).class).toBe('lost-silently');
     expect(verdictOf(withOccurrence([], { status: 'SUCCESS' })).class).toBe('success-without-run');

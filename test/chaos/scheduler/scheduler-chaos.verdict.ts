@@ -456,7 +456,15 @@ export const judge = (input: VerdictInput): Verdict => {
         if (after.fencingToken === before.fencingToken)
           problems.push(`${before.nodeId} and ${after.nodeId} ran with the same fencing token ${after.fencingToken}`);
         if (after.trigger !== 'take-over') problems.push(`${name} ran with trigger '${after.trigger}', not 'take-over'`);
-        if (before.startedMs > after.startedMs) {
+        if (before.startedMs > after.startedMs && frozenStart(before)) {
+          // Its process was stopped between its lease's last proof and its handler's first line
+          // (the check and the call are one synchronous step; a SIGSTOP lands anywhere): it woke
+          // up starting, and was told to stop at once. Only fencing protects from that, as README says.
+          causes.push(
+            `${before.nodeId}: frozen between its lease's proof and its handler's start, aborted ${(before.endedMs as number) - before.startedMs} ms after it woke`,
+          );
+          rerunKinds.add('frozen start');
+        } else if (before.startedMs > after.startedMs) {
           problems.push(
             `${before.nodeId} (token ${before.fencingToken}) started ${before.startedMs - after.startedMs} ms after ${name}: it ran under a lease already taken from it`,
           );
@@ -552,6 +560,18 @@ export const judge = (input: VerdictInput): Verdict => {
       ...(rerunCauses ? { rerunCauses } : {}),
       ...(cause ? { givenBack: cause } : {}),
     });
+  }
+
+  /**
+   * A start that happened as its process woke from a SIGSTOP (within WAKE_GRACE_MS of the
+   * SIGCONT) and was aborted within WAKE_GRACE_MS: the process froze after the library's last
+   * check of the lease and before the handler's first line.
+   */
+  function frozenStart(run: RunEvidence): boolean {
+    const life = lives.get(run.nodeId);
+    // The SIGCONT's instant is taken as it is sent: the woken process may journal a moment before.
+    const woke = life?.stops.some((stop) => stop.toMs !== undefined && stop.fromMs < run.startedMs && Math.abs(run.startedMs - stop.toMs) <= WAKE_GRACE_MS);
+    return !!woke && run.outcome === 'aborted' && run.endedMs !== undefined && run.endedMs - run.startedMs <= WAKE_GRACE_MS;
   }
 
   /** Every fault at this instance around an instant, for the detail of what is not justified. */
