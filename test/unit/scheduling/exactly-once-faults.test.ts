@@ -140,7 +140,7 @@ describe('a graceful stop while a claimed run waits for its jitter', () => {
 });
 
 describe('a process frozen between the proof of its claim and the start of the handler', () => {
-  it('does not start the handler on a lease that ran out meanwhile: the claim is handed over, and a take-over runs it', async () => {
+  it('does not start the handler on a lease that ran out meanwhile: it is left to the take-over, which runs it', async () => {
     const fleet = new Fleet();
     const timers = new ManualTimers(fleet.clock);
     const runner = new OccurrenceRunner(fleet.lease, unobserved(timers), silent);
@@ -160,7 +160,7 @@ describe('a process frozen between the proof of its claim and the start of the h
     });
     expect(started).toEqual([]);
     expect(record.outcome).toBe('skipped-locked');
-    // Handed over: another instance's take-over scan runs it.
+    // Left to run out, as a stalled holder's: another instance's take-over scan runs it.
     const b = fleet.node('b', { name: 'reports.frozen', every: '1m', leaseMs: 10_000 });
     await b.start();
     await fleet.advance(2_000, ['b']);

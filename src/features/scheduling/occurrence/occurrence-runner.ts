@@ -161,8 +161,9 @@ export class OccurrenceRunner {
     leave?.();
     request.onSettled?.(this.timers.now() - startedAt);
     if (frozen) {
-      // Never started: handed over (the take-over runs it) unless another owner has it already.
-      await this.handOver([claim]);
+      // Never started. Its lease has run out here: like a stalled holder's, it is left to the
+      // take-over scan (no statement: under overload thousands of these would each need one).
+      await hold.stop();
       this.forget(active);
       finished();
       return { ...base, outcome: 'skipped-locked' };
