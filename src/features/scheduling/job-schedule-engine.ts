@@ -268,7 +268,7 @@ export class JobScheduleEngine {
     }
     // Claims held by runs waiting for their jitter are handed over with the others.
     const released = Promise.all([this.ahead.handOver(claimedAhead), this.ahead.handOverClaims(this.jitter.cancelAll())]);
-    // Occurrences skipped here as overlapping, still unchecked: recorded now if nobody claimed them.
+    // Occurrences skipped here as overlapping, still unchecked: handed over if nobody claimed them.
     const checked = this.unrun.stop();
     await this.takeOvers?.stop();
     await Promise.all([released, checked, this.tenantFanOut.stop(), this.runner.shutdown(this.options.shutdownGraceMs ?? 10_000)]);
