@@ -23,6 +23,13 @@ const config: Config = {
       transform: tsJest,
       testMatch: ['<rootDir>/test/integration/**/*.test.ts'],
     },
+    {
+      // `npm run test:proofs`: the fault and failover proofs, packaging and schematics (minutes each).
+      displayName: 'proofs',
+      testEnvironment: 'node',
+      transform: tsJest,
+      testMatch: ['<rootDir>/test/proofs/**/*.test.ts'],
+    },
   ],
 };
 
