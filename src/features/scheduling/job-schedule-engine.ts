@@ -134,6 +134,7 @@ export class JobScheduleEngine {
       lateToleranceMs: options.lateToleranceMs ?? 60_000,
       track: (work) => this.track(work),
       current: (holder) => this.states.get(jobKeyOf(holder.job.declaration)) === holder,
+      listTenants: options.tenants ? async () => [...(await (options.tenants as TenantDirectory).listTenants())] : undefined,
     });
     if (options.abandoned) {
       const periodMs = options.takeOverScanMs ?? DEFAULT_TAKE_OVER_SCAN_MS;

@@ -36,7 +36,13 @@ class Fleet {
   node(
     name: string,
     job: { name: string } & ScheduledJobOptions,
-    options: { claimAheadMs?: number; lease?: SchedulerLease; random?: () => number; run?: (execution: JobExecution) => Promise<void> | void } = {},
+    options: {
+      claimAheadMs?: number;
+      lease?: SchedulerLease;
+      random?: () => number;
+      run?: (execution: JobExecution) => Promise<void> | void;
+      tenants?: readonly string[];
+    } = {},
   ): JobScheduleEngine {
     const timers = new ManualTimers(this.clock);
     const engine = new JobScheduleEngine({
@@ -48,6 +54,7 @@ class Fleet {
       takeOverScanMs: 1_000,
       claimAheadMs: options.claimAheadMs ?? 0,
       random: options.random ?? (() => 0.5),
+      ...(options.tenants ? { tenants: { listTenants: () => options.tenants as readonly string[] } } : {}),
     });
     const { name: jobName, ...declared } = job;
     const handler = async (execution: JobExecution) => {
@@ -293,6 +300,62 @@ describe('an occurrence skipped as overlapping, its check pending when the insta
     await b.idle();
     expect(fleet.runsOf(20_000)).toEqual([expect.objectContaining({ node: 'b', trigger: 'take-over' })]);
     expect(fleet.lease.statusOf('reports.overrun', occurrenceRunKey(20_000))).toBe(JobSchedulerStatus.SUCCESS);
+    await fleet.stop();
+  });
+});
+
+describe('a per-tenant occurrence skipped as overlapping on every instance', () => {
+  const TENANTS = ['acme', 'globex'];
+  const job = { name: 'reports.tenants', every: '10s', tenancy: 'per-tenant' as const };
+  /** On a, acme's run of 10 s overruns past 20 s: the whole 20 s occurrence is skipped there. */
+  const overrunning = (fleet: Fleet) => {
+    let release: () => void = () => undefined;
+    const a = fleet.node('a', job, {
+      tenants: TENANTS,
+      run: (execution) =>
+        execution.scheduledAt.getTime() === 10_000 && execution.tenantId === 'acme' ? new Promise<void>((resolve) => (release = resolve)) : undefined,
+    });
+    return { a, release: () => release() };
+  };
+
+  it('is recorded for each tenant (FAIL skipped-overlap) one lateness tolerance later when nobody ran it: never silently lost', async () => {
+    const fleet = new Fleet();
+    const { a, release } = overrunning(fleet);
+    await a.start();
+    await fleet.advance(25_000, ['a']);
+    release();
+    for (const tenantId of TENANTS) expect(fleet.lease.statusOf('reports.tenants', occurrenceRunKey(20_000, tenantId))).toBeUndefined();
+    await fleet.advance(60_000, ['a']);
+    await a.idle();
+    for (const tenantId of TENANTS) {
+      expect(fleet.lease.statusOf('reports.tenants', occurrenceRunKey(20_000, tenantId))).toBe(JobSchedulerStatus.FAIL);
+    }
+    expect(fleet.runsOf(20_000)).toEqual([]);
+    await fleet.stop();
+  });
+
+  it('is handed over tenant by tenant when its instance stops before the check: the next instance runs every tenant', async () => {
+    const fleet = new Fleet();
+    const { a, release } = overrunning(fleet);
+    const b = fleet.node('b', job, { tenants: TENANTS });
+    await a.start();
+    await fleet.advance(25_000, ['a']);
+    const stopping = a.stop();
+    release();
+    await stopping;
+    for (const tenantId of TENANTS) {
+      expect(fleet.lease.statusOf('reports.tenants', occurrenceRunKey(20_000, tenantId))).toBe(JobSchedulerStatus.RUNNING);
+    }
+    await b.start();
+    await fleet.advance(3_000, ['b']);
+    await b.idle();
+    expect(fleet.runsOf(20_000).map((run) => [run.node, run.trigger])).toEqual([
+      ['b', 'take-over'],
+      ['b', 'take-over'],
+    ]);
+    for (const tenantId of TENANTS) {
+      expect(fleet.lease.statusOf('reports.tenants', occurrenceRunKey(20_000, tenantId))).toBe(JobSchedulerStatus.SUCCESS);
+    }
     await fleet.stop();
   });
 });

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { type AheadClaimHolder, type AheadClaims, recordOfJob } from './ahead-claims';
-import { runKeyOf } from './occurrence-keys';
+import { runKeyOf, tenantIdProblem } from './occurrence-keys';
 import type { AheadClaim, OccurrenceRunner } from './occurrence-runner';
 import { unrecordedInstants } from './recorded-occurrences';
 import type { RunRecords } from '../records/run-records';
@@ -21,6 +21,8 @@ export interface UnrunOccurrencesOptions {
   track: <T>(work: Promise<T>) => Promise<T>;
   /** Whether this job is still the engine's (not removed or replaced). */
   current: (holder: AheadClaimHolder) => boolean;
+  /** The tenants the directory lists now (a per-tenant job's occurrence has a lease per tenant). */
+  listTenants?: () => Promise<readonly unknown[]>;
 }
 
 /**
@@ -39,7 +41,8 @@ export class UnrunOccurrences {
    * An occurrence due while this instance still runs the job's previous one, skipped here: a claim
    * ahead of it is handed over to the fleet; else an idle instance claims it. Should every instance
    * be busy, nobody would: one lateness tolerance later, whoever finds it still unclaimed records
-   * it (FAIL `{ outcome: 'skipped-overlap' }`, a WARN line), so that it is never lost without a word.
+   * it (FAIL `{ outcome: 'skipped-overlap' }`, a WARN line; each tenant's lease for a per-tenant
+   * job), so that it is never lost without a word.
    * (Not sooner: an instance that reaches it late, within the tolerance, may still run it.)
    */
   async skippedOverlap(holder: AheadClaimHolder, scheduledAt: number, trigger: JobExecution['trigger']): Promise<JobRunRecord> {
@@ -48,7 +51,7 @@ export class UnrunOccurrences {
     const claimed = trigger === 'schedule' || trigger === 'catch-up' ? ahead.take(holder, scheduledAt) : undefined;
     if (claimed) {
       await runner.handOver(await runner.won([claimed]));
-    } else if (trigger === 'schedule' && declaration.tenancy === 'global') {
+    } else if (trigger === 'schedule') {
       const cancel = timers.at(scheduledAt + lateToleranceMs + 1_000, () => {
         this.overlapChecks.delete(cancel);
         if (this.options.current(holder)) void this.options.track(this.recordIfUnclaimed(holder, scheduledAt));
@@ -111,12 +114,15 @@ export class UnrunOccurrences {
         .filter(([, { holder }]) => this.options.current(holder))
         .map(async ([, { holder, scheduledAt }]) => {
           const declaration = holder.job.declaration;
-          const claimed = await runner.claim(declaration, runKeyOf({ scheduleId: declaration.dynamicSchedule?.id }, scheduledAt), randomUUID());
-          if (claimed.kind === 'unavailable')
-            logger.warn(
-              `Could not hand over ${declaration.name} @ ${new Date(scheduledAt).toISOString()}, skipped here as overlapping: ${String(claimed.error)}`,
-            );
-          return claimed.kind === 'acquired' ? [claimed.claim] : [];
+          try {
+            const outcomes = await Promise.all((await this.runKeysOf(holder, scheduledAt)).map((runKey) => runner.claim(declaration, runKey, randomUUID())));
+            const unavailable = outcomes.find((claimed) => claimed.kind === 'unavailable');
+            if (unavailable) throw unavailable.error;
+            return outcomes.flatMap((claimed) => (claimed.kind === 'acquired' ? [claimed.claim] : []));
+          } catch (error) {
+            logger.warn(`Could not hand over ${declaration.name} @ ${new Date(scheduledAt).toISOString()}, skipped here as overlapping: ${String(error)}`);
+            return [];
+          }
         }),
     );
     const count = await runner.handOver(claims.flat());
@@ -130,13 +136,33 @@ export class UnrunOccurrences {
     const declaration = holder.job.declaration;
     const instant = new Date(scheduledAt).toISOString();
     try {
-      const claimed = await runner.claim(declaration, runKeyOf({ scheduleId: declaration.dynamicSchedule?.id }, scheduledAt), randomUUID());
-      if (claimed.kind === 'unavailable') throw claimed.error;
-      if (claimed.kind === 'lost' || !(await claimed.claim.end({ outcome: 'skipped-overlap' }))) return;
-      logger.warn(`${declaration.name} @ ${instant} did not run: every instance that reached it was still running the previous occurrence (overlap 'skip')`);
+      const outcomes = await Promise.all((await this.runKeysOf(holder, scheduledAt)).map((runKey) => runner.claim(declaration, runKey, randomUUID())));
+      const unavailable = outcomes.find((claimed) => claimed.kind === 'unavailable');
+      const ended = await Promise.all(outcomes.map((claimed) => claimed.kind === 'acquired' && claimed.claim.end({ outcome: 'skipped-overlap' })));
+      const recorded = ended.filter(Boolean).length;
+      if (recorded > 0) {
+        const tenants = declaration.tenancy === 'per-tenant' ? ` for ${recorded} tenant(s)` : '';
+        logger.warn(
+          `${declaration.name} @ ${instant} did not run${tenants}: every instance that reached it was still running the previous occurrence (overlap 'skip')`,
+        );
+      }
+      if (unavailable) throw unavailable.error;
     } catch (error) {
       logger.warn(`Could not check whether ${declaration.name} @ ${instant} ran somewhere: ${String(error)}`);
     }
+  }
+
+  /**
+   * The lease keys of an occurrence: its one key, or for a per-tenant job one per tenant the
+   * directory lists now (those a key can name, as the fan-out takes them).
+   */
+  private async runKeysOf(holder: AheadClaimHolder, scheduledAt: number): Promise<string[]> {
+    const declaration = holder.job.declaration;
+    const owner = { scheduleId: declaration.dynamicSchedule?.id };
+    if (declaration.tenancy !== 'per-tenant') return [runKeyOf(owner, scheduledAt)];
+    const tenants = (await this.options.listTenants?.()) ?? [];
+    const valid = new Set(tenants.filter((tenantId): tenantId is string => tenantIdProblem(tenantId) === null));
+    return [...valid].map((tenantId) => runKeyOf(owner, scheduledAt, tenantId));
   }
 
   /** Of these passed instants, those no instance recorded: a stalled instance must not report others' runs as missed. */
