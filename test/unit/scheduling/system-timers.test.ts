@@ -24,6 +24,16 @@ describe('system timers', () => {
     expect(fired).toHaveBeenCalledTimes(1);
   });
 
+  it('run periodic work on the monotonic clock: a wall-clock step back does not hold the next period up', () => {
+    const fired = jest.fn();
+    systemTimers.atPeriod(Date.now() + 2_000, 2_000, fired);
+    jest.setSystemTime(Date.now() - 25_000); // the wall clock steps back 25 s (NTP), as a change poll waits
+    jest.advanceTimersByTime(2_000);
+    expect(fired).toHaveBeenCalledTimes(1);
+    jest.advanceTimersByTime(60_000);
+    expect(fired).toHaveBeenCalledTimes(1);
+  });
+
   it('never call back from inside at(), even for an instant already passed', () => {
     const fired = jest.fn();
     systemTimers.at(Date.now() - 1_000, fired);
