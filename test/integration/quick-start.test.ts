@@ -59,7 +59,9 @@ const until = async <T>(what: string, read: () => Promise<T | undefined>, timeou
     const value = await read().catch(() => undefined);
     if (value !== undefined) return value;
     if (Date.now() > deadline) {
-      throw new Error(`no ${what} within ${timeoutMs} ms:\n${instances.map((instance) => `--- ${instance.name}\n${instance.output()}`).join('\n')}`);
+      throw new Error(
+        `timed out after ${timeoutMs} ms waiting for ${what}:\n${instances.map((instance) => `--- ${instance.name}\n${instance.output()}`).join('\n')}`,
+      );
     }
     await new Promise((wait) => setTimeout(wait, 250));
   }
