@@ -1,10 +1,10 @@
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { type BlockResult, buildPackage, type CheckResult, checkBlocks, type Consumer } from './readme/check-blocks';
 import { extractTypeScriptBlocks, type MarkdownBlock } from './readme/readme-blocks';
 
 /**
- * Every TypeScript block of README.md and UPGRADING.md compiles, as its own module, against the
+ * Every TypeScript block of README.md, UPGRADING.md and the guides (docs/*.md) compiles, as its own module, against the
  * package as a consumer installs it (declarations built from src, resolved through package.json's
  * `exports`; Nest, TypeORM and the rest from this repository's node_modules).
  *
@@ -14,25 +14,34 @@ import { extractTypeScriptBlocks, type MarkdownBlock } from './readme/readme-blo
  * - A block that must not be compiled says so with `<!-- readme-check: skip <reason> -->` on the
  *   line above its fence; `<!-- readme-check: mirrors <ExportedName> -->` marks a reference copy
  *   of an exported type, checked against the export (see readme/readme-blocks.ts).
+ * - `<!-- snippet: <path> -->` marks a copy of a file (the README's Quick start): not compiled here, since
+ *   the file itself is (`npm run typecheck`), and test/unit/readme-snippets.test.ts checks the copy.
  * - README_PATH / UPGRADING_PATH check another copy of those files (to try edits before making them);
  *   README_CHECK_KEEP=1 keeps the consumer directory (the blocks as compiled) and prints its path.
  */
 
 const root = resolve(__dirname, '../..');
+/** The guides: docs/*.md (not the generated API reference in docs/api/). */
+const guides = readdirSync(join(root, 'docs'))
+  .filter((file) => file.endsWith('.md'))
+  .sort()
+  .map((file) => ({ name: `docs/${file}`, path: join(root, 'docs', file) }));
 const documents = [
   { name: 'README.md', path: process.env.README_PATH ?? join(root, 'README.md') },
   { name: 'UPGRADING.md', path: process.env.UPGRADING_PATH ?? join(root, 'UPGRADING.md') },
+  ...guides,
 ].filter(({ path }) => existsSync(path));
 
 const extracted = documents.map(({ name, path }) => extractTypeScriptBlocks(readFileSync(path, 'utf8'), name));
 const blocks = extracted.flatMap(({ blocks }) => blocks);
 const problems = extracted.flatMap(({ problems }) => problems);
-const checked = blocks.filter((block) => block.directive.kind !== 'skip');
+const checked = blocks.filter((block) => block.directive.kind === 'check' || block.directive.kind === 'mirrors');
 const skipped = blocks.filter((block) => block.directive.kind === 'skip');
+const snippets = blocks.filter((block) => block.directive.kind === 'snippet');
 
 const title = (block: MarkdownBlock): string => `${block.source}:${block.fenceLine} ${block.heading}`;
 
-describe('the TypeScript blocks of README.md and UPGRADING.md', () => {
+describe('the TypeScript blocks of README.md, UPGRADING.md and docs/*.md', () => {
   let consumer: Consumer | undefined;
   let check: CheckResult | undefined;
   let setupError: unknown;
@@ -52,7 +61,7 @@ describe('the TypeScript blocks of README.md and UPGRADING.md', () => {
     const failing = [...results.values()].filter((result) => result.diagnostics.length > 0);
     const lines = [
       `README examples: ${blocks.length} TypeScript blocks in ${documents.map(({ name, path }) => (path === join(root, name) ? name : `${name} (${path})`)).join(', ')}: ` +
-        `${checked.length} checked, ${failing.length} failing, ${skipped.length} skipped` +
+        `${checked.length} checked, ${failing.length} failing, ${skipped.length} skipped, ${snippets.length} copies of files (readme-snippets)` +
         (consumer && check ? ` (build ${(consumer.buildMs / 1000).toFixed(1)} s, check ${(check.checkMs / 1000).toFixed(1)} s)` : ''),
       ...skipped.map((block) => `  skipped ${title(block)}: ${block.directive.kind === 'skip' ? block.directive.reason : ''}`),
       ...failing.map(({ block, file }) => `  failing ${title(block)} (${file})`),
@@ -65,6 +74,13 @@ describe('the TypeScript blocks of README.md and UPGRADING.md', () => {
   it('follow the readme-check convention', () => {
     expect(problems).toEqual([]);
     expect(blocks.length).toBeGreaterThan(0);
+  });
+
+  it('include the guides', () => {
+    // Every guide with TypeScript is read: a guide left out of the list would go unchecked.
+    for (const guide of ['docs/lease.md', 'docs/scheduling.md', 'docs/run-once.md', 'docs/operations.md', 'docs/testing.md']) {
+      expect(checked.some((block) => block.source === guide)).toBe(true);
+    }
   });
 
   it('are checked by a working setup (package built, options and prelude valid)', () => {

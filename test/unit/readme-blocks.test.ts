@@ -71,3 +71,23 @@ it.each([
 ])('reports a convention violation: %j', (text, problem) => {
   expect(extractTypeScriptBlocks(text, 'README.md').problems).toEqual([problem]);
 });
+
+it('marks a block copied from a file with `<!-- snippet: <path> -->`', () => {
+  const text = '## Quick start\n\n<!-- snippet: examples/quick-start/src/main.ts -->\n```ts\nvoid bootstrap();\n```';
+  expect(extractTypeScriptBlocks(text, 'README.md')).toEqual({
+    problems: [],
+    blocks: [
+      {
+        source: 'README.md',
+        index: 1,
+        heading: 'Quick start',
+        fenceLine: 4,
+        code: 'void bootstrap();',
+        directive: { kind: 'snippet', path: 'examples/quick-start/src/main.ts' },
+      },
+    ],
+  });
+  expect(extractTypeScriptBlocks('<!-- snippet: ../outside.ts -->\n```ts\nx\n```', 'README.md').problems).toEqual([
+    'README.md:1: `snippet:` needs a relative path',
+  ]);
+});

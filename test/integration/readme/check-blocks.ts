@@ -1,6 +1,6 @@
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { basename, join, resolve } from 'node:path';
+import { join, resolve } from 'node:path';
 import * as ts from 'typescript';
 import type { MarkdownBlock } from './readme-blocks';
 
@@ -230,7 +230,10 @@ export const checkBlocks = (consumer: string, blocks: MarkdownBlock[]): CheckRes
   const files = blocks.map((block) => {
     const { declared, used, topLevelAwait } = analyse(block.code);
     const fromPrelude = prelude.filter((name) => used.has(name) && !declared.has(name));
-    const slug = basename(block.source, '.md').toLowerCase();
+    const slug = block.source
+      .replace(/\.md$/i, '')
+      .replace(/[^A-Za-z0-9]+/g, '-')
+      .toLowerCase(); // docs/upgrading.md: docs-upgrading
     const file = join(blocksDir, `${slug}-${String(block.index).padStart(2, '0')}.${topLevelAwait ? 'mts' : 'ts'}`);
     // Appended, never prepended: the block's line n stays line n of the file.
     const appended = [

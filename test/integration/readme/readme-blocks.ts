@@ -1,5 +1,5 @@
 /**
- * Extracts the TypeScript blocks of a Markdown document (README.md, UPGRADING.md) with the
+ * Extracts the TypeScript blocks of a Markdown document (README.md, UPGRADING.md, docs/*.md) with the
  * heading they sit under and their line, for the README examples check.
  *
  * The convention, for a ```ts (or ```typescript) block that cannot or should not compile as its
@@ -14,10 +14,16 @@
  *       top-level <ExportedName> to have exactly the keys of the package's export, with types
  *       assignable both ways, so the copy cannot drift from the package.
  *
+ *   <!-- snippet: <path from the repository root> -->
+ *       The block is a copy of that file (the README's Quick start, taken from examples/quick-start):
+ *       test/unit/readme-snippets.test.ts requires it to equal the file's text, and the file itself is
+ *       compiled by `npm run typecheck`, so the block is not compiled again as a module of its own
+ *       (its relative imports name its neighbours in that directory).
+ *
  * Any other `readme-check:` comment, or one that is not followed by a TypeScript block, fails.
  */
 
-export type BlockDirective = { kind: 'check' } | { kind: 'skip'; reason: string } | { kind: 'mirrors'; name: string };
+export type BlockDirective = { kind: 'check' } | { kind: 'skip'; reason: string } | { kind: 'mirrors'; name: string } | { kind: 'snippet'; path: string };
 
 export interface MarkdownBlock {
   /** The Markdown file's name as shown in reports (README.md). */
@@ -40,10 +46,16 @@ export interface ExtractedBlocks {
 
 const TS_LANGUAGES = new Set(['ts', 'typescript', 'mts', 'cts']);
 const DIRECTIVE = /^<!--\s*readme-check:\s*(.*?)\s*-->$/;
+const SNIPPET = /^<!--\s*snippet:\s*(.*?)\s*-->$/;
 const HEADING = /^(#{1,6})\s+(.*?)\s*#*\s*$/;
 const FENCE_OPEN = /^( {0,3})(`{3,}|~{3,})\s*([^\s`]*)[^`]*$/;
 
 const parseDirective = (text: string): BlockDirective | string => {
+  const snippet = /^snippet:\s*(.*)$/.exec(text);
+  if (snippet)
+    return /^[\w.@-]+(?:\/[\w.@-]+)*$/.test(snippet[1]) && !snippet[1].split('/').includes('..')
+      ? { kind: 'snippet', path: snippet[1] }
+      : '`snippet:` needs a relative path';
   const [word, ...rest] = text.split(/\s+/);
   const argument = rest.join(' ').trim();
   switch (word) {
@@ -100,9 +112,10 @@ export const extractTypeScriptBlocks = (markdown: string, source: string): Extra
       continue;
     }
     const directive = DIRECTIVE.exec(line.trim());
-    if (directive) {
+    const snippet = SNIPPET.exec(line.trim());
+    if (directive || snippet) {
       if (pending) problems.push(`${source}:${pending.line}: \`readme-check\` comment not followed by a TypeScript block`);
-      pending = { line: i + 1, text: directive[1] };
+      pending = { line: i + 1, text: directive ? directive[1] : `snippet: ${snippet?.[1]}` };
       continue;
     }
     if (line.trim() === '') continue;
