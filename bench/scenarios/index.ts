@@ -1,3 +1,4 @@
+import { acquireSerializable } from './acquire-serializable';
 import { contended } from './contended';
 import { dashboard } from './dashboard';
 import { dynamicSchedules } from './dynamic-schedules';
@@ -26,4 +27,5 @@ export const SCENARIOS: readonly Scenario[] = [
   fleetJobs,
   dynamicSchedules,
   dashboard,
+  acquireSerializable,
 ];

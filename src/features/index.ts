@@ -82,6 +82,7 @@ export type {
 } from './scheduling/dynamic/dynamic-schedule.types';
 export {
   DeclarationError,
+  DynamicScheduleBatchError,
   JobAbandonedError,
   JobScheduleRemovedError,
   JobTenantInvalidError,

@@ -11,6 +11,24 @@ export class DeclarationError extends Error {
   }
 }
 
+/**
+ * One input of `DynamicSchedules.upsertMany` that cannot be written (invalid as `upsert` would
+ * find it, or an id given twice): names its index and id. Thrown before any SQL: nothing of the
+ * call is written. A DeclarationError, so code that catches upsert's errors catches it too.
+ */
+export class DynamicScheduleBatchError extends DeclarationError {
+  constructor(
+    /** The position of the first bad input in the array given. */
+    readonly index: number,
+    /** Its id, when it is a string. */
+    readonly scheduleId: string | undefined,
+    reason: string,
+  ) {
+    super(scheduleId ?? `upsertMany input ${index}`, `upsertMany input ${index}: ${reason}; nothing was written`);
+    this.name = 'DynamicScheduleBatchError';
+  }
+}
+
 export type SchedulingErrorCode =
   'UNKNOWN_JOB' | 'DUPLICATE_JOB' | 'NO_TENANT_DIRECTORY' | 'NOT_A_JOB' | 'NO_LEASE' | 'INVALID_OPTIONS' | 'DUPLICATE_MODULE' | 'PAUSES_UNAVAILABLE';
 

@@ -39,6 +39,11 @@ export const TOMBSTONE_RETENTION_MS = 7 * 86_400_000;
 export interface DynamicScheduleStatements {
   /** Inserts or replaces a schedule (a tombstone comes back to life), with the next version. */
   upsert(row: ScheduleRow): SqlStatement;
+  /**
+   * `upsert` of many rows in one statement (one parameter per column, an array each): each row
+   * its own next version, drawn in the rows' order under the same lock. Ids must be distinct.
+   */
+  upsertMany(rows: readonly ScheduleRow[]): SqlStatement;
   /** Turns a schedule into a tombstone with the next version (rows `{ id, version }`); also deletes tombstones past their retention. */
   remove(id: string): SqlStatement;
   get(id: string): SqlStatement;
@@ -68,18 +73,39 @@ export const createDynamicScheduleStatements = (table: string, versionSequence: 
   const sequence = `'${versionSequence.replace(/'/g, "''")}'`;
   const serialized = `serialized AS (SELECT pg_advisory_xact_lock(${lockKey}))`;
 
-  const upsertText = `
-WITH ${serialized}
-INSERT INTO ${table} AS t ("id", "handler", "cron", "everyMs", "timeZone", "data", "tenantId", "enabled", "overlap", "missed",
-  "timeoutMs", "leaseMs", "version")
-SELECT $1, $2, $3, $4::bigint, $5, $6::jsonb, $7, $8, $9, $10, $11, $12, nextval(${sequence}::regclass) FROM serialized
+  const insertColumns = `"id", "handler", "cron", "everyMs", "timeZone", "data", "tenantId", "enabled", "overlap", "missed", "timeoutMs", "leaseMs", "version"`;
+  // What upsert and upsertMany both do to a row that exists (a tombstone comes back to life, created anew).
+  const onConflict = `
 ON CONFLICT ("id") DO UPDATE SET "handler" = EXCLUDED."handler", "cron" = EXCLUDED."cron", "everyMs" = EXCLUDED."everyMs",
   "timeZone" = EXCLUDED."timeZone", "data" = EXCLUDED."data", "tenantId" = EXCLUDED."tenantId", "enabled" = EXCLUDED."enabled",
   "overlap" = EXCLUDED."overlap", "missed" = EXCLUDED."missed", "timeoutMs" = EXCLUDED."timeoutMs", "leaseMs" = EXCLUDED."leaseMs",
   "version" = EXCLUDED."version", "removedAt" = NULL,
   "createdAt" = CASE WHEN t."removedAt" IS NULL THEN t."createdAt" ELSE CURRENT_TIMESTAMP END,
   "modifiedAt" = CURRENT_TIMESTAMP
-RETURNING ${columns}`.trim();
+RETURNING ${columns}`;
+
+  const upsertText = `
+WITH ${serialized}
+INSERT INTO ${table} AS t (${insertColumns})
+SELECT $1, $2, $3, $4::bigint, $5, $6::jsonb, $7, $8, $9, $10, $11, $12, nextval(${sequence}::regclass) FROM serialized
+${onConflict.trim()}`.trim();
+
+  // The same write for many rows: twelve array parameters whatever their length (far below the
+  // protocol's 65,535 parameters). The rows are joined to the lock, so no version is drawn before
+  // it is held; nextval is evaluated after the sort, so versions ascend in the rows' order.
+  const upsertManyText = `
+WITH ${serialized},
+input AS (
+  SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::text[], $6::text[], $7::text[], $8::boolean[], $9::text[],
+    $10::text[], $11::integer[], $12::integer[]) WITH ORDINALITY
+    AS i("id", "handler", "cron", "everyMs", "timeZone", "data", "tenantId", "enabled", "overlap", "missed", "timeoutMs", "leaseMs", "ordinal")
+)
+INSERT INTO ${table} AS t (${insertColumns})
+SELECT i."id", i."handler", i."cron", i."everyMs", i."timeZone", i."data"::jsonb, i."tenantId", i."enabled", i."overlap", i."missed",
+  i."timeoutMs", i."leaseMs", nextval(${sequence}::regclass)
+FROM serialized CROSS JOIN input AS i
+ORDER BY i."ordinal"
+${onConflict.trim()}`.trim();
 
   const removeText = `
 WITH ${serialized},
@@ -131,6 +157,24 @@ LIMIT $5`.trim();
         row.missed,
         row.timeoutMs,
         row.leaseMs,
+      ],
+      operation: 'schedules',
+    }),
+    upsertMany: (rows) => ({
+      text: upsertManyText,
+      values: [
+        rows.map((row) => row.id),
+        rows.map((row) => row.handler),
+        rows.map((row) => row.cron),
+        rows.map((row) => (row.everyMs === null ? null : String(row.everyMs))),
+        rows.map((row) => row.timeZone),
+        rows.map((row) => (row.data === undefined ? null : JSON.stringify(row.data))),
+        rows.map((row) => row.tenantId),
+        rows.map((row) => row.enabled),
+        rows.map((row) => row.overlap),
+        rows.map((row) => row.missed),
+        rows.map((row) => row.timeoutMs),
+        rows.map((row) => row.leaseMs),
       ],
       operation: 'schedules',
     }),

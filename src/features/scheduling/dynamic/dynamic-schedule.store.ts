@@ -24,6 +24,12 @@ export class DynamicScheduleStore {
     return stored;
   }
 
+  /** Upserts distinct rows in one statement: the stored rows, in no particular order. */
+  async upsertMany(rows: readonly ScheduleRow[]): Promise<StoredScheduleRow[]> {
+    if (rows.length === 0) return [];
+    return this.executor.rows<StoredScheduleRow>(this.statements.upsertMany(rows));
+  }
+
   /** The tombstone's version, or null when there was no such schedule. */
   async remove(id: string): Promise<string | null> {
     const [row] = await this.executor.rows<{ version: string }>(this.statements.remove(id));

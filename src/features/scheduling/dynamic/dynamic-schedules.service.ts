@@ -14,6 +14,7 @@ import { ScheduledRetentionTimer } from '../retention/scheduled-retention.timer'
 import { systemTimers } from '../scheduler-ports';
 import { schedulingErrors } from '../scheduling.errors';
 import type { JobRunListener, JobRunRecord } from '../scheduling.types';
+import { checkScheduleInputs, chunkScheduleRows } from './dynamic-schedule-batch';
 import { checkScheduleId, checkScheduleInput, viewOfSchedule } from './dynamic-schedule-input';
 import { dynamicScheduleHistory } from './dynamic-schedule-history';
 import { DynamicScheduleStore } from './dynamic-schedule.store';
@@ -118,6 +119,26 @@ export class DynamicSchedules implements OnModuleInit, OnApplicationBootstrap, B
     const stored = await this.store.upsert(row);
     if (this.options.start !== false) await this.sync.apply({ ...stored, removed: false });
     return viewOfSchedule(stored);
+  }
+
+  /**
+   * `upsert` of many schedules, a statement per chunk of 1,000 (not a round trip each): each
+   * schedule as `upsert` writes it (its own version: every instance follows it within
+   * changePollMs). Every input is checked before any SQL; an invalid one, or an id given twice,
+   * throws DynamicScheduleBatchError (its index and id) and nothing is written. Each chunk commits
+   * on its own: a database error part-way leaves the chunks before it written (calling again
+   * with the same inputs is safe). The views come back in the inputs' order.
+   */
+  async upsertMany(inputs: readonly DynamicScheduleInput[]): Promise<DynamicScheduleView[]> {
+    const rows = checkScheduleInputs(inputs, (name) => this.handlers.has(name));
+    const stored = new Map<string, DynamicScheduleView>();
+    for (const chunk of chunkScheduleRows(rows)) {
+      for (const row of await this.store.upsertMany(chunk)) {
+        if (this.options.start !== false) await this.sync.apply({ ...row, removed: false });
+        stored.set(row.id, viewOfSchedule(row));
+      }
+    }
+    return rows.map((row) => stored.get(row.id) as DynamicScheduleView);
   }
 
   /** Removes the schedule: no occurrence of it starts once each instance has seen it (a run in progress finishes). False if there was none. */
