@@ -8,14 +8,14 @@ import {
   ScheduledJobsService,
   SchedulingModule,
   type SchedulingModuleOptions,
-} from '../../../src/features';
-import { createJobSchedulerStatements } from '../../../src/features/job-scheduler/job-scheduler.statements';
-import { FixedClock, ManualTimers } from '../../../src/features/testing';
-import { ProcessGroup, waitUntil } from '../../support/fleet';
-import { sleep } from '../../support/lease-nodes';
-import { StatementCounter } from '../../support/statement-counter';
-import { type NestNode, startNestNode } from '../../support/nest-node';
-import { createTestDatabase, type TestDatabase } from '../../support/test-database';
+} from '../../src/features';
+import { createJobSchedulerStatements } from '../../src/features/job-scheduler/job-scheduler.statements';
+import { FixedClock, ManualTimers } from '../../src/features/testing';
+import { ProcessGroup, waitUntil } from '../support/fleet';
+import { sleep } from '../support/lease-nodes';
+import { StatementCounter } from '../support/statement-counter';
+import { type NestNode, startNestNode } from '../support/nest-node';
+import { createTestDatabase, type TestDatabase } from '../support/test-database';
 
 /**
  * Take-over of abandoned occurrences with real processes: an instance SIGKILLed during a run
@@ -24,8 +24,8 @@ import { createTestDatabase, type TestDatabase } from '../../support/test-databa
  * three owners, then is recorded abandoned; `abandoned: 'drop'` ends such an occurrence unrun.
  * And a run waiting its jitter when the app closes never starts: the process exits at once.
  */
-const ROOT = join(__dirname, '..', '..', '..');
-const FIXTURE = join(__dirname, '..', 'fixtures', 'scheduled-node.child.ts');
+const ROOT = join(__dirname, '..', '..');
+const FIXTURE = join(__dirname, '..', 'integration', 'fixtures', 'scheduled-node.child.ts');
 const YEARLY = 'fleet.yearly-report';
 const OCCURRENCE = `${new Date().getUTCFullYear()}-01-01T00:00:00.000Z`;
 const PREVIOUS = `${new Date().getUTCFullYear() - 1}-01-01T00:00:00.000Z`;
