@@ -1,6 +1,7 @@
 // Longer than ~350 lines on purpose: the lease's public API, one documented method per single-statement operation (the run machinery is in run/lease-runs.ts).
 import { randomUUID } from 'node:crypto';
-import { type BeforeApplicationShutdown, Inject, Injectable, Logger, type OnApplicationBootstrap, type OnModuleInit, Optional } from '@nestjs/common';
+import { type BeforeApplicationShutdown, Inject, Injectable, type OnApplicationBootstrap, type OnModuleInit, Optional } from '@nestjs/common';
+import { LibraryLogger } from './log-text';
 import { ModuleRef } from '@nestjs/core';
 import { JOB_SCHEDULER_DATA_SOURCE, RELEASED_DATA } from './job-scheduler.constants';
 import type { JobSchedulerStatus } from './job-scheduler.entity';
@@ -55,7 +56,7 @@ const REPLICATION_RECHECK_MS = 30_000;
  */
 @Injectable()
 export class JobSchedulerService implements OnModuleInit, OnApplicationBootstrap, BeforeApplicationShutdown {
-  private readonly logger = new Logger(JobSchedulerService.name);
+  private readonly logger = new LibraryLogger(JobSchedulerService.name);
   private readonly executor: JobSchedulerExecutor;
   private readonly telemetry: LeaseTelemetry;
   private readonly statements: JobSchedulerStatements;

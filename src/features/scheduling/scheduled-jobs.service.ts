@@ -1,4 +1,5 @@
-import { type BeforeApplicationShutdown, Inject, Injectable, Logger, type OnApplicationBootstrap, type OnModuleInit, Optional } from '@nestjs/common';
+import { type BeforeApplicationShutdown, Inject, Injectable, type OnApplicationBootstrap, type OnModuleInit, Optional } from '@nestjs/common';
+import { LibraryLogger } from '../job-scheduler/log-text';
 import { ModuleRef } from '@nestjs/core';
 import { JobSchedulerStatus } from '../job-scheduler/job-scheduler.entity';
 import { JobSchedulerService } from '../job-scheduler/job-scheduler.service';
@@ -62,7 +63,7 @@ const postgresHistory = (jobs: JobSchedulerService): SchedulerHistory => ({
  */
 @Injectable()
 export class ScheduledJobsService implements OnModuleInit, OnApplicationBootstrap, BeforeApplicationShutdown {
-  private readonly logger = new Logger('ScheduledJobs');
+  private readonly logger = new LibraryLogger('ScheduledJobs');
   private readonly engine: JobScheduleEngine;
   /** On the PostgreSQL lease only (a test lease has nothing to prune). */
   private readonly retention?: ScheduledRetentionTimer;

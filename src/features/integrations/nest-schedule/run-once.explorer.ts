@@ -1,4 +1,5 @@
-import { type BeforeApplicationShutdown, Inject, Injectable, Logger, type OnApplicationBootstrap, type OnModuleInit, Optional } from '@nestjs/common';
+import { type BeforeApplicationShutdown, Inject, Injectable, type OnApplicationBootstrap, type OnModuleInit, Optional } from '@nestjs/common';
+import { LibraryLogger } from '../../job-scheduler/log-text';
 import { DiscoveryService, MetadataScanner } from '@nestjs/core';
 import type { InstanceWrapper } from '@nestjs/core/injector/instance-wrapper';
 import { JobSchedulerService } from '../../job-scheduler/job-scheduler.service';
@@ -61,7 +62,7 @@ const RETENTION_TOLERANCE_MS = 60_000;
 
 @Injectable()
 export class RunOnceExplorer implements OnModuleInit, OnApplicationBootstrap, BeforeApplicationShutdown {
-  private readonly logger = new Logger('RunOnce');
+  private readonly logger = new LibraryLogger('RunOnce');
   private readonly errors: RunOnceErrorPolicy;
   private readonly retention: ReturnType<typeof resolveScheduledRetention>;
   private readonly retained: RetainedJob[] = [];

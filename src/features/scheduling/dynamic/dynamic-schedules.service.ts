@@ -1,4 +1,5 @@
-import { type BeforeApplicationShutdown, Inject, Injectable, Logger, type OnApplicationBootstrap, type OnModuleInit, Optional } from '@nestjs/common';
+import { type BeforeApplicationShutdown, Inject, Injectable, type OnApplicationBootstrap, type OnModuleInit, Optional } from '@nestjs/common';
+import { LibraryLogger } from '../../job-scheduler/log-text';
 import { DiscoveryService } from '@nestjs/core';
 import { JOB_SCHEDULER_DATA_SOURCE } from '../../job-scheduler/job-scheduler.constants';
 import { JOB_SCHEDULER_MODULE_OPTIONS } from '../../job-scheduler/job-scheduler.module-definition';
@@ -45,7 +46,7 @@ const MAX_PAGE = 1_000;
  */
 @Injectable()
 export class DynamicSchedules implements OnModuleInit, OnApplicationBootstrap, BeforeApplicationShutdown {
-  private readonly logger = new Logger('DynamicSchedules');
+  private readonly logger = new LibraryLogger('DynamicSchedules');
   private readonly engine: JobScheduleEngine;
   private readonly store: DynamicScheduleStore;
   private readonly handlers = new Map<string, JobHandler>();
