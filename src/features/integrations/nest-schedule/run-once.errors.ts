@@ -10,6 +10,7 @@ export type RunOnceErrorCode =
   | 'NO_DEFAULT_NAME'
   | 'DUPLICATE_NAME'
   | 'NO_LEASE'
+  | 'NO_SCHEDULE_MODULE'
   | 'CRON_UNAVAILABLE'
   | 'DUPLICATE_MODULE'
   | 'NOT_REGISTERED';
@@ -76,6 +77,11 @@ export const runOnceErrors = {
     ),
   noLease: () =>
     new RunOnceError('NO_LEASE', 'RunOnceModule needs JobSchedulerService: import JobSchedulerModule.forRoot() (global, the default) in the application'),
+  noScheduleModule: (count: number) =>
+    new RunOnceError(
+      'NO_SCHEDULE_MODULE',
+      `${count} @RunOnce method(s) found, but the application does not import ScheduleModule.forRoot() from @nestjs/schedule, so no @Cron would ever fire: add ScheduleModule.forRoot() to the root module's imports, next to RunOnceModule.forRoot()`,
+    ),
   cronUnavailable: (cause: unknown) =>
     new RunOnceError(
       'CRON_UNAVAILABLE',

@@ -19,6 +19,15 @@ import { defaultRunOnceName, isJobName } from './run-once.naming';
 import { type RunOncePlan, RunOnceRunner } from './run-once.runner';
 import type { RunOnceErrorPolicy, RunOnceModuleOptions } from './run-once.types';
 
+/**
+ * Whether a provider is @nestjs/schedule's explorer, which ScheduleModule.forRoot() (or
+ * forRootAsync) registers and which starts the @Cron methods at bootstrap. Known by its name and
+ * its module's: this package loads without @nestjs/schedule installed, and an application may
+ * hold another copy of it than the one this package would resolve.
+ */
+const isScheduleExplorer = (wrapper: InstanceWrapper): boolean =>
+  wrapper.metatype?.name === 'ScheduleExplorer' && wrapper.host?.metatype?.name === 'ScheduleModule';
+
 /** A bound @RunOnce method, for the take-over of its abandoned ticks. */
 interface RunOnceBinding extends TakeOverPolicy {
   plan: RunOncePlan;
@@ -176,6 +185,7 @@ export class RunOnceExplorer implements OnModuleInit, OnApplicationBootstrap, Be
         count++;
       }
     }
+    if (count > 0 && !wrappers.some(isScheduleExplorer)) throw runOnceErrors.noScheduleModule(count);
     if (count > 0) this.logger.log(`${count} @RunOnce method(s) take a lease per tick`);
   }
 
