@@ -2,6 +2,8 @@
 import { randomUUID } from 'node:crypto';
 import { type BeforeApplicationShutdown, Inject, Injectable, type OnApplicationBootstrap, type OnModuleInit, Optional } from '@nestjs/common';
 import { LibraryLogger } from './log-text';
+import { leaseSchema } from './schema/lease-schema';
+import { checkSchemaAtBoot } from './schema/schema-check';
 import { ModuleRef } from '@nestjs/core';
 import { JOB_SCHEDULER_DATA_SOURCE, RELEASED_DATA } from './job-scheduler.constants';
 import type { JobSchedulerStatus } from './job-scheduler.entity';
@@ -409,10 +411,20 @@ export class JobSchedulerService implements OnModuleInit, OnApplicationBootstrap
     return status;
   }
 
-  /** Refuses a second lease module in one application: two services would not share shutdown or settings. */
-  onModuleInit(): void {
+  /**
+   * Refuses a second lease module in one application (two services would not share shutdown or
+   * settings), then a database without the lease's table, columns or sequence: the boot fails
+   * with JobSchedulerSchemaError naming each with its migration (at init, before any timer of the
+   * scheduler or @RunOnce starts at bootstrap).
+   */
+  async onModuleInit(): Promise<void> {
     const instances = new Set(this.moduleRef?.get(JobSchedulerService, { strict: false, each: true }) ?? []);
     if (instances.size > 1) throw moduleErrors.duplicateModule(instances.size);
+    await checkSchemaAtBoot(
+      this.executor,
+      leaseSchema(this.executor.leaseTableName, (name) => this.executor.tableNamed(name)),
+      this.logger,
+    );
   }
 
   /** At boot: reads the replication once and warns if a failover could forget leases. */

@@ -101,7 +101,7 @@ export class ScheduledJobsService implements OnModuleInit, OnApplicationBootstra
     if (retention && jobs && !options.lease) this.retention = this.retentionTimer(jobs, retention, lateToleranceMs);
   }
 
-  onModuleInit(): void {
+  async onModuleInit(): Promise<void> {
     const schedulers = this.explorer.countInstances(ScheduledJobsService);
     if (schedulers > 1) throw schedulingErrors.duplicateModule('SchedulingModule', schedulers);
     const jobs = this.explorer.explore(this.options.settings);
@@ -112,6 +112,8 @@ export class ScheduledJobsService implements OnModuleInit, OnApplicationBootstra
       this.configuredEnabled.set(job.declaration.name, job.enabled);
     }
     this.pauses = this.pauseTable();
+    // Before any timer is armed (bootstrap): a missing pause table fails the boot, named, once.
+    await this.pauses?.store.checkSchema(this.logger);
   }
 
   async onApplicationBootstrap(): Promise<void> {

@@ -86,7 +86,9 @@ export class DynamicSchedules implements OnModuleInit, OnApplicationBootstrap, B
     }
   }
 
-  onModuleInit(): void {
+  async onModuleInit(): Promise<void> {
+    // Before the schedules load (bootstrap): a missing table, column or sequence fails the boot, named, once.
+    await this.store.checkSchema(this.logger);
     for (const wrapper of this.discovery.getProviders()) {
       const name = scheduleHandlerOf(wrapper.metatype);
       if (name === undefined || !wrapper.instance) continue;
