@@ -1,4 +1,4 @@
-import { Injectable } from '@nestjs/common';
+import { Injectable, Module } from '@nestjs/common';
 import {
   DynamicSchedulesModule,
   type JobExecution,
@@ -7,6 +7,7 @@ import {
   JobSchedulerSchemaError,
   JobSchedulerService,
   Scheduled,
+  ScheduledJobsService,
   SchedulingError,
   SchedulingModule,
 } from '../../src/features';
@@ -130,13 +131,32 @@ describe('first contact', () => {
       providers: [HourlyJob],
     });
     expect(error).toMatchObject({ code: 'DUPLICATE_MODULE' });
-    expect((error as Error).message).toMatch(
-      /SchedulingModule is imported 2 times with different options: import SchedulingModule\.forRoot\(…\) once, in the root module/,
+    expect((error as Error).message).toBe(
+      'SchedulingModule is imported 2 times with different options (they differ in "lateToleranceMs"): import SchedulingModule.forRoot(…) once, in the root module (it is global), or give every import the same options',
     );
   });
 
-  it('JobSchedulerModule imported twice with different options says to import it once', async () => {
-    const error = await bootError({ imports: [JobSchedulerModule.forRoot({ nodeId: 'second' })] });
-    expect((error as Error).message).toMatch(/JobSchedulerModule is imported 2 times with different options: import JobSchedulerModule\.forRoot\(…\) once/);
+  it('JobSchedulerModule imported twice with different options names the options that differ, never their values', async () => {
+    const error = await bootError({ imports: [JobSchedulerModule.forRoot({ nodeId: 'second-node-secret' })] });
+    expect((error as Error).message).toBe(
+      'JobSchedulerModule is imported 2 times with different options (they differ in "nodeId"): import JobSchedulerModule.forRoot(…) once, in the root module (it is global), or give every import the same options',
+    );
+  });
+
+  it('the same forRoot() imported by two feature modules is one module: one lease service, one scheduler, the job registered once', async () => {
+    @Module({ imports: [JobSchedulerModule.forRoot(), SchedulingModule.forRoot({ metrics: false, start: false })], providers: [HourlyJob] })
+    class ReportsModule {}
+    @Module({ imports: [JobSchedulerModule.forRoot(), SchedulingModule.forRoot({ start: false, metrics: false })] })
+    class BillingModule {}
+    const node = await startNestNode(database.url, { imports: [ReportsModule, BillingModule] });
+    try {
+      expect(node.app.get(JobSchedulerService, { strict: false, each: true })).toHaveLength(1);
+      const schedulers = node.app.get(ScheduledJobsService, { strict: false, each: true });
+      expect(schedulers).toHaveLength(1);
+      expect(schedulers[0].jobNames).toEqual(['reports.hourly']);
+      expect((await schedulers[0].runNow('reports.hourly')).map((record) => record.outcome)).toEqual(['succeeded']);
+    } finally {
+      await node.close();
+    }
   });
 });

@@ -220,9 +220,9 @@ export const moduleErrors = {
   statementTimeoutMs: (value: unknown) =>
     new InvalidJobSchedulerModuleOptionsError(`statementTimeoutMs must be a safe integer from 1 to 2147483647 milliseconds, got ${describe(value)}`),
   boolean: (field: string, value: unknown) => new InvalidJobSchedulerModuleOptionsError(`${field} must be a boolean when given, got ${describe(value)}`),
-  duplicateModule: (count: number) =>
+  duplicateModule: (count: number, difference: string) =>
     new InvalidJobSchedulerModuleOptionsError(
-      `JobSchedulerModule is imported ${count} times with different options: import JobSchedulerModule.forRoot(…) once, in the root module (it is global), and nowhere else`,
+      `JobSchedulerModule is imported ${count} times with different options (${difference}): import JobSchedulerModule.forRoot(…) once, in the root module (it is global), or give every import the same options`,
     ),
   nodeId: (value: unknown) =>
     new InvalidJobSchedulerModuleOptionsError(`nodeId must be a nonblank string of at most 256 characters without NUL, got ${describe(value)}`),

@@ -2,6 +2,7 @@
 import { randomUUID } from 'node:crypto';
 import { type BeforeApplicationShutdown, Inject, Injectable, type OnApplicationBootstrap, type OnModuleInit, Optional } from '@nestjs/common';
 import { LibraryLogger } from './log-text';
+import { describeDifference, differingKeysAmong } from './module-registrations';
 import { leaseSchema } from './schema/lease-schema';
 import { checkSchemaAtBoot } from './schema/schema-check';
 import { ModuleRef } from '@nestjs/core';
@@ -419,7 +420,10 @@ export class JobSchedulerService implements OnModuleInit, OnApplicationBootstrap
    */
   async onModuleInit(): Promise<void> {
     const instances = new Set(this.moduleRef?.get(JobSchedulerService, { strict: false, each: true }) ?? []);
-    if (instances.size > 1) throw moduleErrors.duplicateModule(instances.size);
+    if (instances.size > 1) {
+      const options = this.moduleRef?.get<JobSchedulerRuntimeOptions>(JOB_SCHEDULER_MODULE_OPTIONS, { strict: false, each: true }) ?? [];
+      throw moduleErrors.duplicateModule(instances.size, describeDifference(differingKeysAmong(options)));
+    }
     await checkSchemaAtBoot(
       this.executor,
       leaseSchema(this.executor.leaseTableName, (name) => this.executor.tableNamed(name)),

@@ -5,6 +5,7 @@ import { JobSchedulerStatus } from '../job-scheduler/job-scheduler.entity';
 import { JobSchedulerService } from '../job-scheduler/job-scheduler.service';
 import { JOB_SCHEDULER_DATA_SOURCE } from '../job-scheduler/job-scheduler.constants';
 import { JOB_SCHEDULER_MODULE_OPTIONS } from '../job-scheduler/job-scheduler.module-definition';
+import { differingKeysAmong } from '../job-scheduler/module-registrations';
 import type { JobSchedulerRuntimeOptions } from '../job-scheduler/job-scheduler.options';
 import type { JobSchedulerDatabase } from '../job-scheduler/lease-database';
 import { DEFAULT_PAUSE_POLL_MS, type JobPause, JobPausePoller, JobPauseStore } from './pauses/job-pauses';
@@ -103,7 +104,10 @@ export class ScheduledJobsService implements OnModuleInit, OnApplicationBootstra
 
   async onModuleInit(): Promise<void> {
     const schedulers = this.explorer.countInstances(ScheduledJobsService);
-    if (schedulers > 1) throw schedulingErrors.duplicateModule('SchedulingModule', schedulers);
+    if (schedulers > 1) {
+      const options = this.moduleRef.get<SchedulingModuleOptions>(SCHEDULING_MODULE_OPTIONS, { strict: false, each: true });
+      throw schedulingErrors.duplicateModule('SchedulingModule', schedulers, differingKeysAmong(options));
+    }
     const jobs = this.explorer.explore(this.options.settings);
     const perTenant = jobs.find((job) => job.declaration.tenancy === 'per-tenant');
     if (perTenant && !this.findTenantDirectory()) throw schedulingErrors.noTenants(perTenant.declaration.name);

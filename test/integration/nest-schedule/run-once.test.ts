@@ -289,8 +289,19 @@ describe('boot', () => {
     })(Root);
     await expect(NestFactory.createApplicationContext(Root, { logger: false, abortOnError: false })).rejects.toMatchObject({
       code: 'DUPLICATE_MODULE',
-      message: 'RunOnceModule is imported 2 times with different options: import RunOnceModule.forRoot(…) once, in the root module, and nowhere else',
+      message:
+        'RunOnceModule is imported 2 times with different options (they differ in "errors"): import RunOnceModule.forRoot(…) once, in the root module, or give every import the same options',
     });
+  });
+
+  it('accepts RunOnceModule.forRoot() imported twice with the same options: one module, each tick run once', async () => {
+    const node = await startNestNode(database.url, {
+      imports: [handTicked(), RunOnceModule.forRoot({ errors: 'log' }), RunOnceModule.forRoot({ errors: 'log' })],
+      providers: [HourlyReport],
+    });
+    nodes.push(node);
+    expect(node.app.get(RunOnceExplorer, { strict: false, each: true })).toHaveLength(1);
+    await expect(node.app.get(HourlyReport).build()).resolves.toBe('built');
   });
 
   it('boots with RunOnceModule imported as a class too', async () => {
