@@ -26,6 +26,7 @@ export {
   JobLeaseDatabaseError,
   type JobLeaseDatabaseOperation,
   JobLeaseReplicationError,
+  JobSchedulerSchemaError,
   JobShutdownError,
   LostJobLeaseError,
 } from './job-scheduler/job-scheduler.errors';

@@ -1,5 +1,8 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { DataSource } from 'typeorm';
 import { JobScheduler, JobSchedulerMigrations, JobSchedulerService, JobSchedulerType } from '../../src/features';
+import { UpgradeJobSchedulerTableFrom111764547200001 } from '../../migrations/1764547200001-UpgradeJobSchedulerTableFrom11';
 import { buildLockKey } from '../../src/features/job-scheduler/job-identity';
 import { freshDatabasePerTest, type TestDatabase } from '../support/test-database';
 
@@ -46,6 +49,18 @@ CREATE TABLE "job-scheduler" (
   CONSTRAINT "UQ_3b1c1a5b7f0e2d4c6a8e9f0b1c2" UNIQUE ("lockKey"),
   CONSTRAINT "PK_4d2e3f5a6b7c8d9e0f1a2b3c4d5" PRIMARY KEY ("id")
 )`;
+
+/**
+ * The table as release 1.0 created it (reconstructed: 1.1's entity less the owner token, which
+ * 1.1 added; its lock keys raw `code` or `code:runKey`, see UPGRADING.md).
+ */
+const TABLE_10 = TABLE_11.replace(`  "ownerToken" uuid NOT NULL,\n`, '');
+
+const upgradingSql = (): string => {
+  const match = /## Rewriting 1\.0 keys[\s\S]*?```sql\n([\s\S]*?)```/.exec(readFileSync(join(__dirname, '..', '..', 'UPGRADING.md'), 'utf8'));
+  if (!match) throw new Error('UPGRADING.md has no SQL block under "Rewriting 1.0 keys"');
+  return match[1];
+};
 
 describe('migrations', () => {
   it('create the 2.0 schema from nothing', async () => {
@@ -163,6 +178,45 @@ describe('migrations', () => {
     expect(failed.lastError).toEqual({ error: 'ERP down' });
     // Running the migrations again finds nothing to do.
     expect(await migrate(database)).toEqual([]);
+  });
+
+  it('upgrade a 1.0 table (no owner token) in place: acquires work, finished runs stay finished, a dead holder is taken over', async () => {
+    const database = await fresh(false);
+    await database.sql(TABLE_10);
+    expect(Object.keys(await columnsOf(database))).not.toContain('ownerToken');
+    await database.sql(
+      `INSERT INTO "job-scheduler" ("lockKey", code, type, status, data, "modifiedAt") VALUES
+        ('seed-demo', 'seed-demo', 'INITIAL', 'SUCCESS', NULL, now() - interval '300 days'),
+        ('sync-orders:2026-07-20T03:00:00Z', 'sync-orders', 'SCHEDULE', 'SUCCESS', '{"rows": 42}', now() - interval '3 days'),
+        ('sync-orders:dead-holder-tick', 'sync-orders', 'SCHEDULE', 'RUNNING', NULL, now() - interval '1 day')`,
+    );
+
+    expect(await migrate(database)).toHaveLength(JobSchedulerMigrations.length);
+    expect((await columnsOf(database)).ownerToken).toMatchObject({ data_type: 'uuid', is_nullable: 'YES' });
+    await database.sql(upgradingSql());
+
+    const jobs = new JobSchedulerService(await database.dataSource());
+    const schedule = (runKey: string) => ({ code: 'sync-orders', runKey, leaseMs: 15 * 60_000 });
+    // A new run: was 42703 (column "ownerToken" does not exist) on every acquire.
+    const fresh10 = await jobs.acquire(schedule('new-tick'));
+    expect(fresh10).toMatchObject({ acquired: true, reclaimed: false });
+    if (fresh10.acquired) expect(await jobs.complete(fresh10, { ok: true })).toBe(true);
+    // What 1.0 finished stays finished; the row 1.0 left RUNNING a day ago is taken over, fenced from then on.
+    expect(await jobs.acquire({ code: 'seed-demo', type: JobSchedulerType.INITIAL })).toEqual({ acquired: false });
+    expect(await jobs.acquire(schedule('2026-07-20T03:00:00Z'))).toEqual({ acquired: false });
+    const taken = await jobs.acquire(schedule('dead-holder-tick'));
+    expect(taken).toMatchObject({ acquired: true, reclaimed: true });
+    if (taken.acquired) expect(await jobs.fail(taken, { error: 'again' })).toBe(true);
+    // Idempotent: nothing left to run, and the migration itself can run again on the upgraded table.
+    expect(await migrate(database)).toEqual([]);
+    const dataSource = await database.dataSource({ poolSize: 1 });
+    const runner = dataSource.createQueryRunner();
+    try {
+      await new UpgradeJobSchedulerTableFrom111764547200001().up(runner);
+    } finally {
+      await runner.release();
+    }
+    expect(await database.sql(`SELECT count(*)::int AS n FROM "job-scheduler" WHERE "ownerToken" IS NOT NULL`)).toEqual([{ n: 2 }]);
   });
 
   it('synchronize: true on a migrated database keeps its columns, keys and indexes', async () => {

@@ -1,4 +1,5 @@
-import { Controller, type DynamicModule, Logger, Module } from '@nestjs/common';
+import { Controller, type DynamicModule, Module } from '@nestjs/common';
+import { LibraryLogger } from '../job-scheduler/log-text';
 import { loadDashboardAssets } from './dashboard-assets';
 import { DASHBOARD_ASSETS, JobSchedulerDashboardController } from './dashboard.controller';
 import { DASHBOARD_OPTIONS, type JobSchedulerDashboardOptions, resolveDashboardOptions } from './dashboard.options';
@@ -20,7 +21,7 @@ export class JobSchedulerDashboardModule {
   static forRoot(options: JobSchedulerDashboardOptions): DynamicModule {
     const resolved = resolveDashboardOptions(options);
     if (options.dangerouslyAllowEveryone === 'local-development') {
-      new Logger('JobSchedulerDashboard').warn(
+      new LibraryLogger('JobSchedulerDashboard').warn(
         `The dashboard at ${resolved.path} lets EVERYONE who reaches this port read and act (dangerouslyAllowEveryone): for a developer's machine only`,
       );
     }

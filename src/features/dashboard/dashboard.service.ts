@@ -1,4 +1,5 @@
-import { Inject, Injectable, Logger, Optional } from '@nestjs/common';
+import { Inject, Injectable, Optional } from '@nestjs/common';
+import { LibraryLogger } from '../job-scheduler/log-text';
 import { JobRunsInspector } from '../job-scheduler/operations/job-runs.inspector';
 import type { JobRunFilter } from '../job-scheduler/operations/job-run.types';
 import { ScheduledJobsService } from '../scheduling/scheduled-jobs.service';
@@ -46,7 +47,7 @@ const printable = (actor: string): string => actor.replace(/[\u0000-\u001f\u007f
 /** What the dashboard reads and does, over ScheduledJobsService (when the app declares jobs) and JobRunsInspector. */
 @Injectable()
 export class JobSchedulerDashboardService {
-  private readonly logger = new Logger('JobSchedulerDashboard');
+  private readonly logger = new LibraryLogger('JobSchedulerDashboard');
 
   constructor(
     private readonly inspector: JobRunsInspector,

@@ -46,11 +46,12 @@ const sanitizedCause = (error: unknown, secret: string | readonly string[] | und
 
 /**
  * Wraps whatever the driver threw for a lease statement in JobLeaseDatabaseError: SQLSTATE,
- * retryable or not, a sanitized cause, and for a missing table the migrations to run.
+ * retryable or not, a sanitized cause, and for a missing table or column the migrations to run.
  */
 export const toLeaseDatabaseError = (error: unknown, operation: JobLeaseDatabaseOperation, secret?: string | readonly string[]): JobLeaseDatabaseError => {
   const sqlState = sqlStateOf(error);
   const cause = sanitizedCause(error, secret);
   if (sqlState === '42P01') return databaseErrors.missingRelation(operation, cause.message, cause);
+  if (sqlState === '42703') return databaseErrors.missingColumn(operation, cause.message, cause);
   return databaseErrors.failed(operation, cause.message, { sqlState, retryable: isRetryableSqlState(sqlState), cause });
 };

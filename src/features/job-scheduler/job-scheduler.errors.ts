@@ -93,7 +93,19 @@ export class InvalidJobLeaseError extends Error {
 
 /** What the lease was doing when the database failed it. */
 export type JobLeaseDatabaseOperation =
-  'acquire' | 'heartbeat' | 'complete' | 'fail' | 'prune' | 'inspect' | 'history' | 'take-over' | 'pause' | 'release' | 'replication-check' | 'schedules';
+  | 'acquire'
+  | 'heartbeat'
+  | 'complete'
+  | 'fail'
+  | 'prune'
+  | 'inspect'
+  | 'history'
+  | 'take-over'
+  | 'pause'
+  | 'release'
+  | 'replication-check'
+  | 'schedules'
+  | 'schema-check';
 
 /**
  * The database failed a lease statement: it could not be reached, did not answer in time, or
@@ -127,6 +139,23 @@ export class JobLeaseReplicationError extends Error {
   constructor(message: string) {
     super(message);
     this.name = 'JobLeaseReplicationError';
+  }
+}
+
+/**
+ * At boot: a table, a column or a sequence the library uses is missing from the database (its
+ * migrations have not run, or not all of them). `missing` lists each part with the migration that
+ * creates it; the message names them all, once, instead of an error per statement later.
+ */
+export class JobSchedulerSchemaError extends Error {
+  readonly code = 'JOB_SCHEDULER_SCHEMA_MISSING';
+
+  constructor(
+    message: string,
+    readonly missing: readonly { role: string; name: string; column?: string; migration: string }[],
+  ) {
+    super(message);
+    this.name = 'JobSchedulerSchemaError';
   }
 }
 
@@ -191,9 +220,9 @@ export const moduleErrors = {
   statementTimeoutMs: (value: unknown) =>
     new InvalidJobSchedulerModuleOptionsError(`statementTimeoutMs must be a safe integer from 1 to 2147483647 milliseconds, got ${describe(value)}`),
   boolean: (field: string, value: unknown) => new InvalidJobSchedulerModuleOptionsError(`${field} must be a boolean when given, got ${describe(value)}`),
-  duplicateModule: (count: number) =>
+  duplicateModule: (count: number, difference: string) =>
     new InvalidJobSchedulerModuleOptionsError(
-      `JobSchedulerModule is imported ${count} times with different options: import JobSchedulerModule.forRoot(…) once, in the root module (it is global), and nowhere else`,
+      `JobSchedulerModule is imported ${count} times with different options (${difference}): import JobSchedulerModule.forRoot(…) once, in the root module (it is global), or give every import the same options`,
     ),
   nodeId: (value: unknown) =>
     new InvalidJobSchedulerModuleOptionsError(`nodeId must be a nonblank string of at most 256 characters without NUL, got ${describe(value)}`),
@@ -219,11 +248,27 @@ export const callbackErrors = {
 const MIGRATIONS_HINT =
   "run the package's migrations first (migrations: [...JobSchedulerMigrations] in your DataSource, then migration:run), or synchronize the JobScheduler entity in development";
 
+export const schemaErrors = {
+  missing: (parts: readonly { role: string; name: string; column?: string; migration: string }[], lines: readonly string[]) =>
+    new JobSchedulerSchemaError(
+      `The database lacks what the job scheduler needs: ${lines.join('; ')}. Run the package's migrations before the application starts (migrations: [...JobSchedulerMigrations] in your DataSource, then migration:run, or migrationsRun: true)`,
+      parts,
+    ),
+};
+
 export const databaseErrors = {
+  // The server's message names the relation or column (relation "job-scheduler-pause" does not exist).
   missingRelation: (operation: JobLeaseDatabaseOperation, serverMessage: string, cause: unknown) =>
-    new JobLeaseDatabaseError(`The job-scheduler table or its fencing-token sequence is missing (${serverMessage}): ${MIGRATIONS_HINT}`, {
+    new JobLeaseDatabaseError(`A table or sequence of the job scheduler is missing (${serverMessage}): ${MIGRATIONS_HINT}`, {
       operation,
       sqlState: '42P01',
+      retryable: false,
+      cause,
+    }),
+  missingColumn: (operation: JobLeaseDatabaseOperation, serverMessage: string, cause: unknown) =>
+    new JobLeaseDatabaseError(`A column of a job scheduler table is missing (${serverMessage}): ${MIGRATIONS_HINT}`, {
+      operation,
+      sqlState: '42703',
       retryable: false,
       cause,
     }),

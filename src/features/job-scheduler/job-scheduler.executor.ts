@@ -87,6 +87,11 @@ export class JobSchedulerExecutor {
     );
   }
 
+  /** The lease table's name, unqualified (the library's other tables are named after it or beside it). */
+  get leaseTableName(): string {
+    return this.database.tableName;
+  }
+
   /** Another table (or sequence) of the library, in the schema of the lease's table. */
   tableNamed(name: string): string {
     return qualifiedTableName(name, this.database.schema);

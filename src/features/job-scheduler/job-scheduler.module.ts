@@ -12,6 +12,9 @@ import type { JobSchedulerModuleExtras } from './job-scheduler.options';
 import { JobRetention } from './operations/job-retention';
 import { JobRunsInspector } from './operations/job-runs.inspector';
 import { JobSchedulerService } from './job-scheduler.service';
+import { ModuleRegistrations } from './module-registrations';
+
+const registrations = new ModuleRegistrations();
 
 /** Wires the lease to a TypeORM DataSource: the default one, or the one named by `dataSource`. */
 const withDataSource = (definition: DynamicModule, extras: JobSchedulerModuleExtras): DynamicModule => ({
@@ -31,11 +34,12 @@ const withDataSource = (definition: DynamicModule, extras: JobSchedulerModuleExt
   exports: [JobSchedulerService, JobRunsInspector, JobRetention, JOB_SCHEDULER_DATA_SOURCE, JOB_SCHEDULER_MODULE_OPTIONS],
 })
 export class JobSchedulerModule extends JobSchedulerConfigurableModule {
+  /** Imported by several modules with the same options (extras included), it is one module; with different options, the boot fails naming them. */
   static override forRoot(options: typeof JOB_SCHEDULER_OPTIONS_TYPE = {}): DynamicModule {
-    return withDataSource(super.forRoot(options), options);
+    return registrations.once(options, () => withDataSource(super.forRoot(options), options));
   }
 
   static override forRootAsync(options: typeof JOB_SCHEDULER_ASYNC_OPTIONS_TYPE): DynamicModule {
-    return withDataSource(super.forRootAsync(options), options);
+    return registrations.once({ async: options }, () => withDataSource(super.forRootAsync(options), options));
   }
 }

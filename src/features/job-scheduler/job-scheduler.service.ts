@@ -1,6 +1,10 @@
 // Longer than ~350 lines on purpose: the lease's public API, one documented method per single-statement operation (the run machinery is in run/lease-runs.ts).
 import { randomUUID } from 'node:crypto';
-import { type BeforeApplicationShutdown, Inject, Injectable, Logger, type OnApplicationBootstrap, type OnModuleInit, Optional } from '@nestjs/common';
+import { type BeforeApplicationShutdown, Inject, Injectable, type OnApplicationBootstrap, type OnModuleInit, Optional } from '@nestjs/common';
+import { LibraryLogger } from './log-text';
+import { describeDifference, differingKeysAmong } from './module-registrations';
+import { leaseSchema } from './schema/lease-schema';
+import { checkSchemaAtBoot } from './schema/schema-check';
 import { ModuleRef } from '@nestjs/core';
 import { JOB_SCHEDULER_DATA_SOURCE, RELEASED_DATA } from './job-scheduler.constants';
 import type { JobSchedulerStatus } from './job-scheduler.entity';
@@ -55,7 +59,7 @@ const REPLICATION_RECHECK_MS = 30_000;
  */
 @Injectable()
 export class JobSchedulerService implements OnModuleInit, OnApplicationBootstrap, BeforeApplicationShutdown {
-  private readonly logger = new Logger(JobSchedulerService.name);
+  private readonly logger = new LibraryLogger(JobSchedulerService.name);
   private readonly executor: JobSchedulerExecutor;
   private readonly telemetry: LeaseTelemetry;
   private readonly statements: JobSchedulerStatements;
@@ -408,10 +412,23 @@ export class JobSchedulerService implements OnModuleInit, OnApplicationBootstrap
     return status;
   }
 
-  /** Refuses a second lease module in one application: two services would not share shutdown or settings. */
-  onModuleInit(): void {
+  /**
+   * Refuses a second lease module in one application (two services would not share shutdown or
+   * settings), then a database without the lease's table, columns or sequence: the boot fails
+   * with JobSchedulerSchemaError naming each with its migration (at init, before any timer of the
+   * scheduler or @RunOnce starts at bootstrap).
+   */
+  async onModuleInit(): Promise<void> {
     const instances = new Set(this.moduleRef?.get(JobSchedulerService, { strict: false, each: true }) ?? []);
-    if (instances.size > 1) throw moduleErrors.duplicateModule(instances.size);
+    if (instances.size > 1) {
+      const options = this.moduleRef?.get<JobSchedulerRuntimeOptions>(JOB_SCHEDULER_MODULE_OPTIONS, { strict: false, each: true }) ?? [];
+      throw moduleErrors.duplicateModule(instances.size, describeDifference(differingKeysAmong(options)));
+    }
+    await checkSchemaAtBoot(
+      this.executor,
+      leaseSchema(this.executor.leaseTableName, (name) => this.executor.tableNamed(name)),
+      this.logger,
+    );
   }
 
   /** At boot: reads the replication once and warns if a failover could forget leases. */

@@ -1,9 +1,11 @@
-import { type BeforeApplicationShutdown, Inject, Injectable, Logger, type OnApplicationBootstrap, type OnModuleInit, Optional } from '@nestjs/common';
+import { type BeforeApplicationShutdown, Inject, Injectable, type OnApplicationBootstrap, type OnModuleInit, Optional } from '@nestjs/common';
+import { LibraryLogger } from '../job-scheduler/log-text';
 import { ModuleRef } from '@nestjs/core';
 import { JobSchedulerStatus } from '../job-scheduler/job-scheduler.entity';
 import { JobSchedulerService } from '../job-scheduler/job-scheduler.service';
 import { JOB_SCHEDULER_DATA_SOURCE } from '../job-scheduler/job-scheduler.constants';
 import { JOB_SCHEDULER_MODULE_OPTIONS } from '../job-scheduler/job-scheduler.module-definition';
+import { differingKeysAmong } from '../job-scheduler/module-registrations';
 import type { JobSchedulerRuntimeOptions } from '../job-scheduler/job-scheduler.options';
 import type { JobSchedulerDatabase } from '../job-scheduler/lease-database';
 import { DEFAULT_PAUSE_POLL_MS, type JobPause, JobPausePoller, JobPauseStore } from './pauses/job-pauses';
@@ -62,7 +64,7 @@ const postgresHistory = (jobs: JobSchedulerService): SchedulerHistory => ({
  */
 @Injectable()
 export class ScheduledJobsService implements OnModuleInit, OnApplicationBootstrap, BeforeApplicationShutdown {
-  private readonly logger = new Logger('ScheduledJobs');
+  private readonly logger = new LibraryLogger('ScheduledJobs');
   private readonly engine: JobScheduleEngine;
   /** On the PostgreSQL lease only (a test lease has nothing to prune). */
   private readonly retention?: ScheduledRetentionTimer;
@@ -100,9 +102,12 @@ export class ScheduledJobsService implements OnModuleInit, OnApplicationBootstra
     if (retention && jobs && !options.lease) this.retention = this.retentionTimer(jobs, retention, lateToleranceMs);
   }
 
-  onModuleInit(): void {
+  async onModuleInit(): Promise<void> {
     const schedulers = this.explorer.countInstances(ScheduledJobsService);
-    if (schedulers > 1) throw schedulingErrors.duplicateModule('SchedulingModule', schedulers);
+    if (schedulers > 1) {
+      const options = this.moduleRef.get<SchedulingModuleOptions>(SCHEDULING_MODULE_OPTIONS, { strict: false, each: true });
+      throw schedulingErrors.duplicateModule('SchedulingModule', schedulers, differingKeysAmong(options));
+    }
     const jobs = this.explorer.explore(this.options.settings);
     const perTenant = jobs.find((job) => job.declaration.tenancy === 'per-tenant');
     if (perTenant && !this.findTenantDirectory()) throw schedulingErrors.noTenants(perTenant.declaration.name);
@@ -111,6 +116,8 @@ export class ScheduledJobsService implements OnModuleInit, OnApplicationBootstra
       this.configuredEnabled.set(job.declaration.name, job.enabled);
     }
     this.pauses = this.pauseTable();
+    // Before any timer is armed (bootstrap): a missing pause table fails the boot, named, once.
+    await this.pauses?.store.checkSchema(this.logger);
   }
 
   async onApplicationBootstrap(): Promise<void> {

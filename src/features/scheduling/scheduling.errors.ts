@@ -1,3 +1,4 @@
+import { describeDifference } from '../job-scheduler/module-registrations';
 /** A @Scheduled declaration (or a schedule setting) that cannot run; names the job. */
 export class DeclarationError extends Error {
   readonly code = 'DECLARATION_ERROR';
@@ -154,10 +155,10 @@ export const schedulingErrors = {
       'NO_LEASE',
       'SchedulingModule needs the lease: import JobSchedulerModule.forRoot() (global by default) next to TypeOrmModule.forRoot in the root module, or pass a lease option in tests',
     ),
-  duplicateModule: (module: string, count: number) =>
+  duplicateModule: (module: string, count: number, differingKeys: readonly string[]) =>
     new SchedulingError(
       'DUPLICATE_MODULE',
-      `${module} is imported ${count} times with different options: import ${module}.forRoot(…) once, in the root module (it is global), and nowhere else`,
+      `${module} is imported ${count} times with different options (${describeDifference(differingKeys)}): import ${module}.forRoot(…) once, in the root module (it is global), or give every import the same options`,
     ),
   invalidOption: (field: string, rule: string, value: unknown) =>
     new SchedulingError('INVALID_OPTIONS', `SchedulingModule option ${field} must be ${rule}, got ${typeof value === 'string' ? `"${value}"` : String(value)}`),

@@ -2,7 +2,10 @@ import { type DynamicModule, Module } from '@nestjs/common';
 import { DiscoveryModule } from '@nestjs/core';
 import { ScheduledJobsExplorer } from './scheduled-jobs.explorer';
 import { ScheduledJobsService } from './scheduled-jobs.service';
+import { ModuleRegistrations } from '../job-scheduler/module-registrations';
 import { SCHEDULING_OPTIONS_TYPE, SchedulingConfigurableModule } from './scheduling.module-definition';
+
+const registrations = new ModuleRegistrations();
 
 /**
  * Runs the providers declared with @Scheduled, once per occurrence across every instance,
@@ -16,8 +19,12 @@ import { SCHEDULING_OPTIONS_TYPE, SchedulingConfigurableModule } from './schedul
   exports: [ScheduledJobsService],
 })
 export class SchedulingModule extends SchedulingConfigurableModule {
-  /** Every option has a default: `SchedulingModule.forRoot()` is the usual registration. */
+  /**
+   * Every option has a default: `SchedulingModule.forRoot()` is the usual registration. Imported
+   * by several modules with the same options, it is one module (one scheduler); with different
+   * options, the boot fails naming the options that differ.
+   */
   static override forRoot(options: typeof SCHEDULING_OPTIONS_TYPE = {}): DynamicModule {
-    return super.forRoot(options);
+    return registrations.once(options, () => super.forRoot(options));
   }
 }

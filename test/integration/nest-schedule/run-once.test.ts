@@ -1,6 +1,6 @@
 import { Injectable, Logger, Module } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
-import { Cron, Interval, Timeout } from '@nestjs/schedule';
+import { Cron, Interval, ScheduleModule, Timeout } from '@nestjs/schedule';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import {
   currentJobExecution,
@@ -69,8 +69,11 @@ class HourlyReport {
   }
 }
 
+/** The ticks are called by hand: @nestjs/schedule's module is there (RunOnceModule requires it), its crons do not start. */
+const handTicked = () => ScheduleModule.forRoot({ cronJobs: false });
+
 const startNode = (providers: unknown[] = [HourlyReport], runOnce = RunOnceModule.forRoot()) =>
-  startNestNode(database.url, { imports: [runOnce], providers: providers as never[] }).then((node) => {
+  startNestNode(database.url, { imports: [handTicked(), runOnce], providers: providers as never[] }).then((node) => {
     nodes.push(node);
     return node;
   });
@@ -155,11 +158,12 @@ describe('a tick', () => {
 });
 
 describe('boot', () => {
-  const bootFails = async (providers: unknown[], withLease = true): Promise<unknown> => {
+  const bootFails = async (providers: unknown[], withLease = true, withSchedule = true): Promise<unknown> => {
     class Root {}
     const imports = [
       TypeOrmModule.forRoot({ type: 'postgres', url: database.url, entities: [JobScheduler], poolSize: 1 }),
       ...(withLease ? [JobSchedulerModule.forRoot()] : []),
+      ...(withSchedule ? [handTicked()] : []),
       RunOnceModule.forRoot(),
     ];
     Module({ imports, providers: providers as never[] })(Root);
@@ -255,20 +259,49 @@ describe('boot', () => {
     expect(await bootFails([Fine], false)).toMatchObject({ code: 'NO_LEASE', message: expect.stringContaining('JobSchedulerModule.forRoot()') });
   });
 
+  it('refuses @RunOnce methods without ScheduleModule.forRoot(), whose crons would never fire, and names the fix', async () => {
+    @Injectable()
+    class Nightly {
+      @Cron('0 3 * * *')
+      @RunOnce()
+      async tick(): Promise<void> {}
+    }
+    expect(await bootFails([Nightly], true, false)).toMatchObject({
+      name: 'RunOnceError',
+      code: 'NO_SCHEDULE_MODULE',
+      message: expect.stringContaining("add ScheduleModule.forRoot() to the root module's imports"),
+    });
+    // Without @RunOnce methods, RunOnceModule asks for nothing.
+    const node = await startNestNode(database.url, { imports: [RunOnceModule.forRoot()] });
+    nodes.push(node);
+  });
+
   it('refuses RunOnceModule imported twice with different options', async () => {
     class Root {}
     Module({
       imports: [
         TypeOrmModule.forRoot({ type: 'postgres', url: database.url, entities: [JobScheduler], poolSize: 1 }),
         JobSchedulerModule.forRoot(),
+        handTicked(),
         RunOnceModule.forRoot(),
         RunOnceModule.forRoot({ errors: 'log' }),
       ],
     })(Root);
     await expect(NestFactory.createApplicationContext(Root, { logger: false, abortOnError: false })).rejects.toMatchObject({
       code: 'DUPLICATE_MODULE',
-      message: 'RunOnceModule is imported 2 times with different options: import RunOnceModule.forRoot(…) once, in the root module, and nowhere else',
+      message:
+        'RunOnceModule is imported 2 times with different options (they differ in "errors"): import RunOnceModule.forRoot(…) once, in the root module, or give every import the same options',
     });
+  });
+
+  it('accepts RunOnceModule.forRoot() imported twice with the same options: one module, each tick run once', async () => {
+    const node = await startNestNode(database.url, {
+      imports: [handTicked(), RunOnceModule.forRoot({ errors: 'log' }), RunOnceModule.forRoot({ errors: 'log' })],
+      providers: [HourlyReport],
+    });
+    nodes.push(node);
+    expect(node.app.get(RunOnceExplorer, { strict: false, each: true })).toHaveLength(1);
+    await expect(node.app.get(HourlyReport).build()).resolves.toBe('built');
   });
 
   it('boots with RunOnceModule imported as a class too', async () => {
@@ -386,7 +419,7 @@ describe('@RunOnce on shutdown', () => {
   it.each([1, 5, 10, 20])(
     'app.close() %i ms after a tick fires: the tick runs and is finalized before the DataSource closes, or is handed over and run once by another instance',
     async (delayMs) => {
-      const node = await startNestNode(database.url, { imports: [RunOnceModule.forRoot()], providers: [SlowTick] });
+      const node = await startNestNode(database.url, { imports: [handTicked(), RunOnceModule.forRoot()], providers: [SlowTick] });
       const tick = node.app.get(SlowTick);
       const fired = tick.run();
       await new Promise((resolve) => setTimeout(resolve, delayMs));
@@ -404,7 +437,7 @@ describe('@RunOnce on shutdown', () => {
       // Won while shutting down: handed over unrun (RUNNING, lease run out, marked), or not taken at all.
       if (row === undefined) return;
       expect({ status: row.status, data: row.data }).toEqual({ status: 'RUNNING', data: { handedOver: true } });
-      const other = await startNestNode(database.url, { imports: [RunOnceModule.forRoot({ takeOverScanMs: 200 })], providers: [SlowTick] });
+      const other = await startNestNode(database.url, { imports: [handTicked(), RunOnceModule.forRoot({ takeOverScanMs: 200 })], providers: [SlowTick] });
       nodes.push(other);
       const deadline = Date.now() + 20_000;
       while ((await leaseRows('reports.slow-tick'))[0].status !== 'SUCCESS' && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 100));

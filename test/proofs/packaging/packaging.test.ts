@@ -17,7 +17,7 @@ const pinned = (name: string): string => {
 const PEERS = ['@nestjs/common', '@nestjs/core', '@nestjs/typeorm', 'typeorm', 'pg', 'reflect-metadata', 'rxjs'];
 
 const ALLOWED =
-  /^(dist\/.+\.(js|d\.ts)|dist\/src\/features\/dashboard\/ui\/dashboard\.(html|css)|dist\/schematics\/(collection|[a-z-]+\/schema)\.json|README\.md|CHANGELOG\.md|LICENSE|package\.json)$/;
+  /^(dist\/.+\.(js|d\.ts)|dist\/src\/features\/dashboard\/ui\/dashboard\.(html|css)|dist\/schematics\/(collection|[a-z-]+\/schema)\.json|README\.md|CHANGELOG\.md|UPGRADING\.md|LICENSE|package\.json)$/;
 
 describe('the packed package', () => {
   let work: string;
@@ -44,7 +44,7 @@ describe('the packed package', () => {
     return dir;
   };
 
-  it('contains only dist (JavaScript, types, the schematics collection), README, CHANGELOG, LICENSE and package.json', () => {
+  it('contains only dist (JavaScript, types, the schematics collection), README, CHANGELOG, UPGRADING (README links to it), LICENSE and package.json', () => {
     const [report] = JSON.parse(npm(['pack', '--dry-run', '--json'], root)) as { files: { path: string }[] }[];
     const paths = report.files.map((file) => file.path);
     expect(paths.filter((path) => !ALLOWED.test(path))).toEqual([]);
@@ -64,6 +64,7 @@ describe('the packed package', () => {
         'dist/schematics/worker/schema.json',
         'README.md',
         'CHANGELOG.md',
+        'UPGRADING.md',
         'LICENSE',
       ]),
     );

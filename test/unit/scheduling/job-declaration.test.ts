@@ -111,6 +111,14 @@ describe('job declarations', () => {
     expect(declare('a.b', { cron })).toThrow(DeclarationError);
   });
 
+  it('tells a six-field cron (with seconds) to drop the seconds field, in the typed error @Scheduled throws', () => {
+    const decorate = () => Scheduled('billing.export', { cron: '0 */5 * * * *' })(class ExportLedger {});
+    expect(decorate).toThrow(DeclarationError);
+    expect(decorate).toThrow(
+      'cannot read the cron "0 */5 * * * *": a cron expression has exactly five fields (minute hour day month weekday), got 6: drop the seconds field (the first one), "*/5 * * * *"',
+    );
+  });
+
   it.each(['0 0 29 2 *', '*/15 * * * *', '0 7 * * 1-5', '0 9 1,15 JAN-MAR MON', '0 0 * * SUN', '30 2 * * *'])('accepts the cron %p', (cron) => {
     expect(declare('a.b', { cron })).not.toThrow();
     expect(cronExpressionError(cron)).toBeNull();

@@ -1,3 +1,4 @@
+import { describeDifference } from '../../job-scheduler/module-registrations';
 /**
  * Why a @RunOnce method cannot run: a declaration checked when the file loads, or a wiring
  * checked at boot (`NOT_A_CRON`, `NOT_ALIGNED`, ...). Every message names the method.
@@ -10,6 +11,7 @@ export type RunOnceErrorCode =
   | 'NO_DEFAULT_NAME'
   | 'DUPLICATE_NAME'
   | 'NO_LEASE'
+  | 'NO_SCHEDULE_MODULE'
   | 'CRON_UNAVAILABLE'
   | 'DUPLICATE_MODULE'
   | 'NOT_REGISTERED';
@@ -76,6 +78,11 @@ export const runOnceErrors = {
     ),
   noLease: () =>
     new RunOnceError('NO_LEASE', 'RunOnceModule needs JobSchedulerService: import JobSchedulerModule.forRoot() (global, the default) in the application'),
+  noScheduleModule: (count: number) =>
+    new RunOnceError(
+      'NO_SCHEDULE_MODULE',
+      `${count} @RunOnce method(s) found, but the application does not import ScheduleModule.forRoot() from @nestjs/schedule, so no @Cron would ever fire: add ScheduleModule.forRoot() to the root module's imports, next to RunOnceModule.forRoot()`,
+    ),
   cronUnavailable: (cause: unknown) =>
     new RunOnceError(
       'CRON_UNAVAILABLE',
@@ -89,10 +96,10 @@ export const runOnceErrors = {
       `@RunOnce on ${method}: not registered, so it did not run (it never runs without its lease). Import RunOnceModule.forRoot() in the application's root module`,
       method,
     ),
-  duplicateModule: (count: number) =>
+  duplicateModule: (count: number, differingKeys: readonly string[]) =>
     new RunOnceError(
       'DUPLICATE_MODULE',
-      `RunOnceModule is imported ${count} times with different options: import RunOnceModule.forRoot(…) once, in the root module, and nowhere else`,
+      `RunOnceModule is imported ${count} times with different options (${describeDifference(differingKeys)}): import RunOnceModule.forRoot(…) once, in the root module, or give every import the same options`,
     ),
   invalidModuleOption: (field: string, rule: string, value: unknown) =>
     new RunOnceError('INVALID_DECLARATION', `RunOnceModule option ${field} must be ${rule}, got ${typeof value === 'string' ? `"${value}"` : String(value)}`),

@@ -1,4 +1,6 @@
-import { type BeforeApplicationShutdown, Inject, Injectable, Logger, type OnApplicationBootstrap, type OnModuleInit, Optional } from '@nestjs/common';
+import { type BeforeApplicationShutdown, Inject, Injectable, type OnApplicationBootstrap, type OnModuleInit, Optional } from '@nestjs/common';
+import { LibraryLogger } from '../../job-scheduler/log-text';
+import { differingKeysAmong } from '../../job-scheduler/module-registrations';
 import { DiscoveryService, MetadataScanner } from '@nestjs/core';
 import type { InstanceWrapper } from '@nestjs/core/injector/instance-wrapper';
 import { JobSchedulerService } from '../../job-scheduler/job-scheduler.service';
@@ -17,6 +19,15 @@ import { RUN_ONCE_MODULE_OPTIONS } from './run-once.module-definition';
 import { defaultRunOnceName, isJobName } from './run-once.naming';
 import { type RunOncePlan, RunOnceRunner } from './run-once.runner';
 import type { RunOnceErrorPolicy, RunOnceModuleOptions } from './run-once.types';
+
+/**
+ * Whether a provider is @nestjs/schedule's explorer, which ScheduleModule.forRoot() (or
+ * forRootAsync) registers and which starts the @Cron methods at bootstrap. Known by its name and
+ * its module's: this package loads without @nestjs/schedule installed, and an application may
+ * hold another copy of it than the one this package would resolve.
+ */
+const isScheduleExplorer = (wrapper: InstanceWrapper): boolean =>
+  wrapper.metatype?.name === 'ScheduleExplorer' && wrapper.host?.metatype?.name === 'ScheduleModule';
 
 /** A bound @RunOnce method, for the take-over of its abandoned ticks. */
 interface RunOnceBinding extends TakeOverPolicy {
@@ -61,7 +72,9 @@ const RETENTION_TOLERANCE_MS = 60_000;
 
 @Injectable()
 export class RunOnceExplorer implements OnModuleInit, OnApplicationBootstrap, BeforeApplicationShutdown {
-  private readonly logger = new Logger('RunOnce');
+  private readonly logger = new LibraryLogger('RunOnce');
+  /** The options of the RunOnceModule registration this explorer belongs to (compared when there are two). */
+  readonly moduleOptions: RunOnceModuleOptions;
   private readonly errors: RunOnceErrorPolicy;
   private readonly retention: ReturnType<typeof resolveScheduledRetention>;
   private readonly retained: RetainedJob[] = [];
@@ -78,6 +91,7 @@ export class RunOnceExplorer implements OnModuleInit, OnApplicationBootstrap, Be
     @Optional() private readonly jobs?: JobSchedulerService,
     @Optional() @Inject(RUN_ONCE_MODULE_OPTIONS) options: RunOnceModuleOptions = {},
   ) {
+    this.moduleOptions = options ?? {};
     this.errors = checkErrorPolicy((options ?? {}).errors);
     this.retention = resolveScheduledRetention((options ?? {}).retention, RETENTION_TOLERANCE_MS);
     this.takeOverScanMs = checkScanMs((options ?? {}).takeOverScanMs);
@@ -136,8 +150,8 @@ export class RunOnceExplorer implements OnModuleInit, OnApplicationBootstrap, Be
 
   onModuleInit(): void {
     const wrappers: InstanceWrapper[] = [...this.discovery.getControllers(), ...this.discovery.getProviders()];
-    const explorers = new Set(wrappers.map((wrapper): unknown => wrapper.instance).filter((instance) => instance instanceof RunOnceExplorer)).size;
-    if (explorers > 1) throw runOnceErrors.duplicateModule(explorers);
+    const explorers = [...new Set(wrappers.map((wrapper): unknown => wrapper.instance))].filter((instance) => instance instanceof RunOnceExplorer);
+    if (explorers.length > 1) throw runOnceErrors.duplicateModule(explorers.length, differingKeysAmong(explorers.map((explorer) => explorer.moduleOptions)));
     const scheduledNames = new Set<string>();
     for (const wrapper of wrappers) {
       const declaration = scheduledJobOf(wrapper.metatype);
@@ -175,6 +189,7 @@ export class RunOnceExplorer implements OnModuleInit, OnApplicationBootstrap, Be
         count++;
       }
     }
+    if (count > 0 && !wrappers.some(isScheduleExplorer)) throw runOnceErrors.noScheduleModule(count);
     if (count > 0) this.logger.log(`${count} @RunOnce method(s) take a lease per tick`);
   }
 

@@ -1,7 +1,10 @@
-import { Module } from '@nestjs/common';
+import { type DynamicModule, Module } from '@nestjs/common';
 import { DiscoveryModule } from '@nestjs/core';
 import { RunOnceExplorer } from './run-once.explorer';
+import { ModuleRegistrations } from '../../job-scheduler/module-registrations';
 import { RunOnceConfigurableModule, RUN_ONCE_OPTIONS_TYPE } from './run-once.module-definition';
+
+const registrations = new ModuleRegistrations();
 
 /**
  * Makes every @RunOnce method of the application (a @nestjs/schedule @Cron) run on one instance
@@ -15,7 +18,8 @@ import { RunOnceConfigurableModule, RUN_ONCE_OPTIONS_TYPE } from './run-once.mod
   providers: [RunOnceExplorer],
 })
 export class RunOnceModule extends RunOnceConfigurableModule {
-  static override forRoot(options: typeof RUN_ONCE_OPTIONS_TYPE = {}) {
-    return super.forRoot(options);
+  /** Imported by several modules with the same options, it is one module; with different options, the boot fails naming them. */
+  static override forRoot(options: typeof RUN_ONCE_OPTIONS_TYPE = {}): DynamicModule {
+    return registrations.once(options, () => super.forRoot(options));
   }
 }

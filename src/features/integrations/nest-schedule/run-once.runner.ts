@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { Logger } from '@nestjs/common';
+import { LibraryLogger } from '../../job-scheduler/log-text';
 import { JobSchedulerType } from '../../job-scheduler/job-scheduler.entity';
 import type { JobSchedulerService } from '../../job-scheduler/job-scheduler.service';
 import type { JobAcquiredLease, JobExecutionLease } from '../../job-scheduler/job-scheduler.types';
@@ -45,7 +45,7 @@ const signatureOf = (kind: string, error: unknown): string => `${kind} ${error i
  * row is not taken over by a later instance (the next tick is the retry), as for declared jobs.
  */
 export class RunOnceRunner {
-  private readonly logger = new Logger('RunOnce');
+  private readonly logger = new LibraryLogger('RunOnce');
   private readonly failures = new FailureLog(DEFAULT_FAILURE_LOG_INTERVAL_MS, () => Date.now());
   /** Ticks taking their lease or running: shutdown waits for them, so that each is finalized before the DataSource closes. */
   private readonly inFlight = new Set<Promise<unknown>>();

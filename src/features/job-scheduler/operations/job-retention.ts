@@ -1,4 +1,5 @@
-import { type BeforeApplicationShutdown, Inject, Injectable, Logger, type OnApplicationBootstrap, Optional } from '@nestjs/common';
+import { type BeforeApplicationShutdown, Inject, Injectable, type OnApplicationBootstrap, Optional } from '@nestjs/common';
+import { LibraryLogger } from '../log-text';
 import { parseInterval } from '../duration';
 import { JobSchedulerStatus } from '../job-scheduler.entity';
 import { moduleErrors } from '../job-scheduler.errors';
@@ -30,7 +31,7 @@ const duration = (value: unknown, field: string): number | undefined => {
  */
 @Injectable()
 export class JobRetention implements OnApplicationBootstrap, BeforeApplicationShutdown {
-  private readonly logger = new Logger('JobRetention');
+  private readonly logger = new LibraryLogger('JobRetention');
   private readonly success?: number;
   private readonly fail?: number;
   private readonly everyMs: number;

@@ -1,6 +1,9 @@
 import { JobSchedulerExecutor } from '../../job-scheduler/job-scheduler.executor';
 import type { JobSchedulerRuntimeOptions } from '../../job-scheduler/job-scheduler.options';
 import type { JobSchedulerDatabase } from '../../job-scheduler/lease-database';
+import { checkSchemaAtBoot, type RequiredRelation } from '../../job-scheduler/schema/schema-check';
+import { CreateJobScheduleTable1764547200007 } from '../../../../migrations/1764547200007-CreateJobScheduleTable';
+import type { SchedulerLogger } from '../scheduler-ports';
 import {
   createDynamicScheduleStatements,
   type DynamicScheduleStatements,
@@ -8,6 +11,26 @@ import {
   type ScheduleRow,
   type StoredScheduleRow,
 } from './dynamic-schedule.sql';
+
+/** The columns the statements of dynamic schedules name (migration CreateJobScheduleTable1764547200007). */
+const SCHEDULE_COLUMNS = [
+  'id',
+  'handler',
+  'cron',
+  'everyMs',
+  'timeZone',
+  'data',
+  'tenantId',
+  'enabled',
+  'overlap',
+  'missed',
+  'timeoutMs',
+  'leaseMs',
+  'version',
+  'removedAt',
+  'createdAt',
+  'modifiedAt',
+] as const;
 
 /** The table of dynamic schedules, next to the lease's table (same DataSource, same schema, same statement settings). */
 export class DynamicScheduleStore {
@@ -17,6 +40,17 @@ export class DynamicScheduleStore {
   constructor(database: JobSchedulerDatabase, options: Pick<JobSchedulerRuntimeOptions, 'preparedStatements' | 'statementTimeoutMs'> = {}) {
     this.executor = new JobSchedulerExecutor(database, { preparedStatements: options.preparedStatements, statementTimeoutMs: options.statementTimeoutMs });
     this.statements = createDynamicScheduleStatements(this.executor.tableNamed('job-schedule'), this.executor.tableNamed('job-schedule_version_seq'));
+  }
+
+  /** At boot: fails with JobSchedulerSchemaError when the schedules' table, a column or its version sequence is missing. */
+  checkSchema(logger: SchedulerLogger): Promise<void> {
+    const migration = CreateJobScheduleTable1764547200007.name;
+    const columns = Object.fromEntries(SCHEDULE_COLUMNS.map((column) => [column, null]));
+    const relations: RequiredRelation[] = [
+      { role: 'the dynamic schedules table', name: this.executor.tableNamed('job-schedule'), kind: 'table', migration, columns },
+      { role: "the dynamic schedules' version sequence", name: this.executor.tableNamed('job-schedule_version_seq'), kind: 'sequence', migration },
+    ];
+    return checkSchemaAtBoot(this.executor, relations, logger);
   }
 
   async upsert(row: ScheduleRow): Promise<StoredScheduleRow> {

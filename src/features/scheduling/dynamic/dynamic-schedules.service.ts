@@ -1,4 +1,5 @@
-import { type BeforeApplicationShutdown, Inject, Injectable, Logger, type OnApplicationBootstrap, type OnModuleInit, Optional } from '@nestjs/common';
+import { type BeforeApplicationShutdown, Inject, Injectable, type OnApplicationBootstrap, type OnModuleInit, Optional } from '@nestjs/common';
+import { LibraryLogger } from '../../job-scheduler/log-text';
 import { DiscoveryService } from '@nestjs/core';
 import { JOB_SCHEDULER_DATA_SOURCE } from '../../job-scheduler/job-scheduler.constants';
 import { JOB_SCHEDULER_MODULE_OPTIONS } from '../../job-scheduler/job-scheduler.module-definition';
@@ -46,7 +47,7 @@ const MAX_PAGE = 1_000;
  */
 @Injectable()
 export class DynamicSchedules implements OnModuleInit, OnApplicationBootstrap, BeforeApplicationShutdown {
-  private readonly logger = new Logger('DynamicSchedules');
+  private readonly logger = new LibraryLogger('DynamicSchedules');
   private readonly engine: JobScheduleEngine;
   private readonly store: DynamicScheduleStore;
   private readonly handlers = new Map<string, JobHandler>();
@@ -86,7 +87,9 @@ export class DynamicSchedules implements OnModuleInit, OnApplicationBootstrap, B
     }
   }
 
-  onModuleInit(): void {
+  async onModuleInit(): Promise<void> {
+    // Before the schedules load (bootstrap): a missing table, column or sequence fails the boot, named, once.
+    await this.store.checkSchema(this.logger);
     for (const wrapper of this.discovery.getProviders()) {
       const name = scheduleHandlerOf(wrapper.metatype);
       if (name === undefined || !wrapper.instance) continue;

@@ -1,6 +1,8 @@
 import { JobSchedulerExecutor, type ExecutorOptions } from '../../job-scheduler/job-scheduler.executor';
 import { qualifiedTableName } from '../../job-scheduler/job-scheduler.sql';
 import { type JobSchedulerDatabase, leaseDatabaseOf } from '../../job-scheduler/lease-database';
+import { checkSchemaAtBoot, type RequiredRelation } from '../../job-scheduler/schema/schema-check';
+import { AddJobPauseTable1764547200008 } from '../../../../migrations/1764547200008-AddJobPauseTable';
 import { createJobPauseStatements, type JobPauseRow, type JobPauseStatements } from './job-pauses.sql';
 import type { SchedulerLogger } from '../scheduler-ports';
 
@@ -20,10 +22,26 @@ export class JobPauseStore {
   private readonly executor: JobSchedulerExecutor;
   private readonly statements: JobPauseStatements;
 
+  private readonly table: string;
+
   constructor(source: JobSchedulerDatabase, options: ExecutorOptions = {}) {
     this.executor = new JobSchedulerExecutor(source, options);
     const { tableName, schema } = leaseDatabaseOf(source);
-    this.statements = createJobPauseStatements(qualifiedTableName(`${tableName}-pause`, schema));
+    this.table = qualifiedTableName(`${tableName}-pause`, schema);
+    this.statements = createJobPauseStatements(this.table);
+  }
+
+  /** At boot: fails with JobSchedulerSchemaError when the pause table or one of its columns is missing. */
+  checkSchema(logger: SchedulerLogger): Promise<void> {
+    const table: RequiredRelation = {
+      role: 'the pause table',
+      name: this.table,
+      kind: 'table',
+      migration: AddJobPauseTable1764547200008.name,
+      columns: { code: null, pausedBy: null, pausedAt: null },
+      otherwise: 'or SchedulingModule.forRoot({ pauses: false }) to go without runtime pauses',
+    };
+    return checkSchemaAtBoot(this.executor, [table], logger);
   }
 
   async list(): Promise<JobPause[]> {

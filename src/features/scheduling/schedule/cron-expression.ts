@@ -56,6 +56,9 @@ export const cronExpressionError = (expression: unknown): string | null => {
   if (typeof expression !== 'string') return 'a cron expression must be a string';
   const fields = expression.trim().split(/\s+/);
   if (expression.trim().startsWith('@')) return 'shorthands such as @daily are not supported; write the five fields';
+  if (fields.length === 6) {
+    return `a cron expression has exactly five fields (minute hour day month weekday), got 6: drop the seconds field (the first one), "${fields.slice(1).join(' ')}" (runs are at minute resolution)`;
+  }
   if (fields.length !== 5) return `a cron expression has exactly five fields (minute hour day month weekday), got ${fields.length}`;
   for (const [index, text] of fields.entries()) {
     const field = FIELDS[index];
