@@ -17,7 +17,7 @@ const pinned = (name: string): string => {
 const PEERS = ['@nestjs/common', '@nestjs/core', '@nestjs/typeorm', 'typeorm', 'pg', 'reflect-metadata', 'rxjs'];
 
 const ALLOWED =
-  /^(dist\/.+\.(js|d\.ts)|dist\/src\/features\/dashboard\/ui\/dashboard\.(html|css)|dist\/schematics\/(collection|[a-z-]+\/schema)\.json|README\.md|CHANGELOG\.md|UPGRADING\.md|LICENSE|package\.json)$/;
+  /^(dist\/.+\.(js|d\.ts)|dist\/src\/features\/dashboard\/ui\/dashboard\.(html|css)|dist\/schematics\/(collection|[a-z-]+\/schema)\.json|README\.md|CHANGELOG\.md|UPGRADING\.md|docs\/[A-Za-z-]+\.(md|png)|LICENSE|package\.json)$/;
 
 describe('the packed package', () => {
   let work: string;
@@ -44,7 +44,7 @@ describe('the packed package', () => {
     return dir;
   };
 
-  it('contains only dist (JavaScript, types, the schematics collection), README, CHANGELOG, UPGRADING (README links to it), LICENSE and package.json', () => {
+  it('contains only dist (JavaScript, types, the schematics collection), README, CHANGELOG, UPGRADING and the guides in docs/ (README links to them), LICENSE and package.json', () => {
     const [report] = JSON.parse(npm(['pack', '--dry-run', '--json'], root)) as { files: { path: string }[] }[];
     const paths = report.files.map((file) => file.path);
     expect(paths.filter((path) => !ALLOWED.test(path))).toEqual([]);
@@ -65,6 +65,8 @@ describe('the packed package', () => {
         'README.md',
         'CHANGELOG.md',
         'UPGRADING.md',
+        'docs/scheduling.md',
+        'docs/dashboard.png',
         'LICENSE',
       ]),
     );
