@@ -138,7 +138,9 @@ export class UnrunOccurrences {
     try {
       const outcomes = await Promise.all((await this.runKeysOf(holder, scheduledAt)).map((runKey) => runner.claim(declaration, runKey, randomUUID())));
       const unavailable = outcomes.find((claimed) => claimed.kind === 'unavailable');
-      const ended = await Promise.all(outcomes.map((claimed) => claimed.kind === 'acquired' && claimed.claim.end({ outcome: 'skipped-overlap' })));
+      const ended = await Promise.all(
+        outcomes.map((claimed) => (claimed.kind === 'acquired' ? claimed.claim.end({ outcome: 'skipped-overlap' }) : Promise.resolve(false))),
+      );
       const recorded = ended.filter(Boolean).length;
       if (recorded > 0) {
         const tenants = declaration.tenancy === 'per-tenant' ? ` for ${recorded} tenant(s)` : '';
