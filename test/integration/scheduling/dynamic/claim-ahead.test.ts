@@ -58,7 +58,8 @@ describe('occurrences claimed ahead (claimAheadMs)', () => {
     // Still due under its new definition: it runs, with the new data.
     expect(await rowsOf('kept', dueAt)).toEqual([expect.objectContaining({ status: 'SUCCESS' })]);
     expect(calls.find((call) => call.scheduleId === 'kept' && Date.parse(call.scheduledAt) === dueAt)?.execution.schedule.data).toEqual({ v: 2 });
-    expect(calls.some((call) => call.scheduleId === 'removed' || (call.scheduleId === 'moved' && Date.parse(call.scheduledAt) === dueAt))).toBe(false);
+    // (An instant before dueAt may have run between the upserts and the claims, on a slow machine.)
+    expect(calls.filter((call) => (call.scheduleId === 'removed' || call.scheduleId === 'moved') && Date.parse(call.scheduledAt) >= dueAt)).toEqual([]);
 
     // Shutdown inside the next window: handed over unrun (left RUNNING, lease run out), in one statement.
     const nextAt = dueAt + EVERY_MS;
