@@ -7,7 +7,7 @@ import { formatNumber } from '../support/format';
 import { describeMachine } from '../support/machine';
 import { installedPackages } from '../support/packages';
 import { type ExpectedOccurrences, ranExactlyOnce, startDelayPercentiles, tallyRuns } from '../support/peer-runs';
-import { PEER_SCHEDULERS, type PeerScheduler } from '../support/peer-schedulers';
+import { PEER_SCHEDULERS, type PeerScheduler, workerEntryOf } from '../support/peer-schedulers';
 import { type PeerCaseResult, type PeerIdleResult, type PeersReport, renderPeersMarkdown } from '../support/peers-markdown';
 import { PeersProcess } from '../support/peers-process';
 import type { PeersCaseFigures, PeersWindow, PeersWorkerCase } from '../support/peers-worker';
@@ -86,7 +86,7 @@ export const peers: Scenario = {
       separate.set(peer, await Promise.all(sizes.separate.map((nodes) => plan(peer, singleTitle(nodes), nodes, 1, SMALL_POOL))));
     }
     const spawn = (peer: PeerScheduler, label: string, cases: PlannedCase[]) =>
-      new PeersProcess(`${peer.name} ${label}`, { peer: peer.name, cases: cases.map((item) => item.worker) }, cleanup);
+      new PeersProcess(`${peer.name} ${label}`, workerEntryOf(peer), { peer: peer.name, cases: cases.map((item) => item.worker) }, cleanup);
     const processes = PEER_SCHEDULERS.map((peer) => ({
       peer,
       early: spawn(peer, 'single jobs', early.get(peer) ?? []),

@@ -1,16 +1,13 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import type { CleanupStack } from './cleanup';
 import type { PeersWorkerArguments, PeersWorkerCommand, PeersWorkerLine } from './peers-worker';
-
-const WORKER = join(__dirname, 'peers-worker.ts');
 
 type Kind = PeersWorkerLine['kind'];
 type LineOf<K extends Kind> = Extract<PeersWorkerLine, { kind: K }>;
 
 /**
- * A peers worker (bench/support/peers-worker.ts) in a process of its own, driven over stdin:
+ * A peers worker (bench/support/peer-workers/<peer>.ts) in a process of its own, driven over stdin:
  * `next(kind)` resolves with its next line of that kind, and rejects if it exits first. Killed if
  * the bench ends before it does.
  */
@@ -22,10 +19,11 @@ export class PeersProcess {
 
   constructor(
     readonly label: string,
+    entry: string,
     args: PeersWorkerArguments,
     cleanup: CleanupStack,
   ) {
-    this.child = spawn(process.execPath, ['-r', 'ts-node/register/transpile-only', WORKER, JSON.stringify(args)], { stdio: ['pipe', 'pipe', 'inherit'] });
+    this.child = spawn(process.execPath, ['-r', 'ts-node/register/transpile-only', entry, JSON.stringify(args)], { stdio: ['pipe', 'pipe', 'inherit'] });
     cleanup.add(this.child, async (started) => {
       if (started.exitCode === null) started.kill('SIGKILL');
     });

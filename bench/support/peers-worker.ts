@@ -1,7 +1,7 @@
 import 'reflect-metadata';
 import { createInterface } from 'node:readline';
 import type { ObservedRun } from './peer-runs';
-import { cronAt, PEER_SCHEDULERS, type StopNodes } from './peer-schedulers';
+import { cronAt, type StartNodes, type StopNodes } from './peer-schedulers';
 import { onWireStatement } from './wire-statements';
 
 /**
@@ -16,7 +16,8 @@ import { onWireStatement } from './wire-statements';
  *   case's nodes sent, counted at the driver by database, and the process's CPU, both within the
  *   case's window, and every run each case started) and exits.
  *
- * Arguments (JSON in argv[2]): PeersWorkerArguments.
+ * Each peer's entry (bench/support/peer-workers/<peer>.ts) calls runPeersWorker with its own
+ * start, so a process loads only its peer. Arguments (JSON in argv[2]): PeersWorkerArguments.
  */
 export interface PeersWorkerCase {
   name: string;
@@ -63,10 +64,9 @@ const EVERY_MINUTE = '* * * * *';
 /** An instant about a year ahead: a cron due then is not due while the bench runs. */
 const inAYear = (): number => Math.ceil((Date.now() + 365 * 24 * 3_600_000) / 60_000) * 60_000;
 
-const main = async (): Promise<void> => {
+const main = async (startNodes: StartNodes): Promise<void> => {
   const options = JSON.parse(process.argv[2]) as PeersWorkerArguments;
-  const peer = PEER_SCHEDULERS.find((candidate) => candidate.name === options.peer);
-  if (!peer) throw new Error(`unknown peer ${options.peer}`);
+  const peer = { name: options.peer, start: startNodes };
   const statements = new Map<string, number>();
   onWireStatement((statement) => {
     if (statement.database !== undefined) statements.set(statement.database, (statements.get(statement.database) ?? 0) + 1);
@@ -129,7 +129,10 @@ const main = async (): Promise<void> => {
   print({ kind: 'ready', peer: peer.name });
 };
 
-main().catch((error: unknown) => {
-  process.stderr.write(`${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
-  process.exit(1);
-});
+/** Runs this process as a peers worker for the peer that `startNodes` starts. */
+export const runPeersWorker = (startNodes: StartNodes): void => {
+  main(startNodes).catch((error: unknown) => {
+    process.stderr.write(`${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+    process.exit(1);
+  });
+};

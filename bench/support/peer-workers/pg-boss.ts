@@ -1,0 +1,24 @@
+import PgBoss from 'pg-boss';
+import { type StartNodes, type StopNodes, stopAll } from '../peer-schedulers';
+import { runPeersWorker } from '../peers-worker';
+
+/** pg-boss 10: a queue per job (v10 keys a schedule by its queue), schedule() on every node, work() on every node. */
+const startNodes: StartNodes = async (options) => {
+  const stops: StopNodes[] = [];
+  for (let index = 0; index < options.nodes; index++) {
+    const boss = new PgBoss({ connectionString: options.url, max: options.poolSize });
+    boss.on('error', (error: Error) => process.stderr.write(`pg-boss node ${index}: ${error.message}\n`));
+    await boss.start();
+    for (const job of options.jobs) {
+      await boss.createQueue(job);
+      await boss.schedule(job, options.cron, {}, { tz: 'UTC', singletonKey: job, singletonSeconds: 60 });
+      await boss.work(job, async () => {
+        options.onRun(job);
+      });
+    }
+    stops.push(() => boss.stop({ graceful: false, wait: false }));
+  }
+  return stopAll(stops);
+};
+
+runPeersWorker(startNodes);
