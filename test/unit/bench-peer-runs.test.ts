@@ -1,4 +1,5 @@
 import { ranExactlyOnce, startDelayPercentiles, tallyRuns } from '../../bench/support/peer-runs';
+import { cronAt } from '../../bench/support/peer-schedulers';
 
 /** The counting behind `npm run bench -- peers`' exactly-once and latency verdicts. */
 const MINUTE = 60_000;
@@ -70,5 +71,16 @@ describe('startDelayPercentiles', () => {
   it('is NaN when nothing ran', () => {
     const tally = tallyRuns({ jobs: ['a'], instants: [T0] }, [], WINDOW);
     expect(startDelayPercentiles(tally)).toEqual({ p50: Number.NaN, p99: Number.NaN });
+  });
+});
+
+describe('cronAt', () => {
+  it('is due at the given whole minutes (UTC) and names them field by field', () => {
+    expect(cronAt([Date.UTC(2027, 0, 31, 23, 59)])).toBe('59 23 31 1 *');
+    expect(cronAt([Date.UTC(2026, 11, 2, 14, 5), Date.UTC(2026, 11, 2, 14, 6)])).toBe('5,6 14 2 12 *');
+  });
+
+  it('refuses an instant that is not a whole minute', () => {
+    expect(() => cronAt([Date.UTC(2026, 11, 2, 14, 5, 30)])).toThrow(RangeError);
   });
 });

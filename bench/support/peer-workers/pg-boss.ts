@@ -9,9 +9,13 @@ const startNodes: StartNodes = async (options) => {
     const boss = new PgBoss({ connectionString: options.url, max: options.poolSize });
     boss.on('error', (error: Error) => process.stderr.write(`pg-boss node ${index}: ${error.message}\n`));
     await boss.start();
+    // Declared first, subscribed after: with a poller per queue running, 1,000 declarations
+    // queue behind the pollers for the pool's connections (a node took minutes to boot).
     for (const job of options.jobs) {
       await boss.createQueue(job);
       await boss.schedule(job, options.cron, {}, { tz: 'UTC', singletonKey: job, singletonSeconds: 60 });
+    }
+    for (const job of options.jobs) {
       await boss.work(job, async () => {
         options.onRun(job);
       });
