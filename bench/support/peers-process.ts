@@ -32,15 +32,24 @@ export class PeersProcess {
         process.stderr.write(`[${label}] ${line}\n`);
         return;
       }
-      const parsed = JSON.parse(line) as PeersWorkerLine;
+      let parsed: PeersWorkerLine;
+      try {
+        parsed = JSON.parse(line) as PeersWorkerLine;
+      } catch (error) {
+        this.fail(new Error(`peers worker ${label} printed a line that is not JSON: ${(error as Error).message}`));
+        return;
+      }
       const index = this.waiting.findIndex((waiter) => waiter.kind === parsed.kind);
       if (index >= 0) this.waiting.splice(index, 1)[0].resolve(parsed);
       else this.lines.push(parsed);
     });
-    this.child.once('close', (code) => {
-      this.exit = new Error(`peers worker ${label} exited with ${code}`);
-      for (const waiter of this.waiting.splice(0)) waiter.reject(this.exit);
-    });
+    this.child.once('close', (code) => this.fail(new Error(`peers worker ${label} exited with ${code}`)));
+  }
+
+  /** Rejects every wait, now and later, with the first failure. */
+  private fail(error: Error): void {
+    this.exit ??= error;
+    for (const waiter of this.waiting.splice(0)) waiter.reject(this.exit);
   }
 
   send(command: PeersWorkerCommand): void {

@@ -54,9 +54,9 @@ export interface PeersCaseFigures {
 export type PeersWorkerLine =
   { kind: 'ready'; peer: string } | { kind: 'booted'; peer: string; bootMs: number } | { kind: 'figures'; peer: string; cases: PeersCaseFigures[] };
 
-const print = (line: PeersWorkerLine): void => {
-  process.stdout.write(`${JSON.stringify(line)}\n`);
-};
+/** Resolves once the line is handed to the pipe: a process that exits before then cuts it short. */
+const print = (line: PeersWorkerLine): Promise<void> =>
+  new Promise((resolve, reject) => process.stdout.write(`${JSON.stringify(line)}\n`, (error) => (error ? reject(error) : resolve())));
 
 const until = (at: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, Math.max(0, at - Date.now())));
 
@@ -89,7 +89,7 @@ const main = async (startNodes: StartNodes): Promise<void> => {
         }),
       );
     }
-    print({ kind: 'booted', peer: peer.name, bootMs: performance.now() - started });
+    await print({ kind: 'booted', peer: peer.name, bootMs: performance.now() - started });
   };
 
   const measure = async (windows: PeersWindow[]): Promise<void> => {
@@ -106,11 +106,12 @@ const main = async (startNodes: StartNodes): Promise<void> => {
           case: item.name,
           windowStatements: (statements.get(item.database) ?? 0) - statementsBefore,
           windowCpuMicros: cpu.user + cpu.system,
-          runs: runs.get(item.name) ?? [],
+          // Only the window's runs: jobs are due every minute, and a long line is slow to pass.
+          runs: (runs.get(item.name) ?? []).filter((run) => run.startedAt >= window.from && run.startedAt < window.to),
         };
       }),
     );
-    print({ kind: 'figures', peer: peer.name, cases: figures });
+    await print({ kind: 'figures', peer: peer.name, cases: figures });
     // The figures are out: a stop that hangs (a peer waiting for its pollers) must not hold the bench.
     setTimeout(() => process.exit(0), 5_000).unref();
     await Promise.allSettled(stops.map((stop) => stop()));
@@ -126,7 +127,7 @@ const main = async (startNodes: StartNodes): Promise<void> => {
       process.exit(1);
     });
   });
-  print({ kind: 'ready', peer: peer.name });
+  await print({ kind: 'ready', peer: peer.name });
 };
 
 /** Runs this process as a peers worker for the peer that `startNodes` starts. */
