@@ -1,8 +1,9 @@
 import { percentile } from './statistics';
 
-/** One run a peer's handler started: which job, and when (epoch ms, this machine's clock). */
+/** One run a peer's handler started: which job, the due instant of the occurrence it ran (as the peer tells it), and when it started (epoch ms). */
 export interface ObservedRun {
   job: string;
+  dueAt: number;
   startedAt: number;
 }
 
@@ -12,64 +13,45 @@ export interface ExpectedOccurrences {
   instants: readonly number[];
 }
 
-/**
- * How far from its instant a run still counts as that occurrence's: from `beforeMs` before it
- * (a scheduler may start a hair early on a clock that runs ahead) to `afterMs` after it.
- */
-export interface AttributionWindow {
-  beforeMs: number;
-  afterMs: number;
-}
-
 export interface RunTally {
   expected: number;
   /** Occurrences that ran at least once. */
   ran: number;
   /** Runs beyond the first of their occurrence (an occurrence run three times adds 2). */
   doubles: number;
-  /** Occurrences that did not run within the window. */
+  /** Occurrences that did not run (among the runs reported). */
   misses: number;
-  /** Runs that belong to no expected occurrence (unknown job, or outside every window). */
+  /** Runs that belong to no expected occurrence (an unknown job, or an instant not expected). */
   strays: number;
-  /** Start delay (start − instant) of each occurrence's first run, ms, in no particular order. */
+  /** Start delay (start − due instant) of each occurrence's first run, ms, in no particular order. */
   startDelaysMs: number[];
 }
 
 /**
- * Attributes each run to the occurrence (job, instant) whose window holds its start, and counts
- * doubles, misses and strays. Windows of one job must not overlap (instants further apart than
- * the window): a run inside two would otherwise count twice, so that is refused.
+ * Charges each run to the occurrence (job, due instant) it names, and counts doubles, misses and
+ * strays. A run is charged by the instant the peer says it ran for, not by when it started: a run
+ * of the previous minute that starts late is that minute's, not a double of the next one.
  */
-export const tallyRuns = (expected: ExpectedOccurrences, runs: readonly ObservedRun[], window: AttributionWindow): RunTally => {
-  const instants = [...expected.instants].sort((a, b) => a - b);
-  for (let index = 1; index < instants.length; index++) {
-    if (instants[index] - instants[index - 1] < window.beforeMs + window.afterMs) {
-      throw new RangeError('tallyRuns: the attribution windows of two instants overlap');
-    }
-  }
+export const tallyRuns = (expected: ExpectedOccurrences, runs: readonly ObservedRun[]): RunTally => {
+  const instants = new Set(expected.instants);
   const jobs = new Set(expected.jobs);
   const firstStarts = new Map<string, number>();
   const counts = new Map<string, number>();
   let strays = 0;
   for (const run of runs) {
-    const instant = jobs.has(run.job)
-      ? instants.find((candidate) => run.startedAt >= candidate - window.beforeMs && run.startedAt < candidate + window.afterMs)
-      : undefined;
-    if (instant === undefined) {
+    if (!jobs.has(run.job) || !instants.has(run.dueAt)) {
       strays++;
       continue;
     }
-    const key = `${run.job}\u0000${instant}`;
+    const key = `${run.job}\u0000${run.dueAt}`;
     counts.set(key, (counts.get(key) ?? 0) + 1);
     const first = firstStarts.get(key);
-    if (first === undefined || run.startedAt < first) firstStarts.set(key, run.startedAt);
+    if (first === undefined || run.startedAt - run.dueAt < first) firstStarts.set(key, run.startedAt - run.dueAt);
   }
-  const startDelaysMs: number[] = [];
-  for (const [key, startedAt] of firstStarts) startDelaysMs.push(startedAt - Number(key.slice(key.indexOf('\u0000') + 1)));
-  const total = jobs.size * instants.length;
+  const total = jobs.size * instants.size;
   let doubles = 0;
   for (const count of counts.values()) doubles += count - 1;
-  return { expected: total, ran: counts.size, doubles, misses: total - counts.size, strays, startDelaysMs };
+  return { expected: total, ran: counts.size, doubles, misses: total - counts.size, strays, startDelaysMs: [...firstStarts.values()] };
 };
 
 /** Exactly once: every expected occurrence ran, none twice, and nothing ran that was not due. */

@@ -13,8 +13,11 @@ export interface PeerNodesOptions {
   /** A five-field UTC cron. */
   cron: string;
   poolSize: number;
-  /** Called when a job's handler starts. */
-  onRun(job: string): void;
+  /**
+   * Called when a job's handler starts, with the due instant (epoch ms) of the occurrence it runs,
+   * as the peer tells it: a late run is charged to its own occurrence, not to the next minute's.
+   */
+  onRun(job: string, dueAt: number): void;
 }
 
 export type StopNodes = () => Promise<void>;

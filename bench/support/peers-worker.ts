@@ -85,7 +85,7 @@ const main = async (startNodes: StartNodes): Promise<void> => {
           jobs: item.jobs,
           cron: item.idle ? cronAt([inAYear()]) : EVERY_MINUTE,
           poolSize: item.poolSize,
-          onRun: (job) => caseRuns.push({ job, startedAt: Date.now() }),
+          onRun: (job, dueAt) => caseRuns.push({ job, dueAt, startedAt: Date.now() }),
         }),
       );
     }
@@ -106,8 +106,8 @@ const main = async (startNodes: StartNodes): Promise<void> => {
           case: item.name,
           windowStatements: (statements.get(item.database) ?? 0) - statementsBefore,
           windowCpuMicros: cpu.user + cpu.system,
-          // Only the window's runs: jobs are due every minute, and a long line is slow to pass.
-          runs: (runs.get(item.name) ?? []).filter((run) => run.startedAt >= window.from && run.startedAt < window.to),
+          // Only the runs of occurrences due in the window: jobs are due every minute, and a long line is slow to pass.
+          runs: (runs.get(item.name) ?? []).filter((run) => run.dueAt >= window.from && run.dueAt < window.to),
         };
       }),
     );

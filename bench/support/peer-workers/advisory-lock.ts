@@ -16,7 +16,7 @@ const startNodes: StartNodes = async (options) => {
     try {
       if ((await client.query<{ locked: boolean }>(TRY_LOCK, [key])).rows[0]?.locked !== true) return;
       try {
-        options.onRun(job);
+        options.onRun(job, instant);
       } finally {
         await client.query(UNLOCK, [key]);
       }

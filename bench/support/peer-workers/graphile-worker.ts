@@ -22,7 +22,8 @@ const startNodes: StartNodes = async (options) => {
       noHandleSignals: true,
       taskList: {
         peers_job: async (payload) => {
-          options.onRun((payload as { job: string }).job);
+          const { job, _cron: cron } = payload as { job: string; _cron: { ts: string } };
+          options.onRun(job, Date.parse(cron.ts));
         },
       },
     });

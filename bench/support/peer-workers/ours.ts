@@ -2,7 +2,7 @@ import 'reflect-metadata';
 import { Module } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { TypeOrmModule } from '@nestjs/typeorm';
-import { JobScheduler, JobSchedulerModule, Scheduled, SchedulingModule } from '../../../src/features';
+import { type JobExecution, JobScheduler, JobSchedulerModule, Scheduled, SchedulingModule } from '../../../src/features';
 import { type StartNodes, type StopNodes, stopAll } from '../peer-schedulers';
 import { runPeersWorker } from '../peers-worker';
 
@@ -14,8 +14,8 @@ const startNodes: StartNodes = async (options) => {
   const providers = options.jobs.map((job) => {
     @Scheduled(`peers.${job}`, { cron: options.cron })
     class PeerJob {
-      run(): void {
-        options.onRun(job);
+      run(execution: JobExecution): void {
+        options.onRun(job, execution.scheduledAt.getTime());
       }
     }
     return PeerJob;

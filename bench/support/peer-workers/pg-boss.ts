@@ -16,8 +16,10 @@ const startNodes: StartNodes = async (options) => {
       await boss.schedule(job, options.cron, {}, { tz: 'UTC', singletonKey: job, singletonSeconds: 60 });
     }
     for (const job of options.jobs) {
-      await boss.work(job, async () => {
-        options.onRun(job);
+      // pg-boss sends a schedule's job within the minute after its instant (its cron looks back
+      // 60 s), so the instant is the job's creation time down to the minute.
+      await boss.work(job, { includeMetadata: true }, async ([sent]) => {
+        options.onRun(job, Math.floor(sent.createdOn.getTime() / 60_000) * 60_000);
       });
     }
     stops.push(() => boss.stop({ graceful: false, wait: false }));
