@@ -18,9 +18,15 @@ const SIZES = {
 const GOAL_MS = 100;
 const MINUTE_JOB = 'bench.every-minute';
 const RARE_JOB = 'bench.rare-report';
+const DENSE_JOB = 'bench.every-two-seconds';
 
 @Scheduled(MINUTE_JOB, { every: '1m' })
 class EveryMinuteJob {
+  async run(): Promise<void> {}
+}
+
+@Scheduled(DENSE_JOB, { every: '2s' })
+class EveryTwoSecondsJob {
   async run(): Promise<void> {}
 }
 
@@ -31,11 +37,22 @@ class RareReportJob {
 
 /**
  * Half the rows are the every-minute job's occurrences (one per past minute: 7 days of them fill
- * the 7-day timeline), a fifth of a percent of them FAIL, a few were missed or taken over; 100 are
- * a daily job's; the rest hand-acquired runs of 100 other codes; 20 RUNNING rows past their lease.
+ * the 7-day timeline), a fifth of a percent of them FAIL, a few were missed or taken over; a tenth
+ * are a job every 2 s (one per past 2 s: 55 hours at 1e6, more than a timeline reads); 100 are a
+ * daily job's; the rest hand-acquired runs of 100 other codes; 20 RUNNING rows past their lease.
  */
 export const seedDashboardRows = async (database: TestDatabase, rows: number): Promise<void> => {
   const minutes = Math.floor(rows / 2);
+  const dense = Math.floor(rows / 10);
+  await database.sql(
+    `INSERT INTO "job-scheduler" ("lockKey", code, type, status, "ownerToken", "runKey", "leaseMs", "ownerId", "fencingToken", attempts,
+       "createdAt", "modifiedAt", "startedAt", "finishedAt")
+     SELECT 'seed:d:' || i, $2, 'SCHEDULE', (CASE WHEN i % 100 = 0 THEN 'FAIL' ELSE 'SUCCESS' END)::"job-scheduler_status_enum", gen_random_uuid(),
+       to_char(k.at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'), 60000, 'node-' || (i % 4), i, 1, k.at, k.at + interval '5 ms', k.at, k.at + interval '5 ms'
+     FROM generate_series(1, $1::int) AS i
+     CROSS JOIN LATERAL (SELECT to_timestamp(floor(extract(epoch FROM now()) / 2) * 2) - i * interval '2 seconds' AS at) AS k`,
+    [dense, DENSE_JOB],
+  );
   await database.sql(
     `INSERT INTO "job-scheduler" ("lockKey", code, type, status, "ownerToken", "runKey", "leaseMs", "ownerId", "fencingToken", attempts, data,
        "createdAt", "modifiedAt", "startedAt", "finishedAt")
@@ -64,7 +81,7 @@ export const seedDashboardRows = async (database: TestDatabase, rows: number): P
        'order-' || i, 60000, 'node-' || (i % 4), i, 1, k.at, k.at, k.at, CASE WHEN i <= 20 THEN NULL ELSE k.at END
      FROM generate_series(1, $1::int) AS i
      CROSS JOIN LATERAL (SELECT now() - i * interval '30 seconds' AS at) AS k`,
-    [rows - minutes - 100],
+    [rows - minutes - dense - 100],
   );
   await database.sql('VACUUM (ANALYZE) "job-scheduler"');
   await checkpoint(database);
@@ -72,7 +89,7 @@ export const seedDashboardRows = async (database: TestDatabase, rows: number): P
 
 /** An Express app with the dashboard; every request's server time (arrival to the response's end) is recorded. */
 const startApp = async (database: TestDatabase, times: Map<string, number[]>, label: () => string): Promise<INestApplication> => {
-  @Module({ providers: [EveryMinuteJob, RareReportJob] })
+  @Module({ providers: [EveryMinuteJob, EveryTwoSecondsJob, RareReportJob] })
   class BenchJobs {}
   class DashboardBenchModule {}
   const root: DynamicModule = {
@@ -129,6 +146,10 @@ export const dashboard: Scenario = {
       ['timeline 24 h (1,440 occurrences)', `/api/jobs/${MINUTE_JOB}/timeline?span=24h`],
       ['timeline 7 d (10,080 occurrences)', `/api/jobs/${MINUTE_JOB}/timeline?span=7d`],
       ['timeline 7 d of a daily job', `/api/jobs/${RARE_JOB}/timeline?span=7d`],
+      ['timeline 1 h of a 2 s job (1,800, buckets)', `/api/jobs/${DENSE_JOB}/timeline?span=1h`],
+      ['timeline 6 h of a 2 s job (10,800, buckets)', `/api/jobs/${DENSE_JOB}/timeline?span=6h`],
+      ['timeline 24 h of a 2 s job (cut at 12,000 rows)', `/api/jobs/${DENSE_JOB}/timeline?span=24h`],
+      ['timeline 7 d of a 2 s job (cut at 12,000 rows)', `/api/jobs/${DENSE_JOB}/timeline?span=7d`],
       ['runs: first page', '/api/runs?limit=50'],
       ['runs: page 21 (keyset cursor)', `/api/runs?limit=50&cursor=${encodeURIComponent(deepCursor)}`],
       ['runs: one job', `/api/runs?limit=50&code=${MINUTE_JOB}`],
@@ -161,7 +182,7 @@ export const dashboard: Scenario = {
     }
     if (quick) sheet.note(`Quick mode seeds ${formatNumber(sizes.rows)} rows: the 1e6 goal is judged by the full run only.`);
     sheet.note(
-      'Server time: from the request reaching Express to the end of the response (JSON serialization included), on loopback, the app and PostgreSQL on the same machine. Seeded rows: half one every-minute job (one row per past minute), 100 of a daily job, the rest 100 hand-acquired codes, 20 RUNNING past their lease; VACUUM ANALYZE, then CHECKPOINT.',
+      'Server time: from the request reaching Express to the end of the response (JSON serialization included), on loopback, the app and PostgreSQL on the same machine. Seeded rows: half one every-minute job (one row per past minute), a tenth a job every 2 s, 100 of a daily job, the rest 100 hand-acquired codes, 20 RUNNING past their lease; VACUUM ANALYZE, then CHECKPOINT.',
     );
     return {
       sizes: `${formatNumber(sizes.rows)} rows; ${sizes.warmUp} warm-up rounds, then ${sizes.calls} interleaved rounds of ${calls.length} calls, one at a time`,

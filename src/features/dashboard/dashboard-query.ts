@@ -43,13 +43,13 @@ export const runFilterOf = (query: QueryValues): JobRunFilter => {
   return filter;
 };
 
-/** The timeline spans offered: the last 24 hours or the last 7 days. */
-export const TIMELINE_SPANS: Readonly<Record<string, number>> = { '24h': 86_400_000, '7d': 7 * 86_400_000 };
+/** The timeline spans offered: the last hour, 6 hours, 24 hours or 7 days. */
+export const TIMELINE_SPANS: Readonly<Record<string, number>> = { '1h': 3_600_000, '6h': 6 * 3_600_000, '24h': 86_400_000, '7d': 7 * 86_400_000 };
 
 export const timelineSpanOf = (query: QueryValues): { span: string; ms: number } => {
   const span = one(query, 'span') ?? '24h';
   const ms = Object.hasOwn(TIMELINE_SPANS, span) ? TIMELINE_SPANS[span] : undefined;
-  if (ms === undefined) throw new InvalidJobQueryOptionsError(`span must be 24h or 7d, got ${JSON.stringify(span.slice(0, 20))}`);
+  if (ms === undefined) throw new InvalidJobQueryOptionsError(`span must be 1h, 6h, 24h or 7d, got ${JSON.stringify(span.slice(0, 20))}`);
   return { span, ms };
 };
 

@@ -2,6 +2,7 @@ import { Inject, Injectable, Logger, Optional } from '@nestjs/common';
 import { JobRunsInspector } from '../job-scheduler/operations/job-runs.inspector';
 import type { JobRunFilter } from '../job-scheduler/operations/job-run.types';
 import { ScheduledJobsService } from '../scheduling/scheduled-jobs.service';
+import { dueInstantOf } from '../scheduling/occurrence/occurrence-keys';
 import { schedulingErrors } from '../scheduling/scheduling.errors';
 import { JobSchedulerDashboardSchedules } from './dashboard-schedules';
 import { buildTimeline, type Timeline } from './dashboard-timeline';
@@ -47,6 +48,8 @@ const printable = (actor: string): string => actor.replace(/[\u0000-\u001f\u007f
 @Injectable()
 export class JobSchedulerDashboardService {
   private readonly logger = new Logger('JobSchedulerDashboard');
+  /** When this instance set the dashboard up: its jobs are deployed at the latest then. */
+  private readonly startedAt = Date.now();
 
   constructor(
     private readonly inspector: JobRunsInspector,
@@ -93,8 +96,14 @@ export class JobSchedulerDashboardService {
     const declaration = this.scheduled?.declarations.find((candidate) => candidate.name === name);
     if (!declaration) throw schedulingErrors.unknownJob(name);
     const from = now - spanMs;
-    const rows = await this.inspector.findOccurrences(name, new Date(from), new Date(now), MAX_TIMELINE_ROWS + 1);
-    return buildTimeline(rows.slice(0, MAX_TIMELINE_ROWS), declaration.schedule, from, now, rows.length > MAX_TIMELINE_ROWS);
+    const [rows, firstKey] = await Promise.all([
+      this.inspector.findOccurrences(name, new Date(from), new Date(now), MAX_TIMELINE_ROWS + 1),
+      this.inspector.firstOccurrenceKey(name),
+    ]);
+    // Deployed: the first occurrence any instance recorded, or this instance's start if earlier.
+    const first = firstKey === null ? null : dueInstantOf(firstKey);
+    const knownSince = Math.min(first ?? Number.POSITIVE_INFINITY, this.startedAt);
+    return buildTimeline(rows, declaration.schedule, { from, to: now, readLimit: MAX_TIMELINE_ROWS, knownSince });
   }
 
   async runs(filter: JobRunFilter): Promise<{ runs: DashboardRunSummary[]; nextCursor: string | null }> {

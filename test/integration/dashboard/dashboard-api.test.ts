@@ -132,6 +132,59 @@ describe.each([
     expect((await get('/api/jobs/nobody.here/timeline')).status).toBe(404);
   });
 
+  it('claims no gap before the first known occurrence (a job deployed within the span)', async () => {
+    // billing.quarter-hour's first (and only) occurrence is due at the start of this hour.
+    const { status, json } = await get('/api/jobs/billing.quarter-hour/timeline?span=24h');
+    expect(status).toBe(200);
+    const timeline = json as { knownSince: string | null; gaps: { from: string; occurrences: number }[]; marks: unknown[] };
+    expect(timeline.knownSince).toBe(hourAgo(0));
+    expect(timeline.marks).toHaveLength(1);
+    for (const gap of timeline.gaps) expect(gap.from >= hourAgo(0)).toBe(true);
+    expect(timeline.gaps.reduce((sum, gap) => sum + gap.occurrences, 0)).toBeLessThanOrEqual(4);
+    for (const span of ['1h', '6h', '24h', '7d']) expect((await get(`/api/jobs/billing.quarter-hour/timeline?span=${span}`)).status).toBe(200);
+  });
+
+  it('keeps the newest rows of a dense job, says where it cuts, and counts per bucket without false gaps', async () => {
+    // billing.every-second ran every second of the last 4 hours, always succeeded: 14,400 rows, more than a timeline reads.
+    const end = Math.floor(Date.now() / 1000) * 1000;
+    await database.sql(
+      `INSERT INTO "job-scheduler" ("lockKey", code, name, type, status, "ownerToken", "runKey", "leaseMs", "ownerId", "fencingToken", attempts,
+         "createdAt", "modifiedAt", "startedAt", "finishedAt")
+       SELECT 'dense:' || i, 'billing.every-second', 'billing.every-second', 'SCHEDULE', 'SUCCESS', gen_random_uuid(),
+         to_char(k.at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'), 60000, 'seed-node:1', nextval('"job-scheduler_fencingToken_seq"'), 1,
+         k.at, k.at, k.at, k.at
+       FROM generate_series(0, 14399) AS i CROSS JOIN LATERAL (SELECT to_timestamp($1::bigint / 1000.0) - i * interval '1 second' AS at) AS k`,
+      [end],
+    );
+    try {
+      const { status, json } = await get('/api/jobs/billing.every-second/timeline?span=24h');
+      expect(status).toBe(200);
+      const timeline = json as {
+        truncated: boolean;
+        shownFrom: string;
+        to: string;
+        gaps: unknown[];
+        bucketMs: number;
+        buckets: { from: string; succeeded: number; notRun: number }[];
+      };
+      expect(timeline.truncated).toBe(true);
+      // The newest 12,000 seconds are shown (the oldest second read may be partial and is left out).
+      const shownFrom = Date.parse(timeline.shownFrom);
+      expect(shownFrom).toBeGreaterThanOrEqual(end - 12_000 * 1000);
+      expect(shownFrom).toBeLessThanOrEqual(end - 11_998 * 1000);
+      expect(timeline.gaps).toEqual([]);
+      expect(timeline.bucketMs).toBe(600_000);
+      for (const bucket of timeline.buckets) expect(Date.parse(bucket.from) % 600_000).toBe(0);
+      const sum = (key: 'succeeded' | 'notRun') => timeline.buckets.reduce((total, bucket) => total + bucket[key], 0);
+      expect(sum('succeeded')).toBeGreaterThanOrEqual(11_998);
+      expect(sum('succeeded')).toBeLessThanOrEqual(12_000);
+      // Not run: only the seconds between the seed and the request (the app's timers are off).
+      expect(sum('notRun')).toBeLessThanOrEqual(Math.ceil((Date.parse(timeline.to) - end) / 1000) + 1);
+    } finally {
+      await database.sql(`DELETE FROM "job-scheduler" WHERE "lockKey" LIKE 'dense:%'`);
+    }
+  });
+
   it('pages through the runs with filters and a keyset cursor, and shows a run in detail', async () => {
     const seen: string[] = [];
     let cursor: string | null = null;

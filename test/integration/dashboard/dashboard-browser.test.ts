@@ -128,6 +128,50 @@ describeInBrowser('the dashboard in a real browser (chromium)', () => {
     await page.screenshot({ path: join(SCREENSHOTS, 'dashboard.png'), fullPage: true });
   });
 
+  it('offers spans of 1 h, 6 h, 24 h and 7 days with ticks on round times, and draws a dense job in buckets', async () => {
+    // billing.every-second ran every second of the two hours before the app started: more than 600 occurrences in any span.
+    const end = Math.floor(Date.now() / 1000) * 1000 - 60_000;
+    await database.sql(
+      `INSERT INTO "job-scheduler" ("lockKey", code, name, type, status, "ownerToken", "runKey", "leaseMs", "ownerId", "fencingToken", attempts,
+         "createdAt", "modifiedAt", "startedAt", "finishedAt")
+       SELECT 'dense:' || i, 'billing.every-second', 'billing.every-second', 'SCHEDULE', (CASE WHEN i % 10 = 0 THEN 'FAIL' ELSE 'SUCCESS' END)::"job-scheduler_status_enum",
+         gen_random_uuid(), to_char(k.at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'), 60000, 'seed-node:1', nextval('"job-scheduler_fencingToken_seq"'), 1,
+         k.at, k.at, k.at, k.at
+       FROM generate_series(0, 7199) AS i CROSS JOIN LATERAL (SELECT to_timestamp($1::bigint / 1000.0) - i * interval '1 second' AS at) AS k
+       ON CONFLICT DO NOTHING`,
+      [end],
+    );
+    await page.selectOption('#timeline-job', 'job:billing.every-second');
+    const steps: Record<string, number> = { '1h': 600_000, '6h': 3_600_000, '24h': 10_800_000, '7d': 86_400_000 };
+    for (const span of ['1h', '6h', '24h', '7d']) {
+      await page.click(`button.span[data-span="${span}"]`);
+      await page.waitForSelector(`button.span[data-span="${span}"][aria-pressed="true"]`);
+      await page.waitForSelector('#timeline .bucket');
+      // Ticks sit on round instants of the zone shown (UTC by default): every 10 min, hour, 3 h, midnight.
+      const deadline = Date.now() + 10_000;
+      let ticks: number[];
+      do {
+        ticks = await page.$$eval('#timeline text.tick', (labels) => labels.map((label) => Date.parse(label.getAttribute('data-at') ?? '')));
+        if (ticks.length >= 2 && ticks[1] - ticks[0] === steps[span]) break;
+        await sleep(50);
+      } while (Date.now() < deadline);
+      expect(ticks.length).toBeGreaterThanOrEqual(4);
+      for (const tick of ticks) expect([span, tick % steps[span]]).toEqual([span, 0]);
+    }
+    await page.click('button.span[data-span="6h"]');
+    await page.waitForSelector('button.span[data-span="6h"][aria-pressed="true"]');
+    await sleep(300);
+    const buckets = await page.$$eval('#timeline .bucket', (groups) => groups.map((group) => group.getAttribute('data-counts') ?? ''));
+    // 2 minutes a bucket: 120 occurrences each, one in ten failed, none wrongly "did not run" inside the seeded stretch.
+    const full = buckets.filter((counts) => /succeeded=108 .*failed=12 .*not-run=0 /.test(counts));
+    expect(full.length).toBeGreaterThanOrEqual(50);
+    expect(await page.$$('#timeline .mark[data-at]')).toHaveLength(0);
+    expect(await page.textContent('#timeline-summary')).toMatch(/occurrence\(s\) in \d+ bucket\(s\) of 2 min/);
+    await page.click('button.span[data-span="24h"]');
+    await page.waitForSelector('button.span[data-span="24h"][aria-pressed="true"]');
+    await database.sql(`DELETE FROM "job-scheduler" WHERE "lockKey" LIKE 'dense:%'`);
+  });
+
   it("shows a dynamic schedule's timeline, and back", async () => {
     await page.click('tr[data-schedule="tenant-42/weekly"] button:text("Timeline")');
     await page.waitForSelector('#timeline svg[aria-label="0 occurrences of tenant-42/weekly"]');
@@ -189,8 +233,9 @@ describeInBrowser('the dashboard in a real browser (chromium)', () => {
   });
 
   it('release refuses when the fencing token changed meanwhile', async () => {
+    // A lease no declared job owns: the instances' take-over scans (every 30 s) leave it to the operator.
     const [stuck] = await seedRuns(database, [
-      { code: 'billing.quarter-hour', runKey: hourAgo(1), status: 'RUNNING', heartbeatAgoMs: 30 * 60_000, leaseMs: 60_000 },
+      { code: 'ledger.manual-close', runKey: hourAgo(1), status: 'RUNNING', heartbeatAgoMs: 30 * 60_000, leaseMs: 60_000 },
     ]);
     await open();
     await page.waitForSelector(`#leases tr[data-lease="${stuck.id}"]`);

@@ -79,6 +79,12 @@ export class JobRunsInspector {
     return this.executor.rows<OccurrenceRow>(statement);
   }
 
+  /** The runKey of a job's oldest recorded occurrence (of a dynamic schedule's: after `runKeyPrefix`), or null when it has none. */
+  async firstOccurrenceKey(code: string, runKeyPrefix = ''): Promise<string | null> {
+    const [row] = await this.executor.rows<{ runKey: string }>(this.executor.statements.firstOccurrence(code, runKeyPrefix));
+    return row?.runKey ?? null;
+  }
+
   /** The latest occurrence of each job that has one, with its status (one statement for all). */
   async latestOccurrences(codes: readonly string[]): Promise<Map<string, LatestOccurrenceRow>> {
     const rows = await this.executor.rows<LatestOccurrenceRow>(this.executor.statements.latestOccurrences(codes));

@@ -104,6 +104,8 @@ export interface OperationsStatements {
   scheduleOccurrencesBetween(code: string, prefix: string, from: string, to: string, limit: number): SqlStatement;
   /** The latest occurrence of each of `codes` that has one, with its status: rows `{ code, runKey, status }`. */
   latestOccurrences(codes: readonly string[]): SqlStatement;
+  /** The oldest occurrence runKey of a code (of a dynamic schedule: after `prefix`; '' for a declared job): rows `{ runKey }`, at most one. */
+  firstOccurrence(code: string, prefix: string): SqlStatement;
 }
 
 /** Builds the operators' statements for one table. The texts are computed once; each call only binds values. */
@@ -253,6 +255,15 @@ CROSS JOIN LATERAL (
   LIMIT 1
 ) AS latest`.trim();
 
+  // The oldest recorded occurrence: one forward probe of IDX_job_scheduler_code_run_key within the
+  // keys that start with a digit after the prefix (':' sorts right after '9').
+  const firstOccurrenceText = `
+SELECT "runKey" FROM ${table}
+WHERE "code" = $1 AND "type" = 'SCHEDULE'
+  AND "runKey" COLLATE "C" >= ($2::text || '0') COLLATE "C" AND "runKey" COLLATE "C" < ($2::text || ':') COLLATE "C"
+ORDER BY "runKey" COLLATE "C"
+LIMIT 1`.trim();
+
   const estimatedRowsText = `SELECT reltuples::bigint::text AS "rows" FROM pg_class WHERE oid = to_regclass('${table.replace(/'/g, "''")}')`;
 
   return {
@@ -280,5 +291,6 @@ CROSS JOIN LATERAL (
       operation: 'inspect',
     }),
     latestOccurrences: (codes) => ({ text: latestOccurrencesText, values: [codes], operation: 'inspect' }),
+    firstOccurrence: (code, prefix) => ({ text: firstOccurrenceText, values: [code, prefix], operation: 'inspect' }),
   };
 };

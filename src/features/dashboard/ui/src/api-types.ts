@@ -51,11 +51,27 @@ export interface TimelineGap {
   occurrences: number;
 }
 
+export interface TimelineBucket {
+  from: string;
+  succeeded: number;
+  failed: number;
+  missed: number;
+  running: number;
+  'taken-over': number;
+  notRun: number;
+  runNow: number;
+  runId: string | null;
+}
+
 export interface Timeline {
   from: string;
   to: string;
+  shownFrom: string;
+  knownSince: string | null;
   marks: TimelineMark[];
   gaps: TimelineGap[];
+  buckets: TimelineBucket[] | null;
+  bucketMs: number | null;
   truncated: boolean;
 }
 
