@@ -22,7 +22,7 @@ const instant = (query: QueryValues, name: string): Date | undefined => {
 
 const STATUSES = new Set<string>(Object.values(JobSchedulerStatus));
 
-/** The runs list's query (code, status, from, to, cursor, limit ≤ 200) as a findRuns filter. Throws InvalidJobQueryOptionsError. */
+/** The runs list's query (code, runKey: a prefix within that job, status, from, to, cursor, limit ≤ 200) as a findRuns filter. Throws InvalidJobQueryOptionsError. */
 export const runFilterOf = (query: QueryValues): JobRunFilter => {
   const status = one(query, 'status');
   if (status !== undefined && !STATUSES.has(status))
@@ -33,6 +33,12 @@ export const runFilterOf = (query: QueryValues): JobRunFilter => {
   const filter: JobRunFilter = { limit };
   const code = one(query, 'code');
   if (code !== undefined) filter.code = code;
+  const runKey = one(query, 'runKey');
+  if (runKey !== undefined) {
+    if (code === undefined) throw new InvalidJobQueryOptionsError('runKey (a run key search) needs a job: give code too');
+    if (runKey.length > 512) throw new InvalidJobQueryOptionsError('runKey must be at most 512 characters');
+    filter.runKeyPrefix = runKey;
+  }
   if (status !== undefined) filter.status = status as JobSchedulerStatus;
   const from = instant(query, 'from');
   if (from) filter.from = from;

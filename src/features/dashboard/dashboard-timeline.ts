@@ -178,7 +178,12 @@ export const buildTimeline = (rows: readonly OccurrenceRow[], schedule: DueSched
   const due = gapsFrom < to ? dueInstantsNewestFirst(schedule, gapsFrom, to, maxDue) : { instants: [], cut: false };
   if (due.cut) shownFrom = Math.max(shownFrom, due.instants[0]);
 
-  const shown = [...scheduled, ...asked].filter((mark) => mark.instant >= shownFrom).sort((a, b) => a.instant - b.instant);
+  // The rows come newest first: the scheduled marks are in descending order already.
+  const shown = scheduled.filter((mark) => mark.instant >= shownFrom).reverse();
+  if (asked.length > 0) {
+    shown.push(...asked.filter((mark) => mark.instant >= shownFrom));
+    shown.sort((a, b) => a.instant - b.instant);
+  }
   const missing: Array<{ at: number; until: number }> = [];
   due.instants.forEach((instant, index) => {
     if (instant < shownFrom || byInstant.has(instant)) return;

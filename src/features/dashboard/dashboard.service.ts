@@ -1,18 +1,19 @@
 import { Inject, Injectable, Logger, Optional } from '@nestjs/common';
 import { JobRunsInspector } from '../job-scheduler/operations/job-runs.inspector';
 import type { JobRunFilter } from '../job-scheduler/operations/job-run.types';
+import type { RecentOccurrenceRow } from '../job-scheduler/operations/operations.sql';
 import { ScheduledJobsService } from '../scheduling/scheduled-jobs.service';
 import { dueInstantOf } from '../scheduling/occurrence/occurrence-keys';
 import { schedulingErrors } from '../scheduling/scheduling.errors';
 import { JobSchedulerDashboardSchedules } from './dashboard-schedules';
 import { buildTimeline, type Timeline } from './dashboard-timeline';
+import { HEALTH_WINDOW_ROWS, healthWindowOf, type JobHealthState, windowState } from './dashboard-health';
 import {
   type DashboardExpiredLease,
   type DashboardJob,
   type DashboardRunDetail,
   type DashboardRunSummary,
   expiredLease,
-  type JobHealthState,
   runDetail,
   runSummary,
 } from './dashboard-views';
@@ -63,28 +64,38 @@ export class JobSchedulerDashboardService {
     const scheduled = this.scheduled;
     if (!scheduled) return [];
     const declarations = scheduled.declarations;
-    const [health, pauses, latest] = await Promise.all([
+    const [health, pauses, recent] = await Promise.all([
       scheduled.jobHealth(),
       scheduled.pausedJobs(),
-      this.inspector.latestOccurrences(declarations.map((declaration) => declaration.name)),
+      this.inspector.recentOccurrences(
+        declarations.map((declaration) => declaration.name),
+        HEALTH_WINDOW_ROWS,
+      ),
     ]);
     const healthOf = new Map(health.map((entry) => [entry.name, entry]));
     const pauseOf = new Map(pauses.map((pause) => [pause.name, pause]));
+    const rowsOf = new Map<string, RecentOccurrenceRow[]>();
+    for (const row of recent) {
+      const rows = rowsOf.get(row.code);
+      if (rows) rows.push(row);
+      else rowsOf.set(row.code, [row]);
+    }
     return declarations.map((declaration) => {
       const { name } = declaration;
       const pause = pauseOf.get(name);
       const entry = healthOf.get(name);
       const enabled = scheduled.isEnabled(name) && !pause;
-      let state: JobHealthState = 'ok';
+      const window = healthWindowOf(rowsOf.get(name) ?? [], now);
+      let state: JobHealthState = windowState(window);
       if (!enabled) state = 'disabled';
-      else if (latest.get(name)?.status === 'FAIL') state = 'failing';
-      else if (entry?.stale) state = 'late';
+      else if (state !== 'failing' && entry?.stale) state = 'late';
       return {
         name,
         schedule: describeSchedule(declaration.schedule),
         nextDue: enabled ? nextDueInstants(declaration.schedule, now).map((date) => date.toISOString()) : [],
         lastSuccessAt: entry?.lastSuccessAt?.toISOString() ?? null,
         health: state,
+        window,
         paused: pause ? { by: pause.pausedBy, at: pause.pausedAt.toISOString() } : null,
         disabledBySettings: !pause && !scheduled.isEnabled(name),
       };

@@ -111,7 +111,20 @@ describe.each([
     const jobs = (json as { jobs: { name: string; schedule: { words: string; timeZone: string | null }; nextDue: string[]; health: string }[] }).jobs;
     expect(jobs.map((job) => job.name).sort()).toEqual(['billing.every-second', 'billing.quarter-hour', 'reports.hourly-digest']);
     const hourly = jobs.find((job) => job.name === 'reports.hourly-digest');
-    expect(hourly).toMatchObject({ schedule: { words: 'every hour at minute 0 (Europe/Paris)', timeZone: 'Europe/Paris' }, health: 'ok' });
+    // 2 of its last 5 occurrences failed, none in a row since: degraded, not failing (and not ok).
+    expect(hourly).toMatchObject({
+      schedule: { words: 'every hour at minute 0 (Europe/Paris)', timeZone: 'Europe/Paris' },
+      health: 'degraded',
+      window: {
+        last10: { finished: 5, succeeded: 3 },
+        last24h: { finished: 5, succeeded: 3 },
+        consecutiveFailures: 0,
+        lastError: { at: hourAgo(2), message: 'ledger <locked> & "busy"' },
+      },
+    });
+    const durations = (hourly as unknown as { window: { durationMs: { p50: number; p95: number; recent: number[] } } }).window.durationMs;
+    expect(durations.recent).toHaveLength(5);
+    expect(durations.p50).toBeLessThanOrEqual(durations.p95);
     expect(hourly?.nextDue).toHaveLength(3);
     expect(jobs.find((job) => job.name === 'billing.every-second')?.schedule).toMatchObject({ words: 'every second', timeZone: null });
   });
@@ -218,6 +231,35 @@ describe.each([
     });
     expect((await get('/api/runs/not-a-uuid')).status).toBe(400);
     expect((await get('/api/runs/00000000-0000-4000-8000-000000000000')).status).toBe(404);
+  });
+
+  it("shows a failed run's error as its error, the due instant and the claim apart (the handler's start is not recorded)", async () => {
+    const detail = await get(`/api/runs/${seeded[1].id}`);
+    expect(detail.json).toMatchObject({
+      error: { name: 'Error', message: 'ledger <locked> & "busy"' },
+      errorMessage: 'ledger <locked> & "busy"',
+      lastError: null,
+      dueAt: hourAgo(2),
+      outcome: null,
+    });
+    const body = detail.json as { claimedAt: string; startedAt: string };
+    expect(body.claimedAt).toBe(body.startedAt);
+    const missed = await get(`/api/runs/${seeded[2].id}`);
+    expect(missed.json).toMatchObject({ outcome: 'missed', dueAt: hourAgo(3), error: { outcome: 'missed', missed: 1 } });
+    const succeeded = await get(`/api/runs/${seeded[0].id}`);
+    expect(succeeded.json).toMatchObject({ error: null, errorMessage: null, outcome: null, dueAt: hourAgo(1) });
+  });
+
+  it('searches the runs of a job by the start of their run key (and refuses it without a job, before any SQL)', async () => {
+    const prefix = hourAgo(2).slice(0, 13);
+    const found = await get(`/api/runs?code=reports.hourly-digest&runKey=${encodeURIComponent(prefix)}`);
+    expect(found.status).toBe(200);
+    expect((found.json as { runs: { id: string }[] }).runs.map((run) => run.id)).toEqual([seeded[1].id]);
+    const none = await get(`/api/runs?code=reports.hourly-digest&runKey=${encodeURIComponent('run-now ')}`);
+    expect((none.json as { runs: unknown[] }).runs).toEqual([]);
+    const refused = await get(`/api/runs?runKey=${encodeURIComponent(prefix)}`);
+    expect(refused.status).toBe(400);
+    expect(refused.text).toContain('runKey (a run key search) needs a job');
   });
 
   it('lists the leases running past their lease, and releases one only with the fencing token the operator saw', async () => {

@@ -261,11 +261,93 @@ describeInBrowser('the dashboard in a real browser (chromium)', () => {
     ]);
   });
 
+  it('puts the urgent things first: leases past their lease, failing jobs, missed occurrences', async () => {
+    const [stuck] = await seedRuns(database, [
+      { code: 'ledger.month-end', runKey: hourAgo(2), status: 'RUNNING', heartbeatAgoMs: 20 * 60_000, leaseMs: 60_000 },
+    ]);
+    // billing.quarter-hour failed its last two occurrences: failing, with its error.
+    await seedRuns(database, [
+      { code: 'billing.quarter-hour', runKey: hourAgo(3), status: 'FAIL', data: { error: { name: 'Error', message: 'card processor <down>' } } },
+      { code: 'billing.quarter-hour', runKey: hourAgo(4), status: 'FAIL', data: { error: { name: 'Error', message: 'card processor <down>' } } },
+    ]);
+    await open();
+    const headings = await page.$$eval('main > section > h2', (elements) => elements.map((element) => element.textContent));
+    expect(headings[0]).toBe('Needs attention');
+    await page.waitForSelector(`#leases tr[data-lease="${stuck.id}"]`);
+    expect(await page.textContent('#failing [data-failing="billing.quarter-hour"]')).toMatch(/2 failure\(s\) in a row; last error .*card processor <down>/);
+    // The seeded missed occurrence of the hourly digest.
+    expect(await page.textContent('#missed')).toContain('reports.hourly-digest');
+    expect(await page.textContent('tr[data-job="billing.quarter-hour"] .badge')).toBe('failing');
+    await database.sql('DELETE FROM "job-scheduler" WHERE id = $1', [stuck.id]);
+  });
+
+  it("shows a failed run's error where it says Error, and the claim apart from the handler's start", async () => {
+    await page.click(`#timeline .mark[data-at="${hourAgo(2)}"]`);
+    await page.waitForSelector('#run-detail[open]');
+    expect(await page.textContent('#run-detail-error')).toContain('<img src=x onerror=alert(1)>');
+    const fields = await page.textContent('#run-detail-fields');
+    expect(fields).toContain('Claimed (lease acquired)');
+    expect(fields).toMatch(/Handler startednot recorded/);
+    expect(fields).toContain('Due' + hourAgo(2).slice(0, 10) + ' ' + hourAgo(2).slice(11, 19) + ' UTC');
+    expect(await page.$$('img')).toHaveLength(0);
+    await page.click('#run-detail-close');
+  });
+
+  it('shows every instant in one zone, labelled, switchable between UTC and the browser zone (remembered)', async () => {
+    await open();
+    expect(await page.inputValue('#zone')).toBe('utc');
+    const key = hourAgo(2);
+    await page.selectOption('#runs-code', 'reports.hourly-digest');
+    await page.click('#run-filters button[type="submit"]');
+    await page.waitForSelector(`#runs tr[data-run] td[data-label="Run key"] span[title="${key}"]`);
+    const utcText = await page.textContent(`#runs td[data-label="Run key"] span[title="${key}"]`);
+    expect(utcText).toBe(key.slice(0, 10) + ' ' + key.slice(11, 19) + ' UTC');
+    await page.selectOption('#zone', 'local');
+    // Asia/Kolkata is UTC+05:30: the same instant, its wall time there, labelled with the offset.
+    const local = new Date(Date.parse(key) + 5.5 * HOUR).toISOString();
+    const localText = local.slice(0, 10) + ' ' + local.slice(11, 19) + ' UTC+05:30';
+    const deadline = Date.now() + 10_000;
+    while ((await page.textContent(`#runs td[data-label="Run key"] span[title="${key}"]`)) !== localText && Date.now() < deadline) await sleep(50);
+    expect(await page.textContent(`#runs td[data-label="Run key"] span[title="${key}"]`)).toBe(localText);
+    // The axis follows: the 24 h ticks fall every 3 hours of Kolkata's clock (at :30 UTC).
+    await page.waitForSelector('#timeline text.tick');
+    const ticks = await page.$$eval('#timeline text.tick', (labels) => labels.map((label) => Date.parse(label.getAttribute('data-at') ?? '')));
+    for (const tick of ticks) expect((tick + 5.5 * HOUR) % (3 * HOUR)).toBe(0);
+    // Remembered across a reload.
+    await open();
+    expect(await page.inputValue('#zone')).toBe('local');
+    expect(await page.textContent('#refreshed')).toMatch(/Asia\/(Kolkata|Calcutta)/);
+    await page.selectOption('#zone', 'utc');
+  });
+
+  it('refreshes itself while seen, not while the tab is hidden, and at once when shown again', async () => {
+    await open();
+    const count = async () => Number(await page.getAttribute('body', 'data-refreshes'));
+    await page.evaluate(
+      "Object.defineProperty(document, 'hidden', { configurable: true, get: () => true }); document.dispatchEvent(new Event('visibilitychange'))",
+    );
+    const hiddenAt = await count();
+    // Longer than the 15 s poll: nothing while hidden.
+    await sleep(16_000);
+    expect(await count()).toBe(hiddenAt);
+    await page.evaluate(
+      "Object.defineProperty(document, 'hidden', { configurable: true, get: () => false }); document.dispatchEvent(new Event('visibilitychange'))",
+    );
+    const deadline = Date.now() + 5_000;
+    while ((await count()) === hiddenAt && Date.now() < deadline) await sleep(50);
+    expect(await count()).toBe(hiddenAt + 1);
+  });
+
   it("refuses visitors without credentials (401) and a reader's actions (403), showing no data", async () => {
     const anonymous = await browser.page();
     const response = await anonymous.goto(`${first.url}/jobs`);
     expect(response?.status()).toBe(401);
     expect(await anonymous.content()).not.toContain('hourly-digest');
+    // A browser gets a short page that says what to do, not raw JSON; an API client keeps JSON.
+    expect(await anonymous.textContent('h1')).toBe('Sign in needed');
+    expect(await anonymous.content()).not.toContain('{"message"');
+    const api = await fetch(`${first.url}/jobs`, { headers: { accept: 'application/json' } });
+    expect([api.status, await api.json()]).toEqual([401, { message: 'Unauthorized', statusCode: 401 }]);
     const reader = await browser.page({ headers: { authorization: READER } });
     reader.on('dialog', (dialog) => void dialog.accept());
     await open(reader);
@@ -283,6 +365,12 @@ describeInBrowser('the dashboard in a real browser (chromium)', () => {
     await open(narrow);
     // The page itself does not scroll sideways: wide tables scroll inside their frame.
     expect(await narrow.evaluate('document.documentElement.scrollWidth <= window.innerWidth + 1')).toBe(true);
+    // Every job's health and actions are in view at 390 px, without scrolling sideways.
+    for (const selector of ['tr[data-job="reports.hourly-digest"] td.health .badge', 'tr[data-job="reports.hourly-digest"] button:text("Run now")']) {
+      const box = await narrow.locator(selector).boundingBox();
+      expect(box).not.toBeNull();
+      expect((box?.x ?? 0) + (box?.width ?? 0)).toBeLessThanOrEqual(390);
+    }
     await narrow.screenshot({ path: join(SCREENSHOTS, 'dashboard-narrow.png'), fullPage: true });
   });
 });

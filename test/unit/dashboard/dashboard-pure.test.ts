@@ -1,4 +1,5 @@
 import { bucketSizeOf, buildTimeline, dueInstantsNewestFirst, outcomeOf } from '../../../src/features/dashboard/dashboard-timeline';
+import { healthWindowOf, windowState } from '../../../src/features/dashboard/dashboard-health';
 import { fencingTokenOf, runFilterOf, timelineSpanOf } from '../../../src/features/dashboard/dashboard-query';
 import { escapeHtml, renderDashboardPage } from '../../../src/features/dashboard/dashboard-assets';
 import { checkCsrf, csrfCookie, csrfCookieOf, newCsrfToken } from '../../../src/features/dashboard/dashboard-access';
@@ -173,6 +174,48 @@ describe('the timeline', () => {
   });
 });
 
+describe("a job's health over a window", () => {
+  const now = Date.parse('2026-03-08T12:00:00Z');
+  const occurrence = (minutesAgo: number, status: string, errorMessage: string | null = null) => ({
+    code: 'j',
+    runKey: new Date(now - minutesAgo * 60_000).toISOString(),
+    status,
+    startedAt: new Date(now - minutesAgo * 60_000),
+    finishedAt: status === 'RUNNING' ? null : new Date(now - minutesAgo * 60_000 + 1_000 + minutesAgo),
+    outcome: null,
+    errorMessage,
+  });
+
+  it('a job failing half its runs is failing at every refresh (no flicker), one failing once is degraded', () => {
+    // Every minute, alternately failed and succeeded; each refresh sees the window one run later.
+    const alternating = Array.from({ length: 40 }, (_, index) => occurrence(index + 1, index % 2 === 0 ? 'FAIL' : 'SUCCESS', 'boom'));
+    const states = [0, 1, 2, 3].map((shift) => windowState(healthWindowOf(alternating.slice(shift), now)));
+    expect(states).toEqual(['failing', 'failing', 'failing', 'failing']);
+    const once = [occurrence(1, 'FAIL', 'boom'), ...Array.from({ length: 20 }, (_, index) => occurrence(index + 2, 'SUCCESS'))];
+    expect(windowState(healthWindowOf(once, now))).toBe('degraded');
+    expect(windowState(healthWindowOf(once.slice(1), now))).toBe('ok');
+    expect(windowState(healthWindowOf([occurrence(1, 'FAIL'), occurrence(2, 'FAIL'), occurrence(3, 'SUCCESS')], now))).toBe('failing');
+  });
+
+  it('counts the last 10 and the last 24 h, failures in a row, the last error and duration percentiles', () => {
+    const rows = [
+      occurrence(1, 'RUNNING'),
+      occurrence(2, 'FAIL', 'disk full'),
+      occurrence(3, 'FAIL', null),
+      ...Array.from({ length: 12 }, (_, index) => occurrence(60 * (index + 3), 'SUCCESS')),
+      occurrence(60 * 30, 'FAIL', 'old'),
+    ];
+    const window = healthWindowOf(rows, now);
+    expect(window.last10).toEqual({ finished: 10, succeeded: 8 });
+    expect(window.last24h).toEqual({ finished: 14, succeeded: 12 });
+    expect(window.consecutiveFailures).toBe(2);
+    expect(window.lastError).toEqual({ at: new Date(now - 120_000).toISOString(), message: 'disk full' });
+    expect(window.durationMs?.recent).toHaveLength(14);
+    expect(window.durationMs?.p50).toBeGreaterThanOrEqual(1_000);
+    expect(window.durationMs?.p95).toBeGreaterThanOrEqual(window.durationMs?.p50 ?? 0);
+  });
+});
+
 describe('the dashboard options, queries and page', () => {
   it('refuses to start open, accepts the loud opt-out outside production', () => {
     expect(() => resolveDashboardOptions({})).toThrow(InvalidDashboardOptionsError);
@@ -192,7 +235,17 @@ describe('the dashboard options, queries and page', () => {
       limit: 20,
     });
     expect(runFilterOf({})).toEqual({ limit: 50 });
-    for (const query of [{ status: 'LOST' }, { limit: '0' }, { limit: '201' }, { from: 'soon' }, { code: ['a', 'b'] }, { code: { a: 1 } }]) {
+    expect(runFilterOf({ code: 'a.b', runKey: '2026-01-01T' })).toEqual({ code: 'a.b', runKeyPrefix: '2026-01-01T', limit: 50 });
+    for (const query of [
+      { status: 'LOST' },
+      { limit: '0' },
+      { limit: '201' },
+      { from: 'soon' },
+      { code: ['a', 'b'] },
+      { code: { a: 1 } },
+      { runKey: '2026' },
+      { code: 'a.b', runKey: 'x'.repeat(513) },
+    ]) {
       expect(() => runFilterOf(query)).toThrow(InvalidJobQueryOptionsError);
     }
     expect(timelineSpanOf({ span: '7d' })).toEqual({ span: '7d', ms: 7 * 86_400_000 });

@@ -8,13 +8,22 @@ export interface ScheduleDescription {
   timeZone: string | null;
 }
 
+export interface HealthWindow {
+  last10: { finished: number; succeeded: number };
+  last24h: { finished: number; succeeded: number };
+  consecutiveFailures: number;
+  lastError: { at: string; message: string } | null;
+  durationMs: { p50: number; p95: number; recent: number[] } | null;
+}
+
 export interface Job {
   name: string;
   schedule: ScheduleDescription;
   nextDue: string[];
   lastSuccessAt: string | null;
-  /** ok | late | failing | disabled: the badge's class. */
+  /** ok | degraded | late | failing | disabled: the badge's class. */
   health: string;
+  window: HealthWindow;
   paused: { by: string } | null;
 }
 
@@ -84,9 +93,12 @@ export interface RunSummary {
   fencingToken: number;
   ownerId: string | null;
   createdAt: string;
-  startedAt: string | null;
+  claimedAt: string | null;
+  dueAt: string | null;
   finishedAt: string | null;
   heartbeatAgeMs: number;
+  outcome: string | null;
+  errorMessage: string | null;
 }
 
 export interface RunsPage {
@@ -98,6 +110,7 @@ export interface RunDetail extends RunSummary {
   leaseMs: number | null;
   modifiedAt: string;
   data: unknown;
+  error: unknown;
   lastError: unknown;
 }
 

@@ -4,7 +4,9 @@
 import { action } from './actions';
 import { api } from './api';
 import type { Job, JobsAnswer } from './api-types';
+import { renderFailing } from './attention-view';
 import { offerChoices } from './choices';
+import { healthCell } from './health';
 import { byId, cell, el, replaceContent, table } from './dom';
 import { when } from './format';
 import { messageOf, say } from './status';
@@ -17,8 +19,6 @@ export const declaredJobs = (): readonly Job[] => jobs;
 
 const jobRow = (job: Job): HTMLTableRowElement => {
   const path = 'jobs/' + encodeURIComponent(job.name) + '/';
-  const health = el('span', { class: 'badge health-' + job.health, text: job.health });
-  const pausedNote = job.paused ? el('small', { class: 'muted', text: ' paused by ' + job.paused.by }) : '';
   const toggle = job.paused ? action('Resume', path + 'resume') : action('Pause', path + 'pause', 'Pause ' + job.name + ' on every instance?');
   const show = el('button', { type: 'button', text: 'Timeline', onclick: () => showTimeline('job:' + job.name) });
   return el('tr', { 'data-job': job.name }, [
@@ -27,7 +27,7 @@ const jobRow = (job: Job): HTMLTableRowElement => {
     cell(job.schedule.timeZone),
     cell(job.nextDue.length ? el('span', { title: job.nextDue.map(when).join('\n'), text: when(job.nextDue[0]) }) : null),
     cell(when(job.lastSuccessAt)),
-    el('td', {}, [health, pausedNote]),
+    healthCell(job),
     el('td', { class: 'actions' }, [action('Run now', path + 'run-now'), toggle, show]),
   ]);
 };
@@ -38,6 +38,7 @@ const renderJobs = (answer: readonly Job[]): void => {
     ? table(['Job', 'Schedule', 'Time zone', 'Next due', 'Last success', 'Health', 'Actions'], jobs.map(jobRow))
     : el('p', { class: 'muted', text: 'No declared jobs.' });
   replaceContent(byId('jobs', HTMLElement), content);
+  renderFailing(jobs);
   offerChoices(
     jobs.map((job) => ({ key: 'job:' + job.name, label: job.name })),
     jobs.map((job) => job.name),
