@@ -1,6 +1,7 @@
 import { JobSchedulerStatus } from '../job-scheduler/job-scheduler.entity';
 import { InvalidJobQueryOptionsError } from '../job-scheduler/job-scheduler.errors';
 import type { JobRunFilter } from '../job-scheduler/operations/job-run.types';
+import type { ScheduleQuery } from './dashboard-schedules';
 
 /** A query string as both adapters give it: each value a string (or several). */
 export type QueryValues = Record<string, unknown>;
@@ -47,6 +48,23 @@ export const runFilterOf = (query: QueryValues): JobRunFilter => {
   const cursor = one(query, 'cursor');
   if (cursor !== undefined) filter.cursor = cursor;
   return filter;
+};
+
+/** The dynamic schedules list's query: after (cursor), q (id prefix), handler, tenant; each at most 512 characters. */
+export const scheduleQueryOf = (query: QueryValues): ScheduleQuery => {
+  const result: ScheduleQuery = {};
+  for (const [name, field] of [
+    ['after', 'after'],
+    ['q', 'idPrefix'],
+    ['handler', 'handler'],
+    ['tenant', 'tenantId'],
+  ] as const) {
+    const value = one(query, name);
+    if (value === undefined) continue;
+    if (value.length > 512) throw new InvalidJobQueryOptionsError(`${name} must be at most 512 characters`);
+    result[field] = value;
+  }
+  return result;
 };
 
 /** The timeline spans offered: the last hour, 6 hours, 24 hours or 7 days. */

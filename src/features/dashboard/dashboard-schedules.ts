@@ -21,6 +21,14 @@ export interface DashboardSchedule {
   modifiedAt: string;
 }
 
+/** The schedules list's query: a keyset cursor, an id prefix, a handler, a tenant. */
+export interface ScheduleQuery {
+  after?: string;
+  idPrefix?: string;
+  handler?: string;
+  tenantId?: string;
+}
+
 /** Rows a dynamic schedule's timeline reads at most, the newest. */
 const MAX_SCHEDULE_TIMELINE_ROWS = 12_000;
 
@@ -55,10 +63,10 @@ export class JobSchedulerDashboardSchedules {
     @Optional() private readonly dynamic?: DynamicSchedules,
   ) {}
 
-  /** Schedules in id order, 100 at a time after `after` (empty without DynamicSchedulesModule). */
-  async page(after: string | undefined, now = Date.now()): Promise<{ schedules: DashboardSchedule[]; nextCursor: string | null }> {
+  /** Schedules in id order, 100 at a time after `after` (a keyset cursor), filtered (empty without DynamicSchedulesModule). */
+  async page(query: ScheduleQuery, now = Date.now()): Promise<{ schedules: DashboardSchedule[]; nextCursor: string | null }> {
     if (!this.dynamic) return { schedules: [], nextCursor: null };
-    const page = await this.dynamic.list({ after, limit: 100 });
+    const page = await this.dynamic.list({ ...query, limit: 100 });
     const schedules = page.schedules.map((view) => ({
       id: view.id,
       handler: view.handler,

@@ -7,6 +7,10 @@ import type { JobHealthState, JobHealthWindow } from './dashboard-health';
 
 export interface DashboardJob {
   name: string;
+  /** declared: @Scheduled; run-once: a @RunOnce method over @nestjs/schedule's @Cron. */
+  kind: 'declared' | 'run-once';
+  /** The @RunOnce method (Class.method), or null. */
+  method: string | null;
   schedule: ScheduleDescription;
   /** The next three due instants (none while disabled). */
   nextDue: string[];
@@ -18,6 +22,8 @@ export interface DashboardJob {
   paused: { by: string; at: string } | null;
   /** Switched off by SchedulingModule settings (enabled: false). */
   disabledBySettings: boolean;
+  /** Which actions this kind of job has, and why not when it has none. */
+  actions: { runNow: boolean; pause: boolean; why: string | null };
 }
 
 /** A run in the list: what identifies it and how it stands. */

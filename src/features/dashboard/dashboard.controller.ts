@@ -19,7 +19,7 @@ import { DeclarationError, SchedulingError } from '../scheduling/scheduling.erro
 import { authorizeRequest, checkCsrf, csrfCookie, csrfCookieOf, newCsrfToken } from './dashboard-access';
 import { COMMON_HEADERS, type DashboardAssets, renderDashboardPage } from './dashboard-assets';
 import { RefusedPageFilter } from './refused-page.filter';
-import { fencingTokenOf, type QueryValues, runFilterOf, timelineSpanOf } from './dashboard-query';
+import { fencingTokenOf, type QueryValues, runFilterOf, scheduleQueryOf, timelineSpanOf } from './dashboard-query';
 import { DASHBOARD_OPTIONS, type DashboardAction, type DashboardRequest, type ResolvedDashboardOptions } from './dashboard.options';
 import { JobSchedulerDashboardSchedules } from './dashboard-schedules';
 import { JobSchedulerDashboardService } from './dashboard.service';
@@ -89,8 +89,7 @@ export class JobSchedulerDashboardController {
   @Get('api/schedules')
   async dynamicSchedules(@Req() request: DashboardRequest, @Res({ passthrough: true }) response: unknown, @Query() query: QueryValues) {
     await this.access(request, response, 'read');
-    const after = typeof query.after === 'string' && query.after !== '' ? query.after : undefined;
-    return this.answer(() => this.schedules.page(after));
+    return this.answer(() => this.schedules.page(scheduleQueryOf(query)));
   }
 
   @Get('api/schedules/:id/timeline')

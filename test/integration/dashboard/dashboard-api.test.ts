@@ -394,6 +394,83 @@ describe('dynamic schedules in the dashboard', () => {
   });
 });
 
+describe('dynamic schedules: search and keyset paging', () => {
+  let app: DashboardApp;
+  afterAll(async () => {
+    await app?.close();
+  });
+
+  it('finds a schedule by the start of its id, handler or tenant, and pages by id without skipping or repeating', async () => {
+    await database.sql('DELETE FROM "job-schedule"');
+    app = await startDashboardApp(database, { dynamic: true, start: false });
+    const schedules = app.app.get(DynamicSchedules);
+    for (let index = 0; index < 250; index++) {
+      const id = `fleet/${String(index).padStart(4, '0')}`;
+      await schedules.upsert({ id, handler: 'reports.tenant-export', every: '1h', tenantId: `t${index % 7}` });
+    }
+    const list = async (query: string) => {
+      const response = await call(app, `/jobs/api/schedules${query}`, { headers: { authorization: READER } });
+      expect(response.status).toBe(200);
+      return response.json as { schedules: { id: string; tenantId: string }[]; nextCursor: string | null };
+    };
+    const seen: string[] = [];
+    let cursor: string | null = null;
+    do {
+      const page = await list(cursor ? `?after=${encodeURIComponent(cursor)}` : '');
+      seen.push(...page.schedules.map((schedule) => schedule.id));
+      cursor = page.nextCursor;
+    } while (cursor);
+    expect(seen).toHaveLength(250);
+    expect(new Set(seen).size).toBe(250);
+    expect([...seen].sort()).toEqual(seen);
+    const found = await list(`?q=${encodeURIComponent('fleet/012')}`);
+    expect(found.schedules.map((schedule) => schedule.id)).toEqual(Array.from({ length: 10 }, (_, index) => `fleet/012${index}`));
+    expect(found.nextCursor).toBeNull();
+    const tenant = await list(`?q=${encodeURIComponent('fleet/01')}&tenant=t3`);
+    expect(tenant.schedules.every((schedule) => schedule.id.startsWith('fleet/01') && schedule.tenantId === 't3')).toBe(true);
+    expect(tenant.schedules.length).toBeGreaterThan(0);
+    expect((await list('?handler=nobody.here')).schedules).toEqual([]);
+    const refused = await call(app, `/jobs/api/schedules?q=${'x'.repeat(513)}`, { headers: { authorization: READER } });
+    expect(refused.status).toBe(400);
+  });
+});
+
+describe('@RunOnce methods in the dashboard', () => {
+  let app: DashboardApp;
+  afterAll(async () => {
+    await app?.close();
+  });
+
+  it('lists them with their schedule, health and timeline, and says they have no run now or pause', async () => {
+    await database.sql('DELETE FROM "job-scheduler"');
+    app = await startDashboardApp(database, { runOnce: true, start: false });
+    const day = (days: number) => new Date(Math.floor(Date.now() / 86_400_000) * 86_400_000 - days * 86_400_000 + 3 * 3_600_000).toISOString();
+    await seedRuns(database, [
+      { code: 'reports.nightly-export', runKey: day(1), status: 'SUCCESS' },
+      { code: 'reports.nightly-export', runKey: day(2), status: 'FAIL', data: { error: { name: 'Error', message: 'bucket gone' } } },
+    ]);
+    const listed = await call(app, '/jobs/api/jobs', { headers: { authorization: READER } });
+    const job = (listed.json as { jobs: { name: string }[] }).jobs.find((candidate) => candidate.name === 'reports.nightly-export');
+    expect(job).toMatchObject({
+      kind: 'run-once',
+      method: 'NightlyExport.export',
+      lastSuccessAt: day(1),
+      health: 'degraded',
+      window: { last10: { finished: 2, succeeded: 1 }, lastError: { at: day(2), message: 'bucket gone' } },
+      actions: { runNow: false, pause: false, why: expect.stringContaining('@RunOnce') },
+    });
+    expect((job as unknown as { nextDue: string[] }).nextDue).toHaveLength(3);
+    const timeline = await call(app, '/jobs/api/jobs/reports.nightly-export/timeline?span=7d', { headers: { authorization: READER } });
+    expect(timeline.status).toBe(200);
+    expect((timeline.json as { marks: { at: string; outcome: string }[] }).marks.map((mark) => [mark.at, mark.outcome])).toEqual([
+      [day(2), 'failed'],
+      [day(1), 'succeeded'],
+    ]);
+    const headers = await csrfFrom(app, '/jobs');
+    expect((await call(app, '/jobs/api/jobs/reports.nightly-export/run-now', { method: 'POST', headers })).status).toBe(404);
+  });
+});
+
 describe('an interval past the schedule horizon', () => {
   let app: DashboardApp;
   afterAll(async () => {

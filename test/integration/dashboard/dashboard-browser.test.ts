@@ -68,7 +68,7 @@ describeInBrowser('the dashboard in a real browser (chromium)', () => {
       database,
       SEEDED.map((run) => ({ code: 'reports.hourly-digest', ...run, heartbeatAgoMs: 0 })),
     );
-    first = await startDashboardApp(database, { name: 'a', dynamic: true });
+    first = await startDashboardApp(database, { name: 'a', dynamic: true, runOnce: true });
     await first.app
       .get(DynamicSchedules)
       .upsert({ id: 'tenant-42/weekly', handler: 'reports.tenant-export', cron: '0 3 * * 1', timeZone: 'America/New_York', tenantId: '42' });
@@ -98,7 +98,7 @@ describeInBrowser('the dashboard in a real browser (chromium)', () => {
     const response = await open();
     expect(response?.status()).toBe(200);
     const names = await page.$$eval('tr[data-job] th', (cells) => cells.map((cell) => cell.textContent));
-    expect(names).toEqual(['reports.hourly-digest', 'billing.every-second', 'billing.quarter-hour']);
+    expect(names).toEqual(['reports.hourly-digest', 'billing.every-second', 'billing.quarter-hour', 'reports.nightly-export @RunOnce NightlyExport.export']);
     expect(await page.textContent('tr[data-job="reports.hourly-digest"]')).toContain('every hour at minute 0 (Europe/Paris)');
     expect(await page.textContent('tr[data-schedule="tenant-42/weekly"]')).toContain('Monday at 03:00 (America/New_York)');
     expect(problems).toEqual([]);
@@ -170,6 +170,41 @@ describeInBrowser('the dashboard in a real browser (chromium)', () => {
     await page.click('button.span[data-span="24h"]');
     await page.waitForSelector('button.span[data-span="24h"][aria-pressed="true"]');
     await database.sql(`DELETE FROM "job-scheduler" WHERE "lockKey" LIKE 'dense:%'`);
+  });
+
+  it('searches the dynamic schedules and pages through them by id', async () => {
+    const schedules = first.app.get(DynamicSchedules);
+    for (let index = 0; index < 120; index++) {
+      await schedules.upsert({ id: `fleet/${String(index).padStart(4, '0')}`, handler: 'reports.tenant-export', every: '1d', enabled: false });
+    }
+    await open();
+    const ids = () => page.$$eval('#schedules tr[data-schedule]', (rows) => rows.map((row) => row.getAttribute('data-schedule')));
+    expect(await ids()).toHaveLength(100);
+    expect(await page.isDisabled('#schedules-next')).toBe(false);
+    await page.click('#schedules-next');
+    await page.waitForSelector('#schedules tr[data-schedule="tenant-42/weekly"]');
+    expect(await ids()).toHaveLength(21);
+    await page.fill('#schedule-filters input[name="q"]', 'fleet/011');
+    await page.click('#schedule-filters button[type="submit"]');
+    await page.waitForSelector('#schedules tr[data-schedule="fleet/0110"]');
+    expect(await ids()).toEqual(Array.from({ length: 10 }, (_, index) => `fleet/011${index}`));
+    expect(await page.isDisabled('#schedules-next')).toBe(true);
+    await page.fill('#schedule-filters input[name="q"]', '');
+    await page.click('#schedule-filters button[type="submit"]');
+    await page.waitForSelector('#schedules tr[data-schedule="fleet/0000"]');
+    for (let index = 0; index < 120; index++) await schedules.remove(`fleet/${String(index).padStart(4, '0')}`);
+    await open();
+  });
+
+  it('lists a @RunOnce method with its timeline, and says it has no run now or pause', async () => {
+    const row = 'tr[data-job="reports.nightly-export"]';
+    expect(await page.textContent(`${row} td[data-label="Schedule"]`)).toContain('0 0 3 * * *');
+    expect(await page.$$(`${row} button:text("Run now")`)).toHaveLength(0);
+    expect(await page.$$(`${row} button:text("Pause")`)).toHaveLength(0);
+    expect(await page.textContent(`${row} td.actions`)).toContain('there is no run now or pause');
+    await page.click(`${row} button:text("Timeline")`);
+    await page.waitForSelector('#timeline svg[aria-label="0 occurrences of reports.nightly-export"]');
+    expect(await page.textContent('#status')).not.toMatch(/404/);
   });
 
   it("shows a dynamic schedule's timeline, and back", async () => {

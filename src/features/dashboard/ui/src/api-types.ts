@@ -18,6 +18,10 @@ export interface HealthWindow {
 
 export interface Job {
   name: string;
+  /** declared | run-once */
+  kind: string;
+  method: string | null;
+  actions: { runNow: boolean; pause: boolean; why: string | null };
   schedule: ScheduleDescription;
   nextDue: string[];
   lastSuccessAt: string | null;

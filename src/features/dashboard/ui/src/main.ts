@@ -12,7 +12,7 @@ import { loadJobs } from './jobs-view';
 import { loadLeases } from './leases-view';
 import { wireRunDetail } from './run-detail-view';
 import { reloadRuns, wireRuns } from './runs-view';
-import { loadSchedules } from './schedules-view';
+import { loadSchedules, wireSchedules } from './schedules-view';
 import { say } from './status';
 import { loadTimeline, redrawTimeline, wireTimeline } from './timeline-view';
 
@@ -56,6 +56,7 @@ document.addEventListener('DOMContentLoaded', () => {
   wireZone();
   wireTimeline();
   wireRuns();
+  wireSchedules();
   wireRunDetail();
   onActionDone(() => void refresh());
   void refresh();
