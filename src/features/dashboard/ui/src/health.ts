@@ -43,7 +43,11 @@ export const healthCell = (job: Job): HTMLTableCellElement => {
     children.push(
       el('div', { class: 'durations' }, [
         durationChart(window.durationMs.recent),
-        el('small', { class: 'muted', text: ' p50 ' + age(window.durationMs.p50) + ', p95 ' + age(window.durationMs.p95) + ' (claim to finish, 24 h)' }),
+        el('small', {
+          class: 'muted',
+          title: 'claim to finish, over the last 24 h (the handler start is not recorded)',
+          text: 'p50 ' + age(window.durationMs.p50) + ', p95 ' + age(window.durationMs.p95),
+        }),
       ]),
     );
   }
