@@ -3,7 +3,7 @@ import { type DynamicModule, type INestApplication, Module } from '@nestjs/commo
 import { NestFactory } from '@nestjs/core';
 import { ExpressAdapter } from '@nestjs/platform-express';
 import { TypeOrmModule } from '@nestjs/typeorm';
-import { JobScheduler, JobSchedulerModule, Scheduled, SchedulingModule } from '../../src/features';
+import { DynamicSchedulesModule, JobScheduler, JobSchedulerModule, Scheduled, ScheduleHandler, SchedulingModule } from '../../src/features';
 import { JobSchedulerDashboardModule } from '../../src/features/dashboard';
 import type { TestDatabase } from '../../test/support/test-database';
 import { checkpoint, createBenchDatabase } from '../support/bench-database';
@@ -12,17 +12,40 @@ import { percentile } from '../support/statistics';
 import type { Scenario } from './scenario';
 
 const SIZES = {
-  full: { rows: 1e6, calls: 60, warmUp: 5 },
-  quick: { rows: 1e5, calls: 15, warmUp: 3 },
+  full: { rows: 1e6, schedules: 100_000, calls: 60, warmUp: 5 },
+  quick: { rows: 1e5, schedules: 10_000, calls: 15, warmUp: 3 },
 };
+const SCHEDULE_HANDLER = 'bench.tenant-task';
 const GOAL_MS = 100;
 const MINUTE_JOB = 'bench.every-minute';
 const RARE_JOB = 'bench.rare-report';
+const DENSE_JOB = 'bench.every-two-seconds';
 
 @Scheduled(MINUTE_JOB, { every: '1m' })
 class EveryMinuteJob {
   async run(): Promise<void> {}
 }
+
+@Scheduled(DENSE_JOB, { every: '2s' })
+class EveryTwoSecondsJob {
+  async run(): Promise<void> {}
+}
+
+@ScheduleHandler(SCHEDULE_HANDLER)
+class TenantTaskHandler {
+  async run(): Promise<void> {}
+}
+
+/** `count` dynamic schedules, ids tenant-000001/task..., every hour, a tenant each (as the dynamic-schedules bench). */
+const seedDynamicSchedules = async (database: TestDatabase, count: number): Promise<void> => {
+  await database.sql(
+    `INSERT INTO "job-schedule" ("id", "handler", "everyMs", "data", "tenantId", "version")
+     SELECT 'tenant-' || lpad(n::text, 6, '0') || '/task', $2, 3600000, jsonb_build_object('n', n), 'tenant-' || n, nextval('"job-schedule_version_seq"')
+     FROM generate_series(1, $1::int) AS n`,
+    [count, SCHEDULE_HANDLER],
+  );
+  await database.sql('VACUUM (ANALYZE) "job-schedule"');
+};
 
 @Scheduled(RARE_JOB, { cron: '0 3 * * *', timeZone: 'Europe/Paris' })
 class RareReportJob {
@@ -31,11 +54,22 @@ class RareReportJob {
 
 /**
  * Half the rows are the every-minute job's occurrences (one per past minute: 7 days of them fill
- * the 7-day timeline), a fifth of a percent of them FAIL, a few were missed or taken over; 100 are
- * a daily job's; the rest hand-acquired runs of 100 other codes; 20 RUNNING rows past their lease.
+ * the 7-day timeline), a fifth of a percent of them FAIL, a few were missed or taken over; a tenth
+ * are a job every 2 s (one per past 2 s: 55 hours at 1e6, more than a timeline reads); 100 are a
+ * daily job's; the rest hand-acquired runs of 100 other codes; 20 RUNNING rows past their lease.
  */
 export const seedDashboardRows = async (database: TestDatabase, rows: number): Promise<void> => {
   const minutes = Math.floor(rows / 2);
+  const dense = Math.floor(rows / 10);
+  await database.sql(
+    `INSERT INTO "job-scheduler" ("lockKey", code, type, status, "ownerToken", "runKey", "leaseMs", "ownerId", "fencingToken", attempts,
+       "createdAt", "modifiedAt", "startedAt", "finishedAt")
+     SELECT 'seed:d:' || i, $2, 'SCHEDULE', (CASE WHEN i % 100 = 0 THEN 'FAIL' ELSE 'SUCCESS' END)::"job-scheduler_status_enum", gen_random_uuid(),
+       to_char(k.at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'), 60000, 'node-' || (i % 4), i, 1, k.at, k.at + interval '5 ms', k.at, k.at + interval '5 ms'
+     FROM generate_series(1, $1::int) AS i
+     CROSS JOIN LATERAL (SELECT to_timestamp(floor(extract(epoch FROM now()) / 2) * 2) - i * interval '2 seconds' AS at) AS k`,
+    [dense, DENSE_JOB],
+  );
   await database.sql(
     `INSERT INTO "job-scheduler" ("lockKey", code, type, status, "ownerToken", "runKey", "leaseMs", "ownerId", "fencingToken", attempts, data,
        "createdAt", "modifiedAt", "startedAt", "finishedAt")
@@ -64,7 +98,7 @@ export const seedDashboardRows = async (database: TestDatabase, rows: number): P
        'order-' || i, 60000, 'node-' || (i % 4), i, 1, k.at, k.at, k.at, CASE WHEN i <= 20 THEN NULL ELSE k.at END
      FROM generate_series(1, $1::int) AS i
      CROSS JOIN LATERAL (SELECT now() - i * interval '30 seconds' AS at) AS k`,
-    [rows - minutes - 100],
+    [rows - minutes - dense - 100],
   );
   await database.sql('VACUUM (ANALYZE) "job-scheduler"');
   await checkpoint(database);
@@ -72,7 +106,7 @@ export const seedDashboardRows = async (database: TestDatabase, rows: number): P
 
 /** An Express app with the dashboard; every request's server time (arrival to the response's end) is recorded. */
 const startApp = async (database: TestDatabase, times: Map<string, number[]>, label: () => string): Promise<INestApplication> => {
-  @Module({ providers: [EveryMinuteJob, RareReportJob] })
+  @Module({ providers: [EveryMinuteJob, EveryTwoSecondsJob, RareReportJob, TenantTaskHandler] })
   class BenchJobs {}
   class DashboardBenchModule {}
   const root: DynamicModule = {
@@ -81,6 +115,7 @@ const startApp = async (database: TestDatabase, times: Map<string, number[]>, la
       TypeOrmModule.forRoot({ type: 'postgres', url: database.url, entities: [JobScheduler], poolSize: 4 }),
       JobSchedulerModule.forRoot({ nodeId: 'dashboard-bench' }),
       SchedulingModule.forRoot({ start: false, metrics: false, retention: false }),
+      DynamicSchedulesModule.forRoot({ start: false, metrics: false, retention: false }),
       BenchJobs,
       JobSchedulerDashboardModule.forRoot({ path: '/jobs', authorize: () => 'bench' }),
     ],
@@ -108,7 +143,10 @@ export const dashboard: Scenario = {
     const database = await createBenchDatabase(cleanup);
     const seeding = performance.now();
     await seedDashboardRows(database, sizes.rows);
-    log(`dashboard: seeded ${formatNumber(sizes.rows)} rows in ${formatNumber((performance.now() - seeding) / 1000)} s`);
+    await seedDynamicSchedules(database, sizes.schedules);
+    log(
+      `dashboard: seeded ${formatNumber(sizes.rows)} rows and ${formatNumber(sizes.schedules)} dynamic schedules in ${formatNumber((performance.now() - seeding) / 1000)} s`,
+    );
     const times = new Map<string, number[]>();
     let current = 'warm-up';
     const app = cleanup.add(await startApp(database, times, () => current), (started) => started.close());
@@ -129,6 +167,10 @@ export const dashboard: Scenario = {
       ['timeline 24 h (1,440 occurrences)', `/api/jobs/${MINUTE_JOB}/timeline?span=24h`],
       ['timeline 7 d (10,080 occurrences)', `/api/jobs/${MINUTE_JOB}/timeline?span=7d`],
       ['timeline 7 d of a daily job', `/api/jobs/${RARE_JOB}/timeline?span=7d`],
+      ['timeline 1 h of a 2 s job (1,800, buckets)', `/api/jobs/${DENSE_JOB}/timeline?span=1h`],
+      ['timeline 6 h of a 2 s job (10,800, buckets)', `/api/jobs/${DENSE_JOB}/timeline?span=6h`],
+      ['timeline 24 h of a 2 s job (cut at 12,000 rows)', `/api/jobs/${DENSE_JOB}/timeline?span=24h`],
+      ['timeline 7 d of a 2 s job (cut at 12,000 rows)', `/api/jobs/${DENSE_JOB}/timeline?span=7d`],
       ['runs: first page', '/api/runs?limit=50'],
       ['runs: page 21 (keyset cursor)', `/api/runs?limit=50&cursor=${encodeURIComponent(deepCursor)}`],
       ['runs: one job', `/api/runs?limit=50&code=${MINUTE_JOB}`],
@@ -138,6 +180,15 @@ export const dashboard: Scenario = {
       ['runs: one day a year ago', `/api/runs?limit=50&from=${dayAYearAgo.toISOString()}&to=${new Date(dayAYearAgo.getTime() + 86_400_000).toISOString()}`],
       ['run detail', `/api/runs/${someRun.id}`],
       ['leases past their lease', '/api/leases/expired'],
+      [`schedules: first page (${formatNumber(sizes.schedules)})`, '/api/schedules'],
+      [
+        `schedules: page in the middle (keyset cursor)`,
+        `/api/schedules?after=${encodeURIComponent(`tenant-${String(sizes.schedules / 2).padStart(6, '0')}/task`)}`,
+      ],
+      ['schedules: id search (one match)', `/api/schedules?q=${encodeURIComponent(`tenant-${String(sizes.schedules - 7).padStart(6, '0')}/`)}`],
+      ['schedules: id search (a prefix of 1,000)', `/api/schedules?q=${encodeURIComponent('tenant-0010')}`],
+      ['schedules: a tenant', `/api/schedules?tenant=${encodeURIComponent(`tenant-${sizes.schedules - 3}`)}`],
+      ['schedules: by handler', `/api/schedules?handler=${SCHEDULE_HANDLER}`],
     ];
     for (let round = 0; round < sizes.warmUp; round++) for (const [, path] of calls) await get(path);
     // Interleaved rounds: every call once per round.
@@ -161,10 +212,10 @@ export const dashboard: Scenario = {
     }
     if (quick) sheet.note(`Quick mode seeds ${formatNumber(sizes.rows)} rows: the 1e6 goal is judged by the full run only.`);
     sheet.note(
-      'Server time: from the request reaching Express to the end of the response (JSON serialization included), on loopback, the app and PostgreSQL on the same machine. Seeded rows: half one every-minute job (one row per past minute), 100 of a daily job, the rest 100 hand-acquired codes, 20 RUNNING past their lease; VACUUM ANALYZE, then CHECKPOINT.',
+      'Server time: from the request reaching Express to the end of the response (JSON serialization included), on loopback, the app and PostgreSQL on the same machine. Dynamic schedules: ids tenant-000001/task..., every hour, one tenant each (DynamicSchedulesModule with start: false). Seeded rows: half one every-minute job (one row per past minute), a tenth a job every 2 s, 100 of a daily job, the rest 100 hand-acquired codes, 20 RUNNING past their lease; VACUUM ANALYZE, then CHECKPOINT.',
     );
     return {
-      sizes: `${formatNumber(sizes.rows)} rows; ${sizes.warmUp} warm-up rounds, then ${sizes.calls} interleaved rounds of ${calls.length} calls, one at a time`,
+      sizes: `${formatNumber(sizes.rows)} rows, ${formatNumber(sizes.schedules)} dynamic schedules; ${sizes.warmUp} warm-up rounds, then ${sizes.calls} interleaved rounds of ${calls.length} calls, one at a time`,
       variants: { shipped: 'JobSchedulerDashboardModule under the Express adapter, the migrations as shipped' },
     };
   },

@@ -48,6 +48,25 @@ export const escapeHtml = (text: string): string => text.replace(/[&<>"']/g, (ch
 export const renderDashboardPage = (html: string, base: string, csrfToken: string): string =>
   html.replace(/\{\{base\}\}/g, escapeHtml(base)).replace(/\{\{csrf\}\}/g, escapeHtml(csrfToken));
 
+/** Whether a request comes from a browser asking for a page (Accept names text/html). */
+export const acceptsHtml = (request: { headers: Record<string, string | string[] | undefined> }): boolean => {
+  const accept = request.headers.accept;
+  return (Array.isArray(accept) ? accept.join(',') : (accept ?? '')).includes('text/html');
+};
+
+/** The short page a browser gets instead of the dashboard without a session (401) or the right to read (403). No data, no script. */
+export const refusedPage = (status: number): string =>
+  [
+    '<!doctype html>',
+    '<html lang="en"><head><meta charset="utf-8" /><meta name="viewport" content="width=device-width, initial-scale=1" />',
+    `<title>${status === 401 ? 'Sign in needed' : 'Not allowed'}: scheduled jobs</title></head>`,
+    `<body><h1>${status === 401 ? 'Sign in needed' : 'Not allowed'}</h1>`,
+    status === 401
+      ? '<p>This dashboard needs you to be signed in (its <code>authorize</code> function did not recognise this request). Sign in, then load this page again.</p>'
+      : '<p>You are signed in, but not allowed to read this dashboard. Ask its operators for access.</p>',
+    `<p>HTTP ${status}</p></body></html>`,
+  ].join('\n');
+
 /**
  * The page's Content-Security-Policy: its own script and stylesheet only (no inline script or
  * style, no eval), requests to its own origin only, no frames, no forms, no plugins.

@@ -1,6 +1,7 @@
 import { JobSchedulerStatus } from '../job-scheduler/job-scheduler.entity';
 import { InvalidJobQueryOptionsError } from '../job-scheduler/job-scheduler.errors';
 import type { JobRunFilter } from '../job-scheduler/operations/job-run.types';
+import type { ScheduleQuery } from './dashboard-schedules';
 
 /** A query string as both adapters give it: each value a string (or several). */
 export type QueryValues = Record<string, unknown>;
@@ -22,7 +23,7 @@ const instant = (query: QueryValues, name: string): Date | undefined => {
 
 const STATUSES = new Set<string>(Object.values(JobSchedulerStatus));
 
-/** The runs list's query (code, status, from, to, cursor, limit ≤ 200) as a findRuns filter. Throws InvalidJobQueryOptionsError. */
+/** The runs list's query (code, runKey: a prefix within that job, status, from, to, cursor, limit ≤ 200) as a findRuns filter. Throws InvalidJobQueryOptionsError. */
 export const runFilterOf = (query: QueryValues): JobRunFilter => {
   const status = one(query, 'status');
   if (status !== undefined && !STATUSES.has(status))
@@ -33,6 +34,12 @@ export const runFilterOf = (query: QueryValues): JobRunFilter => {
   const filter: JobRunFilter = { limit };
   const code = one(query, 'code');
   if (code !== undefined) filter.code = code;
+  const runKey = one(query, 'runKey');
+  if (runKey !== undefined) {
+    if (code === undefined) throw new InvalidJobQueryOptionsError('runKey (a run key search) needs a job: give code too');
+    if (runKey.length > 512) throw new InvalidJobQueryOptionsError('runKey must be at most 512 characters');
+    filter.runKeyPrefix = runKey;
+  }
   if (status !== undefined) filter.status = status as JobSchedulerStatus;
   const from = instant(query, 'from');
   if (from) filter.from = from;
@@ -43,13 +50,30 @@ export const runFilterOf = (query: QueryValues): JobRunFilter => {
   return filter;
 };
 
-/** The timeline spans offered: the last 24 hours or the last 7 days. */
-export const TIMELINE_SPANS: Readonly<Record<string, number>> = { '24h': 86_400_000, '7d': 7 * 86_400_000 };
+/** The dynamic schedules list's query: after (cursor), q (id prefix), handler, tenant; each at most 512 characters. */
+export const scheduleQueryOf = (query: QueryValues): ScheduleQuery => {
+  const result: ScheduleQuery = {};
+  for (const [name, field] of [
+    ['after', 'after'],
+    ['q', 'idPrefix'],
+    ['handler', 'handler'],
+    ['tenant', 'tenantId'],
+  ] as const) {
+    const value = one(query, name);
+    if (value === undefined) continue;
+    if (value.length > 512) throw new InvalidJobQueryOptionsError(`${name} must be at most 512 characters`);
+    result[field] = value;
+  }
+  return result;
+};
+
+/** The timeline spans offered: the last hour, 6 hours, 24 hours or 7 days. */
+export const TIMELINE_SPANS: Readonly<Record<string, number>> = { '1h': 3_600_000, '6h': 6 * 3_600_000, '24h': 86_400_000, '7d': 7 * 86_400_000 };
 
 export const timelineSpanOf = (query: QueryValues): { span: string; ms: number } => {
   const span = one(query, 'span') ?? '24h';
   const ms = Object.hasOwn(TIMELINE_SPANS, span) ? TIMELINE_SPANS[span] : undefined;
-  if (ms === undefined) throw new InvalidJobQueryOptionsError(`span must be 24h or 7d, got ${JSON.stringify(span.slice(0, 20))}`);
+  if (ms === undefined) throw new InvalidJobQueryOptionsError(`span must be 1h, 6h, 24h or 7d, got ${JSON.stringify(span.slice(0, 20))}`);
   return { span, ms };
 };
 

@@ -2,7 +2,7 @@ import { Injectable, Optional } from '@nestjs/common';
 import { JobRunsInspector } from '../job-scheduler/operations/job-runs.inspector';
 import { DynamicSchedules } from '../scheduling/dynamic/dynamic-schedules.service';
 import type { DynamicScheduleView } from '../scheduling/dynamic/dynamic-schedule.types';
-import { scheduleRunKeyPrefix } from '../scheduling/occurrence/occurrence-keys';
+import { dueInstantOf, scheduleRunKeyPrefix } from '../scheduling/occurrence/occurrence-keys';
 import { compileSchedule } from '../scheduling/schedule/job-declaration';
 import type { DueSchedule } from '../scheduling/schedule/due-schedule';
 import { DeclarationError, SchedulingError } from '../scheduling/scheduling.errors';
@@ -19,6 +19,14 @@ export interface DashboardSchedule {
   enabled: boolean;
   tenantId: string | null;
   modifiedAt: string;
+}
+
+/** The schedules list's query: a keyset cursor, an id prefix, a handler, a tenant. */
+export interface ScheduleQuery {
+  after?: string;
+  idPrefix?: string;
+  handler?: string;
+  tenantId?: string;
 }
 
 /** Rows a dynamic schedule's timeline reads at most, the newest. */
@@ -55,10 +63,10 @@ export class JobSchedulerDashboardSchedules {
     @Optional() private readonly dynamic?: DynamicSchedules,
   ) {}
 
-  /** Schedules in id order, 100 at a time after `after` (empty without DynamicSchedulesModule). */
-  async page(after: string | undefined, now = Date.now()): Promise<{ schedules: DashboardSchedule[]; nextCursor: string | null }> {
+  /** Schedules in id order, 100 at a time after `after` (a keyset cursor), filtered (empty without DynamicSchedulesModule). */
+  async page(query: ScheduleQuery, now = Date.now()): Promise<{ schedules: DashboardSchedule[]; nextCursor: string | null }> {
     if (!this.dynamic) return { schedules: [], nextCursor: null };
-    const page = await this.dynamic.list({ after, limit: 100 });
+    const page = await this.dynamic.list({ ...query, limit: 100 });
     const schedules = page.schedules.map((view) => ({
       id: view.id,
       handler: view.handler,
@@ -76,9 +84,15 @@ export class JobSchedulerDashboardSchedules {
     if (!view) throw new SchedulingError('UNKNOWN_JOB', `No dynamic schedule has the id ${JSON.stringify(id.slice(0, 80))}`);
     const prefix = scheduleRunKeyPrefix(view.id);
     const from = now - spanMs;
-    const rows = await this.inspector.findOccurrences(view.handler, new Date(from), new Date(now), MAX_SCHEDULE_TIMELINE_ROWS + 1, prefix);
-    const keyed = rows.slice(0, MAX_SCHEDULE_TIMELINE_ROWS).map((row) => ({ ...row, runKey: row.runKey.slice(prefix.length) }));
-    return buildTimeline(keyed, dueScheduleOf(view), from, now, rows.length > MAX_SCHEDULE_TIMELINE_ROWS);
+    const [rows, firstKey] = await Promise.all([
+      this.inspector.findOccurrences(view.handler, new Date(from), new Date(now), MAX_SCHEDULE_TIMELINE_ROWS + 1, prefix),
+      this.inspector.firstOccurrenceKey(view.handler, prefix),
+    ]);
+    const keyed = rows.map((row) => ({ ...row, runKey: row.runKey.slice(prefix.length) }));
+    // Deployed: created, or its first recorded occurrence if earlier (a schedule deleted and made again).
+    const first = firstKey === null ? null : dueInstantOf(firstKey.slice(prefix.length));
+    const knownSince = Math.min(first ?? Number.POSITIVE_INFINITY, view.createdAt.getTime());
+    return buildTimeline(keyed, dueScheduleOf(view), { from, to: now, readLimit: MAX_SCHEDULE_TIMELINE_ROWS, knownSince });
   }
 
   /** Pauses (false) or resumes (true) a dynamic schedule on every instance. UNKNOWN_JOB when there is no such schedule. */

@@ -24,12 +24,44 @@ export interface TimelineGap {
   occurrences: number;
 }
 
+/** A dense timeline's stretch [from, from + bucketMs): how many occurrences ended how. */
+export interface TimelineBucket {
+  from: string;
+  succeeded: number;
+  failed: number;
+  missed: number;
+  running: number;
+  'taken-over': number;
+  /** Due instants without any record. */
+  notRun: number;
+  /** runNow runs asked in it. */
+  runNow: number;
+  /** The run of the worst occurrence in it (null when it holds none). */
+  runId: string | null;
+}
+
 export interface Timeline {
   from: string;
   to: string;
+  /**
+   * Marks, gaps and buckets cover [shownFrom, to): `from` unless the span held more than is read,
+   * in which case the newest are kept and shownFrom says where they start (truncated: true).
+   */
+  shownFrom: string;
+  /**
+   * Gaps are never claimed before this instant: the job's first known occurrence, its
+   * deployment (the schedule's creation, or this instance's start), whichever is first. null when
+   * it is before `shownFrom` (no bound inside the span).
+   */
+  knownSince: string | null;
+  /** One per occurrence; empty when the timeline is aggregated into buckets. */
   marks: TimelineMark[];
+  /** Empty when the timeline is aggregated into buckets. */
   gaps: TimelineGap[];
-  /** true when the span held more rows (or due instants) than are read: marks or gaps are cut. */
+  /** Set (with bucketMs) when the span holds too many occurrences to draw one by one. */
+  buckets: TimelineBucket[] | null;
+  bucketMs: number | null;
+  /** true when the span held more rows (or due instants) than are read: shownFrom is after from. */
   truncated: boolean;
 }
 
@@ -50,30 +82,83 @@ const askedAtOf = (runKey: string): number | null => {
   return Number.isNaN(instant) ? null : instant;
 };
 
+/** Round bucket sizes: the smallest that makes at most MAX_BUCKETS buckets of a span is used. */
+const BUCKET_SIZES_MS = [1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10_800, 21_600, 43_200, 86_400].map((s) => s * 1000);
+const MAX_BUCKETS = 200;
+
+export const bucketSizeOf = (spanMs: number): number => BUCKET_SIZES_MS.find((size) => spanMs / size <= MAX_BUCKETS) ?? 86_400_000;
+
 /**
- * Marks from the recorded rows (one per due instant; one per runNow run), and the gaps: due
- * instants of the schedule in [from, to) that no row records, merged into stretches (each runs
- * to the next due instant). At most `maxDue` due instants are enumerated.
+ * The due instants of `schedule` in [from, to), the newest `max` of them when there are more
+ * (cut: true). Enumerated forward in windows walked backward from `to`, each twice as long as the
+ * last (a schedule can only be stepped forward), so the cost stays near `max` steps.
  */
-export const buildTimeline = (rows: readonly OccurrenceRow[], schedule: DueSchedule, from: number, to: number, rowsCut: boolean, maxDue = 20_000): Timeline => {
-  // Sorted by epoch ms (the rows come newest first). `at` is the key's own ISO 8601 text: an
-  // occurrence key starts with its due instant as toISOString wrote it, a runNow key with the
-  // instant asked (after "run-now ").
-  const byInstant = new Map<number, TimelineMark & { instant: number }>();
-  const built: Array<TimelineMark & { instant: number }> = [];
+export const dueInstantsNewestFirst = (schedule: DueSchedule, from: number, to: number, max: number): { instants: number[]; cut: boolean } => {
+  const windows: number[][] = [];
+  let total = 0;
+  let end = to;
+  let size = 3_600_000;
+  while (end > from && total < max) {
+    const start = Math.max(from, end - size);
+    const found: number[] = [];
+    for (let due = schedule.next(start - 1); due !== null && due < end; due = schedule.next(due)) found.push(due);
+    windows.unshift(found);
+    total += found.length;
+    end = start;
+    size *= 2;
+  }
+  const instants = windows.flat();
+  const cut = instants.length > max || (end > from && total >= max);
+  return { instants: instants.length > max ? instants.slice(instants.length - max) : instants, cut };
+};
+
+export interface TimelineBounds {
+  from: number;
+  to: number;
+  /** Rows read at most per range (due instants, runNow runs): a range that returned more was cut. */
+  readLimit: number;
+  /** The first known occurrence or deployment (epoch ms), or null when unknown. */
+  knownSince: number | null;
+  /** Due instants enumerated at most (the newest). */
+  maxDue?: number;
+  /** Above this many marks and missing occurrences, the timeline is drawn in buckets. */
+  maxMarks?: number;
+}
+
+type BuiltMark = TimelineMark & { instant: number };
+
+/**
+ * Marks from the recorded rows (one per due instant; one per runNow run, in a lower lane) and the
+ * gaps (due instants in the window that no row records, merged into stretches), both over the
+ * same window [shownFrom, to): when a range read more than `readLimit` rows, or the schedule had
+ * more than `maxDue` due instants, only the newest are shown and shownFrom says where that starts.
+ * No gap is claimed before `knownSince`. Past `maxMarks`, counts per round bucket instead.
+ */
+export const buildTimeline = (rows: readonly OccurrenceRow[], schedule: DueSchedule, bounds: TimelineBounds): Timeline => {
+  const { from, to, readLimit, knownSince } = bounds;
+  const maxDue = bounds.maxDue ?? 20_000;
+  const maxMarks = bounds.maxMarks ?? 600;
+  const byInstant = new Map<number, BuiltMark>();
+  const scheduled: BuiltMark[] = [];
+  const asked: BuiltMark[] = [];
+  let scheduledRows = 0;
+  let askedRows = 0;
   for (const row of rows) {
     const outcome = outcomeOf(row);
     const due = dueInstantOf(row.runKey);
     if (due === null) {
-      const asked = askedAtOf(row.runKey);
-      if (asked !== null) built.push({ instant: asked, at: new Date(asked).toISOString(), outcome, trigger: 'run-now', runId: row.id, runs: 1 });
+      const at = askedAtOf(row.runKey);
+      if (at === null) continue;
+      askedRows++;
+      asked.push({ instant: at, at: new Date(at).toISOString(), outcome, trigger: 'run-now', runId: row.id, runs: 1 });
       continue;
     }
+    scheduledRows++;
     const mark = byInstant.get(due);
     if (!mark) {
-      const created = { instant: due, at: row.runKey.slice(0, 24), outcome, trigger: 'schedule' as const, runId: row.id, runs: 1 };
+      const created: BuiltMark = { instant: due, at: row.runKey.slice(0, 24), outcome, trigger: 'schedule', runId: row.id, runs: 1 };
       byInstant.set(due, created);
-      built.push(created);
+      scheduled.push(created);
       continue;
     }
     mark.runs++;
@@ -82,26 +167,96 @@ export const buildTimeline = (rows: readonly OccurrenceRow[], schedule: DueSched
       mark.runId = row.id;
     }
   }
-  built.sort((a, b) => a.instant - b.instant);
-  const marks: TimelineMark[] = built.map(({ at, outcome, trigger, runId, runs }) => ({ at, outcome, trigger, runId, runs }));
+  // A range cut by the limit: its oldest instant may be partly read (some of its tenants), so the
+  // window starts just after it.
+  let shownFrom = from;
+  const oldest = (marks: readonly BuiltMark[]): number => marks.reduce((min, mark) => Math.min(min, mark.instant), Number.POSITIVE_INFINITY);
+  if (scheduledRows > readLimit) shownFrom = Math.max(shownFrom, oldest(scheduled) + 1);
+  if (askedRows > readLimit) shownFrom = Math.max(shownFrom, oldest(asked) + 1);
 
-  const gaps: TimelineGap[] = [];
-  let enumerated = 0;
+  const gapsFrom = Math.max(shownFrom, knownSince ?? Number.NEGATIVE_INFINITY);
+  const due = gapsFrom < to ? dueInstantsNewestFirst(schedule, gapsFrom, to, maxDue) : { instants: [], cut: false };
+  if (due.cut) shownFrom = Math.max(shownFrom, due.instants[0]);
+
+  // The rows come newest first: the scheduled marks are in descending order already.
+  const shown = scheduled.filter((mark) => mark.instant >= shownFrom).reverse();
+  if (asked.length > 0) {
+    shown.push(...asked.filter((mark) => mark.instant >= shownFrom));
+    shown.sort((a, b) => a.instant - b.instant);
+  }
+  const missing: Array<{ at: number; until: number }> = [];
+  due.instants.forEach((instant, index) => {
+    if (instant < shownFrom || byInstant.has(instant)) return;
+    missing.push({ at: instant, until: Math.min(due.instants[index + 1] ?? schedule.next(instant) ?? to, to) });
+  });
+
+  const truncated = shownFrom > from;
+  const timeline: Timeline = {
+    from: new Date(from).toISOString(),
+    to: new Date(to).toISOString(),
+    shownFrom: new Date(shownFrom).toISOString(),
+    knownSince: knownSince !== null && knownSince > shownFrom ? new Date(Math.min(knownSince, to)).toISOString() : null,
+    marks: [],
+    gaps: [],
+    buckets: null,
+    bucketMs: null,
+    truncated,
+  };
+  if (shown.length + missing.length > maxMarks) {
+    timeline.bucketMs = bucketSizeOf(to - from);
+    timeline.buckets = bucketsOf(shown, missing, timeline.bucketMs, shownFrom, to);
+    return timeline;
+  }
+  timeline.marks = shown.map(({ at, outcome, trigger, runId, runs }) => ({ at, outcome, trigger, runId, runs }));
   let open: TimelineGap | null = null;
-  let due = schedule.next(from - 1);
-  while (due !== null && due < to && enumerated < maxDue) {
-    enumerated++;
-    const next = schedule.next(due);
-    if (byInstant.has(due)) open = null;
-    else if (open) {
-      open.to = new Date(Math.min(next ?? to, to)).toISOString();
+  let previous = Number.NaN;
+  for (const gap of missing) {
+    // Consecutive due instants without a record make one stretch.
+    if (open && gap.at === previous) {
+      open.to = new Date(gap.until).toISOString();
       open.occurrences++;
     } else {
-      open = { from: new Date(due).toISOString(), to: new Date(Math.min(next ?? to, to)).toISOString(), occurrences: 1 };
-      gaps.push(open);
+      open = { from: new Date(gap.at).toISOString(), to: new Date(gap.until).toISOString(), occurrences: 1 };
+      timeline.gaps.push(open);
     }
-    due = next;
+    previous = gap.until;
   }
-  const dueCut = due !== null && due < to;
-  return { from: new Date(from).toISOString(), to: new Date(to).toISOString(), marks, gaps, truncated: rowsCut || dueCut };
+  return timeline;
+};
+
+/** Counts per outcome in round buckets (epoch-aligned) covering [shownFrom, to); empty buckets are left out. */
+const bucketsOf = (marks: readonly BuiltMark[], missing: ReadonlyArray<{ at: number }>, size: number, shownFrom: number, to: number): TimelineBucket[] => {
+  const buckets = new Map<number, TimelineBucket & { weight: number }>();
+  const bucketAt = (instant: number) => {
+    const start = Math.floor(instant / size) * size;
+    let bucket = buckets.get(start);
+    if (!bucket) {
+      bucket = {
+        from: new Date(start).toISOString(),
+        succeeded: 0,
+        failed: 0,
+        missed: 0,
+        running: 0,
+        'taken-over': 0,
+        notRun: 0,
+        runNow: 0,
+        runId: null,
+        weight: -1,
+      };
+      buckets.set(start, bucket);
+    }
+    return bucket;
+  };
+  for (const mark of marks) {
+    if (mark.instant < shownFrom || mark.instant >= to) continue;
+    const bucket = bucketAt(mark.instant);
+    if (mark.trigger === 'run-now') bucket.runNow++;
+    else bucket[mark.outcome]++;
+    if (WEIGHT[mark.outcome] > bucket.weight) {
+      bucket.weight = WEIGHT[mark.outcome];
+      bucket.runId = mark.runId;
+    }
+  }
+  for (const gap of missing) bucketAt(gap.at).notRun++;
+  return [...buckets.entries()].sort(([a], [b]) => a - b).map(([, { weight: _weight, ...bucket }]) => bucket);
 };

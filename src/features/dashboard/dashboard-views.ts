@@ -1,20 +1,29 @@
+import { JobSchedulerStatus } from '../job-scheduler/job-scheduler.entity';
 import type { ExpiredJobLease, JobRunView } from '../job-scheduler/operations/job-run.types';
+export type { JobHealthState } from './dashboard-health';
 import type { ScheduleDescription } from './schedule-words';
 
-/** ok: on schedule; late: two or more due occurrences without a success; failing: the latest occurrence failed; disabled: paused or switched off. */
-export type JobHealthState = 'ok' | 'late' | 'failing' | 'disabled';
+import type { JobHealthState, JobHealthWindow } from './dashboard-health';
 
 export interface DashboardJob {
   name: string;
+  /** declared: @Scheduled; run-once: a @RunOnce method over @nestjs/schedule's @Cron. */
+  kind: 'declared' | 'run-once';
+  /** The @RunOnce method (Class.method), or null. */
+  method: string | null;
   schedule: ScheduleDescription;
   /** The next three due instants (none while disabled). */
   nextDue: string[];
   lastSuccessAt: string | null;
   health: JobHealthState;
+  /** The window the health is judged over (last 10 occurrences, last 24 h). */
+  window: JobHealthWindow;
   /** Set while an operator has it paused. */
   paused: { by: string; at: string } | null;
   /** Switched off by SchedulingModule settings (enabled: false). */
   disabledBySettings: boolean;
+  /** Which actions this kind of job has, and why not when it has none. */
+  actions: { runNow: boolean; pause: boolean; why: string | null };
 }
 
 /** A run in the list: what identifies it and how it stands. */
@@ -28,9 +37,21 @@ export interface DashboardRunSummary {
   fencingToken: number;
   ownerId: string | null;
   createdAt: string;
+  /**
+   * When the lease was claimed (the table's startedAt, written by the acquire). The handler
+   * starts after it, at or after the due instant; its own start is not recorded.
+   */
   startedAt: string | null;
+  /** The same instant as startedAt, under its true name. */
+  claimedAt: string | null;
+  /** The due instant of a scheduled occurrence, or the instant a "run now" was asked; null for other keys. */
+  dueAt: string | null;
   finishedAt: string | null;
   heartbeatAgeMs: number;
+  /** Why a FAIL row failed, as recorded (data.outcome: missed, skipped-overlap...), or null. */
+  outcome: string | null;
+  /** A FAIL row's error message (data.error.message), or null. */
+  errorMessage: string | null;
 }
 
 /** A run's detail: everything but the owner token (never read from the table). */
@@ -40,6 +61,9 @@ export interface DashboardRunDetail extends DashboardRunSummary {
   leaseMs: number | null;
   modifiedAt: string;
   data: unknown;
+  /** What this run failed with (a FAIL row's data.error, else its data), or null. */
+  error: unknown;
+  /** Why the previous owner lost the run (written when it was taken over or released), or null. */
   lastError: unknown;
 }
 
@@ -49,6 +73,23 @@ export interface DashboardExpiredLease extends DashboardRunSummary {
 }
 
 const iso = (date: Date | null): string | null => (date === null ? null : date.toISOString());
+
+const field = (value: unknown, name: string): unknown =>
+  typeof value === 'object' && value !== null && Object.hasOwn(value, name) ? (value as Record<string, unknown>)[name] : undefined;
+
+/** The instant a run key starts with: an occurrence's due instant ("<ISO>...", "schedule=<id> <ISO>") or a run now's ("run-now <ISO> ..."). */
+export const dueAtOf = (runKey: string | null): string | null => {
+  const match = runKey === null ? null : /^(?:schedule=\S+ |run-now )?(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z)(?: |$)/.exec(runKey);
+  return match ? match[1] : null;
+};
+
+const failureOf = (run: JobRunView): { outcome: string | null; error: unknown; message: string | null } => {
+  if (run.status !== JobSchedulerStatus.FAIL) return { outcome: null, error: null, message: null };
+  const outcome = field(run.data, 'outcome');
+  const error = field(run.data, 'error') ?? run.data ?? null;
+  const message = field(error, 'message');
+  return { outcome: typeof outcome === 'string' ? outcome : null, error, message: typeof message === 'string' ? message.slice(0, 500) : null };
+};
 
 /** Field by field (a whitelist): a column added to JobRunView later is not shown until listed here. */
 export const runSummary = (run: JobRunView): DashboardRunSummary => ({
@@ -62,8 +103,12 @@ export const runSummary = (run: JobRunView): DashboardRunSummary => ({
   ownerId: run.ownerId,
   createdAt: run.createdAt.toISOString(),
   startedAt: iso(run.startedAt),
+  claimedAt: iso(run.startedAt),
+  dueAt: dueAtOf(run.runKey),
   finishedAt: iso(run.finishedAt),
   heartbeatAgeMs: run.heartbeatAgeMs,
+  outcome: failureOf(run).outcome,
+  errorMessage: failureOf(run).message,
 });
 
 export const runDetail = (run: JobRunView): DashboardRunDetail => ({
@@ -73,6 +118,7 @@ export const runDetail = (run: JobRunView): DashboardRunDetail => ({
   leaseMs: run.leaseMs,
   modifiedAt: run.modifiedAt.toISOString(),
   data: run.data,
+  error: failureOf(run).error,
   lastError: run.lastError,
 });
 

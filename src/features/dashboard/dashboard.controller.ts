@@ -1,10 +1,25 @@
-import { BadRequestException, ConflictException, Get, HttpCode, Inject, Injectable, NotFoundException, Param, Post, Query, Req, Res } from '@nestjs/common';
+import {
+  BadRequestException,
+  ConflictException,
+  Get,
+  HttpCode,
+  Inject,
+  Injectable,
+  NotFoundException,
+  Param,
+  Post,
+  Query,
+  Req,
+  Res,
+  UseFilters,
+} from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
 import { InvalidJobQueryOptionsError } from '../job-scheduler/job-scheduler.errors';
 import { DeclarationError, SchedulingError } from '../scheduling/scheduling.errors';
 import { authorizeRequest, checkCsrf, csrfCookie, csrfCookieOf, newCsrfToken } from './dashboard-access';
 import { COMMON_HEADERS, type DashboardAssets, renderDashboardPage } from './dashboard-assets';
-import { fencingTokenOf, type QueryValues, runFilterOf, timelineSpanOf } from './dashboard-query';
+import { RefusedPageFilter } from './refused-page.filter';
+import { fencingTokenOf, type QueryValues, runFilterOf, scheduleQueryOf, timelineSpanOf } from './dashboard-query';
 import { DASHBOARD_OPTIONS, type DashboardAction, type DashboardRequest, type ResolvedDashboardOptions } from './dashboard.options';
 import { JobSchedulerDashboardSchedules } from './dashboard-schedules';
 import { JobSchedulerDashboardService } from './dashboard.service';
@@ -34,6 +49,7 @@ export class JobSchedulerDashboardController {
   ) {}
 
   @Get()
+  @UseFilters(RefusedPageFilter)
   async page(@Req() request: DashboardRequest, @Res({ passthrough: true }) response: unknown): Promise<string> {
     await this.access(request, response, 'read');
     const adapter = this.adapterHost.httpAdapter;
@@ -73,8 +89,7 @@ export class JobSchedulerDashboardController {
   @Get('api/schedules')
   async dynamicSchedules(@Req() request: DashboardRequest, @Res({ passthrough: true }) response: unknown, @Query() query: QueryValues) {
     await this.access(request, response, 'read');
-    const after = typeof query.after === 'string' && query.after !== '' ? query.after : undefined;
-    return this.answer(() => this.schedules.page(after));
+    return this.answer(() => this.schedules.page(scheduleQueryOf(query)));
   }
 
   @Get('api/schedules/:id/timeline')

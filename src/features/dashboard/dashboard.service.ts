@@ -1,18 +1,23 @@
 import { Inject, Injectable, Optional } from '@nestjs/common';
+import { ModuleRef } from '@nestjs/core';
+import { RunOnceExplorer } from '../integrations/nest-schedule/run-once.explorer';
 import { LibraryLogger } from '../job-scheduler/log-text';
+import type { DueSchedule } from '../scheduling/schedule/due-schedule';
 import { JobRunsInspector } from '../job-scheduler/operations/job-runs.inspector';
 import type { JobRunFilter } from '../job-scheduler/operations/job-run.types';
+import type { RecentOccurrenceRow } from '../job-scheduler/operations/operations.sql';
 import { ScheduledJobsService } from '../scheduling/scheduled-jobs.service';
+import { dueInstantOf } from '../scheduling/occurrence/occurrence-keys';
 import { schedulingErrors } from '../scheduling/scheduling.errors';
 import { JobSchedulerDashboardSchedules } from './dashboard-schedules';
 import { buildTimeline, type Timeline } from './dashboard-timeline';
+import { HEALTH_WINDOW_ROWS, healthWindowOf, type JobHealthState, windowState } from './dashboard-health';
 import {
   type DashboardExpiredLease,
   type DashboardJob,
   type DashboardRunDetail,
   type DashboardRunSummary,
   expiredLease,
-  type JobHealthState,
   runDetail,
   runSummary,
 } from './dashboard-views';
@@ -40,6 +45,16 @@ const settledWithin = async (running: Promise<readonly { outcome: string }[]>, m
   return Promise.race([settled, waited]).finally(() => clearTimeout(timer));
 };
 
+const groupByCode = (rows: readonly RecentOccurrenceRow[]): Map<string, RecentOccurrenceRow[]> => {
+  const byCode = new Map<string, RecentOccurrenceRow[]>();
+  for (const row of rows) {
+    const list = byCode.get(row.code);
+    if (list) list.push(row);
+    else byCode.set(row.code, [row]);
+  }
+  return byCode;
+};
+
 /** A printable, bounded actor name for the log. */
 // eslint-disable-next-line no-control-regex -- control characters are what it replaces
 const printable = (actor: string): string => actor.replace(/[\u0000-\u001f\u007f]/g, '?').slice(0, 256);
@@ -48,54 +63,118 @@ const printable = (actor: string): string => actor.replace(/[\u0000-\u001f\u007f
 @Injectable()
 export class JobSchedulerDashboardService {
   private readonly logger = new LibraryLogger('JobSchedulerDashboard');
+  /** When this instance set the dashboard up: its jobs are deployed at the latest then. */
+  private readonly startedAt = Date.now();
 
   constructor(
     private readonly inspector: JobRunsInspector,
     @Inject(DASHBOARD_OPTIONS) private readonly options: ResolvedDashboardOptions,
     private readonly schedules: JobSchedulerDashboardSchedules,
+    private readonly moduleRef: ModuleRef,
     @Optional() private readonly scheduled?: ScheduledJobsService,
   ) {}
 
   /** The declared jobs with their schedule, next due instants, last success and health. */
   async jobs(now = Date.now()): Promise<DashboardJob[]> {
+    const [declared, runOnce] = await Promise.all([this.declaredJobs(now), this.runOnceJobs(now)]);
+    return [...declared, ...runOnce];
+  }
+
+  /** The @RunOnce methods (RunOnceModule), when the application has some. */
+  private runOnceMethods(): ReadonlyArray<{ name: string; method: string; schedule: DueSchedule }> {
+    let explorer: RunOnceExplorer | undefined;
+    try {
+      explorer = this.moduleRef.get(RunOnceExplorer, { strict: false });
+    } catch {
+      return []; // no RunOnceModule in this application
+    }
+    return explorer?.methods ?? [];
+  }
+
+  /** @RunOnce methods as jobs: their schedule, next ticks, last success and health; no run now or pause (their timer is @nestjs/schedule's). */
+  private async runOnceJobs(now: number): Promise<DashboardJob[]> {
+    const methods = this.runOnceMethods();
+    if (methods.length === 0) return [];
+    const recent = await this.inspector.recentOccurrences(
+      methods.map((method) => method.name),
+      HEALTH_WINDOW_ROWS,
+    );
+    const rowsOf = groupByCode(recent);
+    return methods.map(({ name, method, schedule }) => {
+      const rows = rowsOf.get(name) ?? [];
+      const window = healthWindowOf(rows, now);
+      const success = rows.find((row) => row.status === 'SUCCESS');
+      return {
+        name,
+        kind: 'run-once' as const,
+        method,
+        schedule: describeSchedule(schedule),
+        nextDue: nextDueInstants(schedule, now).map((date) => date.toISOString()),
+        lastSuccessAt: success ? new Date(dueInstantOf(success.runKey) ?? 0).toISOString() : null,
+        health: windowState(window),
+        window,
+        paused: null,
+        disabledBySettings: false,
+        actions: { runNow: false, pause: false, why: '@RunOnce: @nestjs/schedule runs it on its timer; there is no run now or pause' },
+      };
+    });
+  }
+
+  private async declaredJobs(now: number): Promise<DashboardJob[]> {
     const scheduled = this.scheduled;
     if (!scheduled) return [];
     const declarations = scheduled.declarations;
-    const [health, pauses, latest] = await Promise.all([
+    const [health, pauses, recent] = await Promise.all([
       scheduled.jobHealth(),
       scheduled.pausedJobs(),
-      this.inspector.latestOccurrences(declarations.map((declaration) => declaration.name)),
+      this.inspector.recentOccurrences(
+        declarations.map((declaration) => declaration.name),
+        HEALTH_WINDOW_ROWS,
+      ),
     ]);
     const healthOf = new Map(health.map((entry) => [entry.name, entry]));
     const pauseOf = new Map(pauses.map((pause) => [pause.name, pause]));
+    const rowsOf = groupByCode(recent);
     return declarations.map((declaration) => {
       const { name } = declaration;
       const pause = pauseOf.get(name);
       const entry = healthOf.get(name);
       const enabled = scheduled.isEnabled(name) && !pause;
-      let state: JobHealthState = 'ok';
+      const window = healthWindowOf(rowsOf.get(name) ?? [], now);
+      let state: JobHealthState = windowState(window);
       if (!enabled) state = 'disabled';
-      else if (latest.get(name)?.status === 'FAIL') state = 'failing';
-      else if (entry?.stale) state = 'late';
+      else if (state !== 'failing' && entry?.stale) state = 'late';
       return {
         name,
+        kind: 'declared' as const,
+        method: null,
         schedule: describeSchedule(declaration.schedule),
         nextDue: enabled ? nextDueInstants(declaration.schedule, now).map((date) => date.toISOString()) : [],
         lastSuccessAt: entry?.lastSuccessAt?.toISOString() ?? null,
         health: state,
+        window,
         paused: pause ? { by: pause.pausedBy, at: pause.pausedAt.toISOString() } : null,
         disabledBySettings: !pause && !scheduled.isEnabled(name),
+        actions: { runNow: true, pause: true, why: null },
       };
     });
   }
 
   /** A declared job's occurrences over the last `spanMs`. SchedulingError UNKNOWN_JOB otherwise. */
   async timeline(name: string, spanMs: number, now = Date.now()): Promise<Timeline> {
-    const declaration = this.scheduled?.declarations.find((candidate) => candidate.name === name);
-    if (!declaration) throw schedulingErrors.unknownJob(name);
+    const schedule =
+      this.scheduled?.declarations.find((candidate) => candidate.name === name)?.schedule ??
+      this.runOnceMethods().find((candidate) => candidate.name === name)?.schedule;
+    if (!schedule) throw schedulingErrors.unknownJob(name);
     const from = now - spanMs;
-    const rows = await this.inspector.findOccurrences(name, new Date(from), new Date(now), MAX_TIMELINE_ROWS + 1);
-    return buildTimeline(rows.slice(0, MAX_TIMELINE_ROWS), declaration.schedule, from, now, rows.length > MAX_TIMELINE_ROWS);
+    const [rows, firstKey] = await Promise.all([
+      this.inspector.findOccurrences(name, new Date(from), new Date(now), MAX_TIMELINE_ROWS + 1),
+      this.inspector.firstOccurrenceKey(name),
+    ]);
+    // Deployed: the first occurrence any instance recorded, or this instance's start if earlier.
+    const first = firstKey === null ? null : dueInstantOf(firstKey);
+    const knownSince = Math.min(first ?? Number.POSITIVE_INFINITY, this.startedAt);
+    return buildTimeline(rows, schedule, { from, to: now, readLimit: MAX_TIMELINE_ROWS, knownSince });
   }
 
   async runs(filter: JobRunFilter): Promise<{ runs: DashboardRunSummary[]; nextCursor: string | null }> {

@@ -32,6 +32,8 @@ export const launchBrowser = async (): Promise<Browser> => {
     headless: true,
     args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run', '--disable-sync'],
     viewport: { width: 1280, height: 900 },
+    // A zone away from UTC (and not by whole hours): the page's UTC / browser-zone switch shows a difference.
+    timezoneId: 'Asia/Kolkata',
     timeout: 60_000,
   });
   return {

@@ -111,7 +111,20 @@ describe.each([
     const jobs = (json as { jobs: { name: string; schedule: { words: string; timeZone: string | null }; nextDue: string[]; health: string }[] }).jobs;
     expect(jobs.map((job) => job.name).sort()).toEqual(['billing.every-second', 'billing.quarter-hour', 'reports.hourly-digest']);
     const hourly = jobs.find((job) => job.name === 'reports.hourly-digest');
-    expect(hourly).toMatchObject({ schedule: { words: 'every hour at minute 0 (Europe/Paris)', timeZone: 'Europe/Paris' }, health: 'ok' });
+    // 2 of its last 5 occurrences failed, none in a row since: degraded, not failing (and not ok).
+    expect(hourly).toMatchObject({
+      schedule: { words: 'every hour at minute 0 (Europe/Paris)', timeZone: 'Europe/Paris' },
+      health: 'degraded',
+      window: {
+        last10: { finished: 5, succeeded: 3 },
+        last24h: { finished: 5, succeeded: 3 },
+        consecutiveFailures: 0,
+        lastError: { at: hourAgo(2), message: 'ledger <locked> & "busy"' },
+      },
+    });
+    const durations = (hourly as unknown as { window: { durationMs: { p50: number; p95: number; recent: number[] } } }).window.durationMs;
+    expect(durations.recent).toHaveLength(5);
+    expect(durations.p50).toBeLessThanOrEqual(durations.p95);
     expect(hourly?.nextDue).toHaveLength(3);
     expect(jobs.find((job) => job.name === 'billing.every-second')?.schedule).toMatchObject({ words: 'every second', timeZone: null });
   });
@@ -130,6 +143,59 @@ describe.each([
     expect(timeline.gaps).toContainEqual({ from: hourAgo(6), to: hourAgo(4), occurrences: 2 });
     expect((await get('/api/jobs/reports.hourly-digest/timeline?span=1y')).status).toBe(400);
     expect((await get('/api/jobs/nobody.here/timeline')).status).toBe(404);
+  });
+
+  it('claims no gap before the first known occurrence (a job deployed within the span)', async () => {
+    // billing.quarter-hour's first (and only) occurrence is due at the start of this hour.
+    const { status, json } = await get('/api/jobs/billing.quarter-hour/timeline?span=24h');
+    expect(status).toBe(200);
+    const timeline = json as { knownSince: string | null; gaps: { from: string; occurrences: number }[]; marks: unknown[] };
+    expect(timeline.knownSince).toBe(hourAgo(0));
+    expect(timeline.marks).toHaveLength(1);
+    for (const gap of timeline.gaps) expect(gap.from >= hourAgo(0)).toBe(true);
+    expect(timeline.gaps.reduce((sum, gap) => sum + gap.occurrences, 0)).toBeLessThanOrEqual(4);
+    for (const span of ['1h', '6h', '24h', '7d']) expect((await get(`/api/jobs/billing.quarter-hour/timeline?span=${span}`)).status).toBe(200);
+  });
+
+  it('keeps the newest rows of a dense job, says where it cuts, and counts per bucket without false gaps', async () => {
+    // billing.every-second ran every second of the last 4 hours, always succeeded: 14,400 rows, more than a timeline reads.
+    const end = Math.floor(Date.now() / 1000) * 1000;
+    await database.sql(
+      `INSERT INTO "job-scheduler" ("lockKey", code, name, type, status, "ownerToken", "runKey", "leaseMs", "ownerId", "fencingToken", attempts,
+         "createdAt", "modifiedAt", "startedAt", "finishedAt")
+       SELECT 'dense:' || i, 'billing.every-second', 'billing.every-second', 'SCHEDULE', 'SUCCESS', gen_random_uuid(),
+         to_char(k.at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'), 60000, 'seed-node:1', nextval('"job-scheduler_fencingToken_seq"'), 1,
+         k.at, k.at, k.at, k.at
+       FROM generate_series(0, 14399) AS i CROSS JOIN LATERAL (SELECT to_timestamp($1::bigint / 1000.0) - i * interval '1 second' AS at) AS k`,
+      [end],
+    );
+    try {
+      const { status, json } = await get('/api/jobs/billing.every-second/timeline?span=24h');
+      expect(status).toBe(200);
+      const timeline = json as {
+        truncated: boolean;
+        shownFrom: string;
+        to: string;
+        gaps: unknown[];
+        bucketMs: number;
+        buckets: { from: string; succeeded: number; notRun: number }[];
+      };
+      expect(timeline.truncated).toBe(true);
+      // The newest 12,000 seconds are shown (the oldest second read may be partial and is left out).
+      const shownFrom = Date.parse(timeline.shownFrom);
+      expect(shownFrom).toBeGreaterThanOrEqual(end - 12_000 * 1000);
+      expect(shownFrom).toBeLessThanOrEqual(end - 11_998 * 1000);
+      expect(timeline.gaps).toEqual([]);
+      expect(timeline.bucketMs).toBe(600_000);
+      for (const bucket of timeline.buckets) expect(Date.parse(bucket.from) % 600_000).toBe(0);
+      const sum = (key: 'succeeded' | 'notRun') => timeline.buckets.reduce((total, bucket) => total + bucket[key], 0);
+      expect(sum('succeeded')).toBeGreaterThanOrEqual(11_998);
+      expect(sum('succeeded')).toBeLessThanOrEqual(12_000);
+      // Not run: only the seconds between the seed and the request (the app's timers are off).
+      expect(sum('notRun')).toBeLessThanOrEqual(Math.ceil((Date.parse(timeline.to) - end) / 1000) + 1);
+    } finally {
+      await database.sql(`DELETE FROM "job-scheduler" WHERE "lockKey" LIKE 'dense:%'`);
+    }
   });
 
   it('pages through the runs with filters and a keyset cursor, and shows a run in detail', async () => {
@@ -165,6 +231,35 @@ describe.each([
     });
     expect((await get('/api/runs/not-a-uuid')).status).toBe(400);
     expect((await get('/api/runs/00000000-0000-4000-8000-000000000000')).status).toBe(404);
+  });
+
+  it("shows a failed run's error as its error, the due instant and the claim apart (the handler's start is not recorded)", async () => {
+    const detail = await get(`/api/runs/${seeded[1].id}`);
+    expect(detail.json).toMatchObject({
+      error: { name: 'Error', message: 'ledger <locked> & "busy"' },
+      errorMessage: 'ledger <locked> & "busy"',
+      lastError: null,
+      dueAt: hourAgo(2),
+      outcome: null,
+    });
+    const body = detail.json as { claimedAt: string; startedAt: string };
+    expect(body.claimedAt).toBe(body.startedAt);
+    const missed = await get(`/api/runs/${seeded[2].id}`);
+    expect(missed.json).toMatchObject({ outcome: 'missed', dueAt: hourAgo(3), error: { outcome: 'missed', missed: 1 } });
+    const succeeded = await get(`/api/runs/${seeded[0].id}`);
+    expect(succeeded.json).toMatchObject({ error: null, errorMessage: null, outcome: null, dueAt: hourAgo(1) });
+  });
+
+  it('searches the runs of a job by the start of their run key (and refuses it without a job, before any SQL)', async () => {
+    const prefix = hourAgo(2).slice(0, 13);
+    const found = await get(`/api/runs?code=reports.hourly-digest&runKey=${encodeURIComponent(prefix)}`);
+    expect(found.status).toBe(200);
+    expect((found.json as { runs: { id: string }[] }).runs.map((run) => run.id)).toEqual([seeded[1].id]);
+    const none = await get(`/api/runs?code=reports.hourly-digest&runKey=${encodeURIComponent('run-now ')}`);
+    expect((none.json as { runs: unknown[] }).runs).toEqual([]);
+    const refused = await get(`/api/runs?runKey=${encodeURIComponent(prefix)}`);
+    expect(refused.status).toBe(400);
+    expect(refused.text).toContain('runKey (a run key search) needs a job');
   });
 
   it('lists the leases running past their lease, and releases one only with the fencing token the operator saw', async () => {
@@ -296,6 +391,83 @@ describe('dynamic schedules in the dashboard', () => {
       ['pause', 'schedule tenant-42/weekly'],
       ['resume', 'schedule tenant-42/weekly'],
     ]);
+  });
+});
+
+describe('dynamic schedules: search and keyset paging', () => {
+  let app: DashboardApp;
+  afterAll(async () => {
+    await app?.close();
+  });
+
+  it('finds a schedule by the start of its id, handler or tenant, and pages by id without skipping or repeating', async () => {
+    await database.sql('DELETE FROM "job-schedule"');
+    app = await startDashboardApp(database, { dynamic: true, start: false });
+    const schedules = app.app.get(DynamicSchedules);
+    for (let index = 0; index < 250; index++) {
+      const id = `fleet/${String(index).padStart(4, '0')}`;
+      await schedules.upsert({ id, handler: 'reports.tenant-export', every: '1h', tenantId: `t${index % 7}` });
+    }
+    const list = async (query: string) => {
+      const response = await call(app, `/jobs/api/schedules${query}`, { headers: { authorization: READER } });
+      expect(response.status).toBe(200);
+      return response.json as { schedules: { id: string; tenantId: string }[]; nextCursor: string | null };
+    };
+    const seen: string[] = [];
+    let cursor: string | null = null;
+    do {
+      const page = await list(cursor ? `?after=${encodeURIComponent(cursor)}` : '');
+      seen.push(...page.schedules.map((schedule) => schedule.id));
+      cursor = page.nextCursor;
+    } while (cursor);
+    expect(seen).toHaveLength(250);
+    expect(new Set(seen).size).toBe(250);
+    expect([...seen].sort()).toEqual(seen);
+    const found = await list(`?q=${encodeURIComponent('fleet/012')}`);
+    expect(found.schedules.map((schedule) => schedule.id)).toEqual(Array.from({ length: 10 }, (_, index) => `fleet/012${index}`));
+    expect(found.nextCursor).toBeNull();
+    const tenant = await list(`?q=${encodeURIComponent('fleet/01')}&tenant=t3`);
+    expect(tenant.schedules.every((schedule) => schedule.id.startsWith('fleet/01') && schedule.tenantId === 't3')).toBe(true);
+    expect(tenant.schedules.length).toBeGreaterThan(0);
+    expect((await list('?handler=nobody.here')).schedules).toEqual([]);
+    const refused = await call(app, `/jobs/api/schedules?q=${'x'.repeat(513)}`, { headers: { authorization: READER } });
+    expect(refused.status).toBe(400);
+  });
+});
+
+describe('@RunOnce methods in the dashboard', () => {
+  let app: DashboardApp;
+  afterAll(async () => {
+    await app?.close();
+  });
+
+  it('lists them with their schedule, health and timeline, and says they have no run now or pause', async () => {
+    await database.sql('DELETE FROM "job-scheduler"');
+    app = await startDashboardApp(database, { runOnce: true, start: false });
+    const day = (days: number) => new Date(Math.floor(Date.now() / 86_400_000) * 86_400_000 - days * 86_400_000 + 3 * 3_600_000).toISOString();
+    await seedRuns(database, [
+      { code: 'reports.nightly-export', runKey: day(1), status: 'SUCCESS' },
+      { code: 'reports.nightly-export', runKey: day(2), status: 'FAIL', data: { error: { name: 'Error', message: 'bucket gone' } } },
+    ]);
+    const listed = await call(app, '/jobs/api/jobs', { headers: { authorization: READER } });
+    const job = (listed.json as { jobs: { name: string }[] }).jobs.find((candidate) => candidate.name === 'reports.nightly-export');
+    expect(job).toMatchObject({
+      kind: 'run-once',
+      method: 'NightlyExport.export',
+      lastSuccessAt: day(1),
+      health: 'degraded',
+      window: { last10: { finished: 2, succeeded: 1 }, lastError: { at: day(2), message: 'bucket gone' } },
+      actions: { runNow: false, pause: false, why: expect.stringContaining('@RunOnce') },
+    });
+    expect((job as unknown as { nextDue: string[] }).nextDue).toHaveLength(3);
+    const timeline = await call(app, '/jobs/api/jobs/reports.nightly-export/timeline?span=7d', { headers: { authorization: READER } });
+    expect(timeline.status).toBe(200);
+    expect((timeline.json as { marks: { at: string; outcome: string }[] }).marks.map((mark) => [mark.at, mark.outcome])).toEqual([
+      [day(2), 'failed'],
+      [day(1), 'succeeded'],
+    ]);
+    const headers = await csrfFrom(app, '/jobs');
+    expect((await call(app, '/jobs/api/jobs/reports.nightly-export/run-now', { method: 'POST', headers })).status).toBe(404);
   });
 });
 

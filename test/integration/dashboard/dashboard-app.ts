@@ -2,6 +2,7 @@ import 'reflect-metadata';
 import { randomUUID } from 'node:crypto';
 import { type DynamicModule, type INestApplication, Module, UnauthorizedException } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
+import { Cron } from '@nestjs/schedule';
 import { ExpressAdapter } from '@nestjs/platform-express';
 import { FastifyAdapter } from '@nestjs/platform-fastify';
 import { TypeOrmModule } from '@nestjs/typeorm';
@@ -10,6 +11,8 @@ import {
   type JobExecution,
   JobScheduler,
   JobSchedulerModule,
+  RunOnce,
+  RunOnceModule,
   Scheduled,
   ScheduledJobsService,
   ScheduleHandler,
@@ -54,6 +57,13 @@ export class QuarterHourJob {
   async run(): Promise<void> {}
 }
 
+/** A @RunOnce method (no ScheduleModule here: its cron never fires; its runs are seeded). */
+export class NightlyExport {
+  @Cron('0 0 3 * * *', { timeZone: 'UTC' })
+  @RunOnce('reports.nightly-export')
+  async export(): Promise<void> {}
+}
+
 @ScheduleHandler('reports.tenant-export')
 export class TenantExportHandler {
   async run(): Promise<void> {}
@@ -77,6 +87,8 @@ export interface DashboardAppOptions {
   start?: boolean;
   /** Also DynamicSchedulesModule, with a handler (its timers always start). */
   dynamic?: boolean;
+  /** Also RunOnceModule, with a @RunOnce method. */
+  runOnce?: boolean;
 }
 
 /** A Nest HTTP application on 127.0.0.1 (a free port) with the lease, the declared jobs above and the dashboard. */
@@ -98,6 +110,7 @@ export const startDashboardApp = async (database: TestDatabase, options: Dashboa
             { module: class DynamicHandlers {}, providers: [TenantExportHandler] },
           ]
         : []),
+      ...(options.runOnce ? [RunOnceModule.forRoot({ retention: false }), { module: class RunOnceMethods {}, providers: [NightlyExport] }] : []),
       JobSchedulerDashboardModule.forRoot({ path: options.path ?? '/jobs', authorize: testAuthorize, onAction: (entry) => actions.push(entry) }),
     ],
   };

@@ -68,7 +68,7 @@ describeInBrowser('the dashboard in a real browser (chromium)', () => {
       database,
       SEEDED.map((run) => ({ code: 'reports.hourly-digest', ...run, heartbeatAgoMs: 0 })),
     );
-    first = await startDashboardApp(database, { name: 'a', dynamic: true });
+    first = await startDashboardApp(database, { name: 'a', dynamic: true, runOnce: true });
     await first.app
       .get(DynamicSchedules)
       .upsert({ id: 'tenant-42/weekly', handler: 'reports.tenant-export', cron: '0 3 * * 1', timeZone: 'America/New_York', tenantId: '42' });
@@ -98,7 +98,7 @@ describeInBrowser('the dashboard in a real browser (chromium)', () => {
     const response = await open();
     expect(response?.status()).toBe(200);
     const names = await page.$$eval('tr[data-job] th', (cells) => cells.map((cell) => cell.textContent));
-    expect(names).toEqual(['reports.hourly-digest', 'billing.every-second', 'billing.quarter-hour']);
+    expect(names).toEqual(['reports.hourly-digest', 'billing.every-second', 'billing.quarter-hour', 'reports.nightly-export @RunOnce NightlyExport.export']);
     expect(await page.textContent('tr[data-job="reports.hourly-digest"]')).toContain('every hour at minute 0 (Europe/Paris)');
     expect(await page.textContent('tr[data-schedule="tenant-42/weekly"]')).toContain('Monday at 03:00 (America/New_York)');
     expect(problems).toEqual([]);
@@ -126,6 +126,85 @@ describeInBrowser('the dashboard in a real browser (chromium)', () => {
     // Data is text, never markup: the seeded error's <img> is not an element.
     expect(await page.$$('img')).toHaveLength(0);
     await page.screenshot({ path: join(SCREENSHOTS, 'dashboard.png'), fullPage: true });
+  });
+
+  it('offers spans of 1 h, 6 h, 24 h and 7 days with ticks on round times, and draws a dense job in buckets', async () => {
+    // billing.every-second ran every second of the two hours before the app started: more than 600 occurrences in any span.
+    const end = Math.floor(Date.now() / 1000) * 1000 - 60_000;
+    await database.sql(
+      `INSERT INTO "job-scheduler" ("lockKey", code, name, type, status, "ownerToken", "runKey", "leaseMs", "ownerId", "fencingToken", attempts,
+         "createdAt", "modifiedAt", "startedAt", "finishedAt")
+       SELECT 'dense:' || i, 'billing.every-second', 'billing.every-second', 'SCHEDULE', (CASE WHEN i % 10 = 0 THEN 'FAIL' ELSE 'SUCCESS' END)::"job-scheduler_status_enum",
+         gen_random_uuid(), to_char(k.at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'), 60000, 'seed-node:1', nextval('"job-scheduler_fencingToken_seq"'), 1,
+         k.at, k.at, k.at, k.at
+       FROM generate_series(0, 7199) AS i CROSS JOIN LATERAL (SELECT to_timestamp($1::bigint / 1000.0) - i * interval '1 second' AS at) AS k
+       ON CONFLICT DO NOTHING`,
+      [end],
+    );
+    await page.selectOption('#timeline-job', 'job:billing.every-second');
+    const steps: Record<string, number> = { '1h': 600_000, '6h': 3_600_000, '24h': 10_800_000, '7d': 86_400_000 };
+    for (const span of ['1h', '6h', '24h', '7d']) {
+      await page.click(`button.span[data-span="${span}"]`);
+      await page.waitForSelector(`button.span[data-span="${span}"][aria-pressed="true"]`);
+      await page.waitForSelector('#timeline .bucket');
+      // Ticks sit on round instants of the zone shown (UTC by default): every 10 min, hour, 3 h, midnight.
+      const deadline = Date.now() + 10_000;
+      let ticks: number[];
+      do {
+        ticks = await page.$$eval('#timeline text.tick', (labels) => labels.map((label) => Date.parse(label.getAttribute('data-at') ?? '')));
+        if (ticks.length >= 2 && ticks[1] - ticks[0] === steps[span]) break;
+        await sleep(50);
+      } while (Date.now() < deadline);
+      expect(ticks.length).toBeGreaterThanOrEqual(4);
+      for (const tick of ticks) expect([span, tick % steps[span]]).toEqual([span, 0]);
+    }
+    await page.click('button.span[data-span="6h"]');
+    await page.waitForSelector('button.span[data-span="6h"][aria-pressed="true"]');
+    await sleep(300);
+    const buckets = await page.$$eval('#timeline .bucket', (groups) => groups.map((group) => group.getAttribute('data-counts') ?? ''));
+    // 2 minutes a bucket: 120 occurrences each, one in ten failed, none wrongly "did not run" inside the seeded stretch.
+    const full = buckets.filter((counts) => /succeeded=108 .*failed=12 .*not-run=0 /.test(counts));
+    expect(full.length).toBeGreaterThanOrEqual(50);
+    expect(await page.$$('#timeline .mark[data-at]')).toHaveLength(0);
+    expect(await page.textContent('#timeline-summary')).toMatch(/occurrence\(s\) in \d+ bucket\(s\) of 2 min/);
+    await page.click('button.span[data-span="24h"]');
+    await page.waitForSelector('button.span[data-span="24h"][aria-pressed="true"]');
+    await database.sql(`DELETE FROM "job-scheduler" WHERE "lockKey" LIKE 'dense:%'`);
+  });
+
+  it('searches the dynamic schedules and pages through them by id', async () => {
+    const schedules = first.app.get(DynamicSchedules);
+    for (let index = 0; index < 120; index++) {
+      await schedules.upsert({ id: `fleet/${String(index).padStart(4, '0')}`, handler: 'reports.tenant-export', every: '1d', enabled: false });
+    }
+    await open();
+    const ids = () => page.$$eval('#schedules tr[data-schedule]', (rows) => rows.map((row) => row.getAttribute('data-schedule')));
+    expect(await ids()).toHaveLength(100);
+    expect(await page.isDisabled('#schedules-next')).toBe(false);
+    await page.click('#schedules-next');
+    await page.waitForSelector('#schedules tr[data-schedule="tenant-42/weekly"]');
+    expect(await ids()).toHaveLength(21);
+    await page.fill('#schedule-filters input[name="q"]', 'fleet/011');
+    await page.click('#schedule-filters button[type="submit"]');
+    await page.waitForSelector('#schedules tr[data-schedule="fleet/0110"]');
+    expect(await ids()).toEqual(Array.from({ length: 10 }, (_, index) => `fleet/011${index}`));
+    expect(await page.isDisabled('#schedules-next')).toBe(true);
+    await page.fill('#schedule-filters input[name="q"]', '');
+    await page.click('#schedule-filters button[type="submit"]');
+    await page.waitForSelector('#schedules tr[data-schedule="fleet/0000"]');
+    for (let index = 0; index < 120; index++) await schedules.remove(`fleet/${String(index).padStart(4, '0')}`);
+    await open();
+  });
+
+  it('lists a @RunOnce method with its timeline, and says it has no run now or pause', async () => {
+    const row = 'tr[data-job="reports.nightly-export"]';
+    expect(await page.textContent(`${row} td[data-label="Schedule"]`)).toContain('0 0 3 * * *');
+    expect(await page.$$(`${row} button:text("Run now")`)).toHaveLength(0);
+    expect(await page.$$(`${row} button:text("Pause")`)).toHaveLength(0);
+    expect(await page.textContent(`${row} td.actions`)).toContain('there is no run now or pause');
+    await page.click(`${row} button:text("Timeline")`);
+    await page.waitForSelector('#timeline svg[aria-label="0 occurrences of reports.nightly-export"]');
+    expect(await page.textContent('#status')).not.toMatch(/404/);
   });
 
   it("shows a dynamic schedule's timeline, and back", async () => {
@@ -189,8 +268,9 @@ describeInBrowser('the dashboard in a real browser (chromium)', () => {
   });
 
   it('release refuses when the fencing token changed meanwhile', async () => {
+    // A lease no declared job owns: the instances' take-over scans (every 30 s) leave it to the operator.
     const [stuck] = await seedRuns(database, [
-      { code: 'billing.quarter-hour', runKey: hourAgo(1), status: 'RUNNING', heartbeatAgoMs: 30 * 60_000, leaseMs: 60_000 },
+      { code: 'ledger.manual-close', runKey: hourAgo(1), status: 'RUNNING', heartbeatAgoMs: 30 * 60_000, leaseMs: 60_000 },
     ]);
     await open();
     await page.waitForSelector(`#leases tr[data-lease="${stuck.id}"]`);
@@ -216,11 +296,93 @@ describeInBrowser('the dashboard in a real browser (chromium)', () => {
     ]);
   });
 
+  it('puts the urgent things first: leases past their lease, failing jobs, missed occurrences', async () => {
+    const [stuck] = await seedRuns(database, [
+      { code: 'ledger.month-end', runKey: hourAgo(2), status: 'RUNNING', heartbeatAgoMs: 20 * 60_000, leaseMs: 60_000 },
+    ]);
+    // billing.quarter-hour failed its last two occurrences: failing, with its error.
+    await seedRuns(database, [
+      { code: 'billing.quarter-hour', runKey: hourAgo(3), status: 'FAIL', data: { error: { name: 'Error', message: 'card processor <down>' } } },
+      { code: 'billing.quarter-hour', runKey: hourAgo(4), status: 'FAIL', data: { error: { name: 'Error', message: 'card processor <down>' } } },
+    ]);
+    await open();
+    const headings = await page.$$eval('main > section > h2', (elements) => elements.map((element) => element.textContent));
+    expect(headings[0]).toBe('Needs attention');
+    await page.waitForSelector(`#leases tr[data-lease="${stuck.id}"]`);
+    expect(await page.textContent('#failing [data-failing="billing.quarter-hour"]')).toMatch(/2 failure\(s\) in a row; last error .*card processor <down>/);
+    // The seeded missed occurrence of the hourly digest.
+    expect(await page.textContent('#missed')).toContain('reports.hourly-digest');
+    expect(await page.textContent('tr[data-job="billing.quarter-hour"] .badge')).toBe('failing');
+    await database.sql('DELETE FROM "job-scheduler" WHERE id = $1', [stuck.id]);
+  });
+
+  it("shows a failed run's error where it says Error, and the claim apart from the handler's start", async () => {
+    await page.click(`#timeline .mark[data-at="${hourAgo(2)}"]`);
+    await page.waitForSelector('#run-detail[open]');
+    expect(await page.textContent('#run-detail-error')).toContain('<img src=x onerror=alert(1)>');
+    const fields = await page.textContent('#run-detail-fields');
+    expect(fields).toContain('Claimed (lease acquired)');
+    expect(fields).toMatch(/Handler startednot recorded/);
+    expect(fields).toContain('Due' + hourAgo(2).slice(0, 10) + ' ' + hourAgo(2).slice(11, 19) + ' UTC');
+    expect(await page.$$('img')).toHaveLength(0);
+    await page.click('#run-detail-close');
+  });
+
+  it('shows every instant in one zone, labelled, switchable between UTC and the browser zone (remembered)', async () => {
+    await open();
+    expect(await page.inputValue('#zone')).toBe('utc');
+    const key = hourAgo(2);
+    await page.selectOption('#runs-code', 'reports.hourly-digest');
+    await page.click('#run-filters button[type="submit"]');
+    await page.waitForSelector(`#runs tr[data-run] td[data-label="Run key"] span[title="${key}"]`);
+    const utcText = await page.textContent(`#runs td[data-label="Run key"] span[title="${key}"]`);
+    expect(utcText).toBe(key.slice(0, 10) + ' ' + key.slice(11, 19) + ' UTC');
+    await page.selectOption('#zone', 'local');
+    // Asia/Kolkata is UTC+05:30: the same instant, its wall time there, labelled with the offset.
+    const local = new Date(Date.parse(key) + 5.5 * HOUR).toISOString();
+    const localText = local.slice(0, 10) + ' ' + local.slice(11, 19) + ' UTC+05:30';
+    const deadline = Date.now() + 10_000;
+    while ((await page.textContent(`#runs td[data-label="Run key"] span[title="${key}"]`)) !== localText && Date.now() < deadline) await sleep(50);
+    expect(await page.textContent(`#runs td[data-label="Run key"] span[title="${key}"]`)).toBe(localText);
+    // The axis follows: the 24 h ticks fall every 3 hours of Kolkata's clock (at :30 UTC).
+    await page.waitForSelector('#timeline text.tick');
+    const ticks = await page.$$eval('#timeline text.tick', (labels) => labels.map((label) => Date.parse(label.getAttribute('data-at') ?? '')));
+    for (const tick of ticks) expect((tick + 5.5 * HOUR) % (3 * HOUR)).toBe(0);
+    // Remembered across a reload.
+    await open();
+    expect(await page.inputValue('#zone')).toBe('local');
+    expect(await page.textContent('#refreshed')).toMatch(/Asia\/(Kolkata|Calcutta)/);
+    await page.selectOption('#zone', 'utc');
+  });
+
+  it('refreshes itself while seen, not while the tab is hidden, and at once when shown again', async () => {
+    await open();
+    const count = async () => Number(await page.getAttribute('body', 'data-refreshes'));
+    await page.evaluate(
+      "Object.defineProperty(document, 'hidden', { configurable: true, get: () => true }); document.dispatchEvent(new Event('visibilitychange'))",
+    );
+    const hiddenAt = await count();
+    // Longer than the 15 s poll: nothing while hidden.
+    await sleep(16_000);
+    expect(await count()).toBe(hiddenAt);
+    await page.evaluate(
+      "Object.defineProperty(document, 'hidden', { configurable: true, get: () => false }); document.dispatchEvent(new Event('visibilitychange'))",
+    );
+    const deadline = Date.now() + 5_000;
+    while ((await count()) === hiddenAt && Date.now() < deadline) await sleep(50);
+    expect(await count()).toBe(hiddenAt + 1);
+  });
+
   it("refuses visitors without credentials (401) and a reader's actions (403), showing no data", async () => {
     const anonymous = await browser.page();
     const response = await anonymous.goto(`${first.url}/jobs`);
     expect(response?.status()).toBe(401);
     expect(await anonymous.content()).not.toContain('hourly-digest');
+    // A browser gets a short page that says what to do, not raw JSON; an API client keeps JSON.
+    expect(await anonymous.textContent('h1')).toBe('Sign in needed');
+    expect(await anonymous.content()).not.toContain('{"message"');
+    const api = await fetch(`${first.url}/jobs`, { headers: { accept: 'application/json' } });
+    expect([api.status, await api.json()]).toEqual([401, { message: 'Unauthorized', statusCode: 401 }]);
     const reader = await browser.page({ headers: { authorization: READER } });
     reader.on('dialog', (dialog) => void dialog.accept());
     await open(reader);
@@ -238,6 +400,12 @@ describeInBrowser('the dashboard in a real browser (chromium)', () => {
     await open(narrow);
     // The page itself does not scroll sideways: wide tables scroll inside their frame.
     expect(await narrow.evaluate('document.documentElement.scrollWidth <= window.innerWidth + 1')).toBe(true);
+    // Every job's health and actions are in view at 390 px, without scrolling sideways.
+    for (const selector of ['tr[data-job="reports.hourly-digest"] td.health .badge', 'tr[data-job="reports.hourly-digest"] button:text("Run now")']) {
+      const box = await narrow.locator(selector).boundingBox();
+      expect(box).not.toBeNull();
+      expect((box?.x ?? 0) + (box?.width ?? 0)).toBeLessThanOrEqual(390);
+    }
     await narrow.screenshot({ path: join(SCREENSHOTS, 'dashboard-narrow.png'), fullPage: true });
   });
 });

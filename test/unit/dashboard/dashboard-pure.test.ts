@@ -1,4 +1,5 @@
-import { buildTimeline, outcomeOf } from '../../../src/features/dashboard/dashboard-timeline';
+import { bucketSizeOf, buildTimeline, dueInstantsNewestFirst, outcomeOf } from '../../../src/features/dashboard/dashboard-timeline';
+import { healthWindowOf, windowState } from '../../../src/features/dashboard/dashboard-health';
 import { fencingTokenOf, runFilterOf, timelineSpanOf } from '../../../src/features/dashboard/dashboard-query';
 import { escapeHtml, renderDashboardPage } from '../../../src/features/dashboard/dashboard-assets';
 import { checkCsrf, csrfCookie, csrfCookieOf, newCsrfToken } from '../../../src/features/dashboard/dashboard-access';
@@ -81,9 +82,7 @@ describe('the timeline', () => {
         row('run-now 2026-01-01T00:03:30.000Z 7f0c6a2e-0000-4000-8000-000000000000', 'SUCCESS', { id: 'now' }),
       ],
       new IntervalSchedule(60_000),
-      from,
-      to,
-      false,
+      { from, to, readLimit: 100, knownSince: null },
     );
     expect(timeline.marks).toEqual([
       { at: '2026-01-01T00:01:00.000Z', outcome: 'succeeded', trigger: 'schedule', runId: '2026-01-01T00:01:00.000Z', runs: 1 },
@@ -97,7 +96,123 @@ describe('the timeline', () => {
       { from: '2026-01-01T00:06:00.000Z', to: '2026-01-01T00:09:00.000Z', occurrences: 3 },
     ]);
     expect(timeline.truncated).toBe(false);
-    expect(buildTimeline([], new IntervalSchedule(1_000), from, to, false, 100).truncated).toBe(true);
+    expect(timeline.shownFrom).toBe(timeline.from);
+    const tooMany = buildTimeline([], new IntervalSchedule(1_000), { from, to, readLimit: 100, knownSince: null, maxDue: 100, maxMarks: 1_000 });
+    expect(tooMany.truncated).toBe(true);
+    // The newest 100 due instants are shown, as one gap that ends at `to`.
+    expect(tooMany.shownFrom).toBe('2026-01-01T00:08:20.000Z');
+    expect(tooMany.gaps).toEqual([{ from: '2026-01-01T00:08:20.000Z', to: '2026-01-01T00:10:00.000Z', occurrences: 100 }]);
+  });
+
+  const DAY = 86_400_000;
+  const every30s = (from: number, to: number) => {
+    const rows = [];
+    for (let at = Math.ceil(from / 30_000) * 30_000; at < to; at += 30_000) rows.push(row(new Date(at).toISOString(), 'SUCCESS'));
+    return rows.reverse(); // newest first, as read
+  };
+
+  it('when the rows are cut, the newest are kept and gaps are computed over the same window (none for a job that always ran)', () => {
+    const to = Date.parse('2026-03-08T00:00:00Z');
+    const from = to - 7 * DAY;
+    // A job every 30 s that always succeeded: 20,160 occurrences; 12,000 read (+1 to know there are more).
+    const rows = every30s(from, to).slice(0, 12_001);
+    const timeline = buildTimeline(rows, new IntervalSchedule(30_000), { from, to, readLimit: 12_000, knownSince: null });
+    expect(timeline.truncated).toBe(true);
+    // The oldest row read (possibly partial) is left out: 12,000 occurrences are shown, newest first.
+    expect(timeline.shownFrom).toBe(new Date(to - 12_001 * 30_000 + 1).toISOString());
+    expect(timeline.buckets).not.toBeNull();
+    const total = (key: 'succeeded' | 'notRun') => (timeline.buckets ?? []).reduce((sum, bucket) => sum + bucket[key], 0);
+    expect(total('succeeded')).toBe(12_000);
+    expect(total('notRun')).toBe(0);
+    expect(timeline.gaps).toEqual([]);
+  });
+
+  it('claims no gap before the first known occurrence or deployment', () => {
+    const to = Date.parse('2026-03-08T00:00:00Z');
+    const from = to - DAY;
+    const deployed = to - 120_000;
+    const timeline = buildTimeline([row(new Date(to - 60_000).toISOString(), 'SUCCESS')], new IntervalSchedule(30_000), {
+      from,
+      to,
+      readLimit: 12_000,
+      knownSince: deployed,
+    });
+    expect(timeline.knownSince).toBe(new Date(deployed).toISOString());
+    // Due at -120 s, -90 s (missing), -60 s (ran), -30 s (missing): nothing before the deployment.
+    expect(timeline.gaps).toEqual([
+      { from: new Date(to - 120_000).toISOString(), to: new Date(to - 60_000).toISOString(), occurrences: 2 },
+      { from: new Date(to - 30_000).toISOString(), to: new Date(to).toISOString(), occurrences: 1 },
+    ]);
+  });
+
+  it('a dense job is drawn in round buckets with counts per outcome', () => {
+    const to = Date.parse('2026-03-08T00:00:00Z');
+    const from = to - 3_600_000;
+    // Every 2 s for an hour, one in ten failed, the last 10 minutes not run.
+    const rows = [];
+    for (let at = from; at < to - 600_000; at += 2_000) rows.push(row(new Date(at).toISOString(), (at / 2_000) % 10 === 0 ? 'FAIL' : 'SUCCESS'));
+    const timeline = buildTimeline(rows.reverse(), new IntervalSchedule(2_000), { from, to, readLimit: 12_000, knownSince: null });
+    expect(timeline.marks).toEqual([]);
+    expect(timeline.bucketMs).toBe(30_000);
+    expect(timeline.buckets).toHaveLength(120);
+    expect(timeline.buckets?.[0]).toEqual(expect.objectContaining({ from: new Date(from).toISOString(), succeeded: 13, failed: 2, notRun: 0 }));
+    expect(timeline.buckets?.[119]).toEqual(expect.objectContaining({ succeeded: 0, failed: 0, notRun: 15 }));
+  });
+
+  it('enumerates due instants newest first, also for a cron', () => {
+    const to = Date.parse('2026-03-08T00:00:00Z');
+    const { instants, cut } = dueInstantsNewestFirst(new CronSchedule('* * * * *', 'UTC'), to - 7 * DAY, to, 1_000);
+    expect(cut).toBe(true);
+    expect(instants).toHaveLength(1_000);
+    expect(instants[999]).toBe(to - 60_000);
+    expect(instants[0]).toBe(to - 1_000 * 60_000);
+    expect(dueInstantsNewestFirst(new CronSchedule('0 3 * * *', 'UTC'), to - 7 * DAY, to, 1_000)).toEqual({
+      instants: [1, 2, 3, 4, 5, 6, 7].map((day) => to - 8 * DAY + day * DAY + 3 * 3_600_000),
+      cut: false,
+    });
+    expect([3_600_000, 6 * 3_600_000, DAY, 7 * DAY].map(bucketSizeOf)).toEqual([30_000, 120_000, 600_000, 3_600_000]);
+  });
+});
+
+describe("a job's health over a window", () => {
+  const now = Date.parse('2026-03-08T12:00:00Z');
+  const occurrence = (minutesAgo: number, status: string, errorMessage: string | null = null) => ({
+    code: 'j',
+    runKey: new Date(now - minutesAgo * 60_000).toISOString(),
+    status,
+    startedAt: new Date(now - minutesAgo * 60_000),
+    finishedAt: status === 'RUNNING' ? null : new Date(now - minutesAgo * 60_000 + 1_000 + minutesAgo),
+    outcome: null,
+    errorMessage,
+  });
+
+  it('a job failing half its runs is failing at every refresh (no flicker), one failing once is degraded', () => {
+    // Every minute, alternately failed and succeeded; each refresh sees the window one run later.
+    const alternating = Array.from({ length: 40 }, (_, index) => occurrence(index + 1, index % 2 === 0 ? 'FAIL' : 'SUCCESS', 'boom'));
+    const states = [0, 1, 2, 3].map((shift) => windowState(healthWindowOf(alternating.slice(shift), now)));
+    expect(states).toEqual(['failing', 'failing', 'failing', 'failing']);
+    const once = [occurrence(1, 'FAIL', 'boom'), ...Array.from({ length: 20 }, (_, index) => occurrence(index + 2, 'SUCCESS'))];
+    expect(windowState(healthWindowOf(once, now))).toBe('degraded');
+    expect(windowState(healthWindowOf(once.slice(1), now))).toBe('ok');
+    expect(windowState(healthWindowOf([occurrence(1, 'FAIL'), occurrence(2, 'FAIL'), occurrence(3, 'SUCCESS')], now))).toBe('failing');
+  });
+
+  it('counts the last 10 and the last 24 h, failures in a row, the last error and duration percentiles', () => {
+    const rows = [
+      occurrence(1, 'RUNNING'),
+      occurrence(2, 'FAIL', 'disk full'),
+      occurrence(3, 'FAIL', null),
+      ...Array.from({ length: 12 }, (_, index) => occurrence(60 * (index + 3), 'SUCCESS')),
+      occurrence(60 * 30, 'FAIL', 'old'),
+    ];
+    const window = healthWindowOf(rows, now);
+    expect(window.last10).toEqual({ finished: 10, succeeded: 8 });
+    expect(window.last24h).toEqual({ finished: 14, succeeded: 12 });
+    expect(window.consecutiveFailures).toBe(2);
+    expect(window.lastError).toEqual({ at: new Date(now - 120_000).toISOString(), message: 'disk full' });
+    expect(window.durationMs?.recent).toHaveLength(14);
+    expect(window.durationMs?.p50).toBeGreaterThanOrEqual(1_000);
+    expect(window.durationMs?.p95).toBeGreaterThanOrEqual(window.durationMs?.p50 ?? 0);
   });
 });
 
@@ -120,7 +235,17 @@ describe('the dashboard options, queries and page', () => {
       limit: 20,
     });
     expect(runFilterOf({})).toEqual({ limit: 50 });
-    for (const query of [{ status: 'LOST' }, { limit: '0' }, { limit: '201' }, { from: 'soon' }, { code: ['a', 'b'] }, { code: { a: 1 } }]) {
+    expect(runFilterOf({ code: 'a.b', runKey: '2026-01-01T' })).toEqual({ code: 'a.b', runKeyPrefix: '2026-01-01T', limit: 50 });
+    for (const query of [
+      { status: 'LOST' },
+      { limit: '0' },
+      { limit: '201' },
+      { from: 'soon' },
+      { code: ['a', 'b'] },
+      { code: { a: 1 } },
+      { runKey: '2026' },
+      { code: 'a.b', runKey: 'x'.repeat(513) },
+    ]) {
       expect(() => runFilterOf(query)).toThrow(InvalidJobQueryOptionsError);
     }
     expect(timelineSpanOf({ span: '7d' })).toEqual({ span: '7d', ms: 7 * 86_400_000 });

@@ -11,6 +11,7 @@ import { ScheduledRetentionTimer } from '../../scheduling/retention/scheduled-re
 import { systemTimers } from '../../scheduling/scheduler-ports';
 import { scheduledJobOf } from '../../scheduling/scheduled.decorator';
 import { cronTicks, dependsOnTimeZone } from './cron-ticks';
+import type { TickSchedule } from './tick-occurrence';
 import { nestScheduleOf } from './nest-schedule.metadata';
 import { bindRunOnce } from './run-once.bindings';
 import { type RunOnceMetadata, runOnceOf } from './run-once.decorator';
@@ -141,6 +142,12 @@ export class RunOnceExplorer implements OnModuleInit, OnApplicationBootstrap, Be
       RETENTION_TOLERANCE_MS,
     );
     this.takeOvers.start();
+  }
+
+  /** The @RunOnce methods found (one per lease code), with their tick schedules: what the dashboard lists. */
+  get methods(): ReadonlyArray<{ name: string; method: string; schedule: TickSchedule }> {
+    const unique = new Map(this.bindings.map((binding) => [binding.name, binding]));
+    return [...unique.values()].map((binding) => ({ name: binding.name, method: binding.plan.method, schedule: binding.plan.ticks }));
   }
 
   /** Prunes the ticks' finished rows now (once per period across instances); null when another instance has it or retention is off. */

@@ -52,8 +52,14 @@ export const resolveRunFilter = (filter: JobRunFilter = {}): FindRunsParameters 
   if (code !== undefined && (typeof code !== 'string' || code.trim() === '' || code.length > 64)) {
     throw invalid('code must be a nonblank string of at most 64 characters', code);
   }
+  const runKeyPrefix = ownValue(filter, 'runKeyPrefix');
+  if (runKeyPrefix !== undefined && (typeof runKeyPrefix !== 'string' || runKeyPrefix === '' || runKeyPrefix.length > 512)) {
+    throw invalid('runKeyPrefix must be a nonempty string of at most 512 characters', runKeyPrefix);
+  }
+  if (runKeyPrefix !== undefined && code === undefined) throw invalid('runKeyPrefix needs a code (the run key search is within one job)', runKeyPrefix);
   return {
     code: code === undefined ? null : code.trim(),
+    runKeyPrefix: runKeyPrefix ?? null,
     status: optionalEnum(ownValue(filter, 'status'), STATUSES, 'status must be RUNNING, SUCCESS or FAIL'),
     type: optionalEnum(ownValue(filter, 'type'), TYPES, 'type must be INITIAL or SCHEDULE'),
     createdFrom: optionalDate(ownValue(filter, 'from'), 'from'),

@@ -37,6 +37,8 @@ export interface JobRunFilter {
   code?: string;
   status?: JobSchedulerStatus;
   type?: JobSchedulerType;
+  /** Runs whose runKey starts with this text (needs `code`: one range of the (code, runKey) index). */
+  runKeyPrefix?: string;
   /** createdAt >= from */
   from?: Date;
   /** createdAt < to */

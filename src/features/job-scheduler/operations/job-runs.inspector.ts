@@ -6,7 +6,7 @@ import { JobSchedulerExecutor } from '../job-scheduler.executor';
 import { JOB_SCHEDULER_MODULE_OPTIONS } from '../job-scheduler.module-definition';
 import type { JobSchedulerRuntimeOptions } from '../job-scheduler.options';
 import { InvalidJobQueryOptionsError } from '../job-scheduler.errors';
-import type { LatestOccurrenceRow, OccurrenceRow, RunRow } from './operations.sql';
+import type { LatestOccurrenceRow, OccurrenceRow, RecentOccurrenceRow, RunRow } from './operations.sql';
 import type { JobAcquireOptions } from '../job-scheduler.types';
 import { resolveJobIdentity } from '../job-identity';
 import type { JobSchedulerDatabase } from '../lease-database';
@@ -77,6 +77,18 @@ export class JobRunsInspector {
         ? this.executor.statements.occurrencesBetween(checked, fromKey, toKey, limit)
         : this.executor.statements.scheduleOccurrencesBetween(checked, runKeyPrefix, fromKey, toKey, limit);
     return this.executor.rows<OccurrenceRow>(statement);
+  }
+
+  /** The newest `limit` (1-1,000) occurrences of each of `codes`, newest first per code. */
+  async recentOccurrences(codes: readonly string[], limit: number): Promise<RecentOccurrenceRow[]> {
+    if (!Number.isSafeInteger(limit) || limit < 1 || limit > 1_000) throw new InvalidJobQueryOptionsError('recentOccurrences needs a limit from 1 to 1,000');
+    return this.executor.rows<RecentOccurrenceRow>(this.executor.statements.recentOccurrences(codes, limit));
+  }
+
+  /** The runKey of a job's oldest recorded occurrence (of a dynamic schedule's: after `runKeyPrefix`), or null when it has none. */
+  async firstOccurrenceKey(code: string, runKeyPrefix = ''): Promise<string | null> {
+    const [row] = await this.executor.rows<{ runKey: string }>(this.executor.statements.firstOccurrence(code, runKeyPrefix));
+    return row?.runKey ?? null;
   }
 
   /** The latest occurrence of each job that has one, with its status (one statement for all). */

@@ -30,6 +30,8 @@ export interface PruneParameters {
 
 export interface FindRunsParameters {
   code: string | null;
+  /** runKey starts with it (only with a code). */
+  runKeyPrefix?: string | null;
   status: string | null;
   type: string | null;
   createdFrom: Date | null;
@@ -73,6 +75,19 @@ export interface OccurrenceRow {
   outcome: string | null;
 }
 
+/** One of a job's recent occurrences (for the dashboard's health window). */
+export interface RecentOccurrenceRow {
+  code: string;
+  runKey: string;
+  status: string;
+  startedAt: Date | null;
+  finishedAt: Date | null;
+  /** A FAIL row's data.outcome (missed, skipped-overlap...), or null. */
+  outcome: string | null;
+  /** A FAIL row's data.error.message, or null. */
+  errorMessage: string | null;
+}
+
 /** The latest occurrence of a job, with its status (for the dashboard's health). */
 export interface LatestOccurrenceRow {
   code: string;
@@ -104,6 +119,10 @@ export interface OperationsStatements {
   scheduleOccurrencesBetween(code: string, prefix: string, from: string, to: string, limit: number): SqlStatement;
   /** The latest occurrence of each of `codes` that has one, with its status: rows `{ code, runKey, status }`. */
   latestOccurrences(codes: readonly string[]): SqlStatement;
+  /** The newest `limit` occurrence rows of each of `codes` ('' prefix: declared jobs' keys), newest first per code. */
+  recentOccurrences(codes: readonly string[], limit: number): SqlStatement;
+  /** The oldest occurrence runKey of a code (of a dynamic schedule: after `prefix`; '' for a declared job): rows `{ runKey }`, at most one. */
+  firstOccurrence(code: string, prefix: string): SqlStatement;
 }
 
 /** Builds the operators' statements for one table. The texts are computed once; each call only binds values. */
@@ -184,7 +203,9 @@ RETURNING t."id"`.trim();
   // index's predicate). Each text is built once.
   const findRunsTexts = new Map<string, string>();
   const findRunsText = (p: FindRunsParameters): string => {
-    const given = [p.code, p.status, p.type, p.createdFrom, p.createdBefore, p.after].map((value) => (value === null ? '-' : 'x')).join('');
+    const given = [p.code, p.runKeyPrefix ?? null, p.status, p.type, p.createdFrom, p.createdBefore, p.after]
+      .map((value) => (value === null ? '-' : 'x'))
+      .join('');
     const shape = `${given}${p.status === 'RUNNING' ? 'R' : ''}`;
     let text = findRunsTexts.get(shape);
     if (text === undefined) {
@@ -192,6 +213,11 @@ RETURNING t."id"`.trim();
       let next = 0;
       const parameter = () => `$${++next}`;
       if (p.code !== null) conditions.push(`"code" = ${parameter()}::text`);
+      // A prefix is one range of IDX_job_scheduler_code_run_key (U+10FFFF sorts after every character in "C").
+      if ((p.runKeyPrefix ?? null) !== null) {
+        const prefix = parameter();
+        conditions.push(`"runKey" COLLATE "C" >= ${prefix}::text COLLATE "C" AND "runKey" COLLATE "C" < (${prefix}::text || chr(1114111)) COLLATE "C"`);
+      }
       if (p.status === 'RUNNING') conditions.push(`"status" = 'RUNNING'`);
       else if (p.status !== null) conditions.push(`"status"::text = ${parameter()}::text`);
       if (p.type !== null) conditions.push(`"type"::text = ${parameter()}::text`);
@@ -207,7 +233,18 @@ LIMIT ${parameter()}`;
     return text;
   };
   const findRunsValues = (p: FindRunsParameters): unknown[] =>
-    ([p.code, p.status === 'RUNNING' ? null : p.status, p.type, p.createdFrom, p.createdBefore, p.after?.createdAt ?? null, p.after?.id ?? null] as unknown[])
+    (
+      [
+        p.code,
+        p.runKeyPrefix ?? null,
+        p.status === 'RUNNING' ? null : p.status,
+        p.type,
+        p.createdFrom,
+        p.createdBefore,
+        p.after?.createdAt ?? null,
+        p.after?.id ?? null,
+      ] as unknown[]
+    )
       .filter((value) => value !== null)
       .concat([p.limit]);
 
@@ -253,6 +290,30 @@ CROSS JOIN LATERAL (
   LIMIT 1
 ) AS latest`.trim();
 
+  // The dashboard's health window: each job's newest occurrences, one backward range scan of
+  // IDX_job_scheduler_code_run_key per job (keys that start with a digit: due instants).
+  const recentOccurrencesText = `
+SELECT wanted."code", recent.*
+FROM unnest($1::text[]) AS wanted("code")
+CROSS JOIN LATERAL (
+  SELECT "runKey", "status"::text AS "status", "startedAt", "finishedAt",
+    CASE WHEN "status" = 'FAIL' THEN "data"->>'outcome' END AS "outcome",
+    CASE WHEN "status" = 'FAIL' THEN left("data"->'error'->>'message', 500) END AS "errorMessage"
+  FROM ${table}
+  WHERE "code" = wanted."code" AND "type" = 'SCHEDULE' AND "runKey" COLLATE "C" >= '0' AND "runKey" COLLATE "C" < ':'
+  ORDER BY "runKey" COLLATE "C" DESC
+  LIMIT $2
+) AS recent`.trim();
+
+  // The oldest recorded occurrence: one forward probe of IDX_job_scheduler_code_run_key within the
+  // keys that start with a digit after the prefix (':' sorts right after '9').
+  const firstOccurrenceText = `
+SELECT "runKey" FROM ${table}
+WHERE "code" = $1 AND "type" = 'SCHEDULE'
+  AND "runKey" COLLATE "C" >= ($2::text || '0') COLLATE "C" AND "runKey" COLLATE "C" < ($2::text || ':') COLLATE "C"
+ORDER BY "runKey" COLLATE "C"
+LIMIT 1`.trim();
+
   const estimatedRowsText = `SELECT reltuples::bigint::text AS "rows" FROM pg_class WHERE oid = to_regclass('${table.replace(/'/g, "''")}')`;
 
   return {
@@ -280,5 +341,7 @@ CROSS JOIN LATERAL (
       operation: 'inspect',
     }),
     latestOccurrences: (codes) => ({ text: latestOccurrencesText, values: [codes], operation: 'inspect' }),
+    recentOccurrences: (codes, limit) => ({ text: recentOccurrencesText, values: [codes, limit], operation: 'inspect' }),
+    firstOccurrence: (code, prefix) => ({ text: firstOccurrenceText, values: [code, prefix], operation: 'inspect' }),
   };
 };

@@ -30,6 +30,8 @@ export interface ScheduleListParameters {
   tenantId: string | null;
   enabled: boolean | null;
   after: string | null;
+  /** id starts with it, or null. */
+  idPrefix?: string | null;
   limit: number;
 }
 
@@ -127,6 +129,8 @@ FROM serialized
 WHERE t."id" = $1 AND t."removedAt" IS NULL
 RETURNING ${columns}`.trim();
 
+  // A keyset page in id order. An id prefix starts the walk at the prefix in the primary key
+  // (every id that starts with it sorts at or after it) and keeps those that start with it.
   const listText = `
 SELECT ${columns} FROM ${table}
 WHERE "removedAt" IS NULL
@@ -134,6 +138,7 @@ WHERE "removedAt" IS NULL
   AND ($2::text IS NULL OR "tenantId" = $2::text)
   AND ($3::boolean IS NULL OR "enabled" = $3::boolean)
   AND ($4::text IS NULL OR "id" > $4::text)
+  AND ($6::text IS NULL OR ("id" >= $6::text AND starts_with("id", $6::text)))
 ORDER BY "id"
 LIMIT $5`.trim();
 
@@ -183,7 +188,12 @@ LIMIT $5`.trim();
     live: (ids) => ({ text: liveText, values: [ids], operation: 'schedules' }),
     setEnabled: (id, enabled) => ({ text: setEnabledText, values: [id, enabled], operation: 'schedules' }),
     // Planned for its filters each time: a tenant's few schedules are found by their index.
-    list: (p) => ({ text: listText, values: [p.handler, p.tenantId, p.enabled, p.after, p.limit], operation: 'schedules', planEachTime: true }),
+    list: (p) => ({
+      text: listText,
+      values: [p.handler, p.tenantId, p.enabled, p.after, p.limit, p.idPrefix ?? null],
+      operation: 'schedules',
+      planEachTime: true,
+    }),
     changesSince: (version, limit) => ({ text: changesSinceText, values: [version, limit], operation: 'schedules' }),
     currentVersion: () => ({ text: currentVersionText, values: [], operation: 'schedules' }),
   };

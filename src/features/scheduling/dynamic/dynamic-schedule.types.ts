@@ -51,6 +51,8 @@ export interface DynamicScheduleView {
 export interface DynamicScheduleFilter {
   handler?: string;
   tenantId?: string;
+  /** Schedules whose id starts with this text. */
+  idPrefix?: string;
   enabled?: boolean;
   /** The `nextCursor` of the previous page. */
   after?: string;

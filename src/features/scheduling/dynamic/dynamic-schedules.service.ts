@@ -176,7 +176,7 @@ export class DynamicSchedules implements OnModuleInit, OnApplicationBootstrap, B
     if (!Number.isSafeInteger(limit) || limit < 1 || limit > MAX_PAGE)
       throw schedulingErrors.invalidOption('list limit', `a whole number from 1 to ${MAX_PAGE}`, limit);
     if (filter.enabled !== undefined && typeof filter.enabled !== 'boolean') throw schedulingErrors.invalidOption('list enabled', 'a boolean', filter.enabled);
-    for (const field of ['handler', 'tenantId', 'after'] as const) {
+    for (const field of ['handler', 'tenantId', 'after', 'idPrefix'] as const) {
       const value = filter[field];
       if (value !== undefined && typeof value !== 'string') throw schedulingErrors.invalidOption(`list ${field}`, 'a string', value);
     }
@@ -185,6 +185,7 @@ export class DynamicSchedules implements OnModuleInit, OnApplicationBootstrap, B
       tenantId: filter.tenantId ?? null,
       enabled: filter.enabled ?? null,
       after: filter.after ?? null,
+      idPrefix: filter.idPrefix ?? null,
       limit: limit + 1,
     });
     const schedules = rows.slice(0, limit).map(viewOfSchedule);

@@ -8,13 +8,26 @@ export interface ScheduleDescription {
   timeZone: string | null;
 }
 
+export interface HealthWindow {
+  last10: { finished: number; succeeded: number };
+  last24h: { finished: number; succeeded: number };
+  consecutiveFailures: number;
+  lastError: { at: string; message: string } | null;
+  durationMs: { p50: number; p95: number; recent: number[] } | null;
+}
+
 export interface Job {
   name: string;
+  /** declared | run-once */
+  kind: string;
+  method: string | null;
+  actions: { runNow: boolean; pause: boolean; why: string | null };
   schedule: ScheduleDescription;
   nextDue: string[];
   lastSuccessAt: string | null;
-  /** ok | late | failing | disabled: the badge's class. */
+  /** ok | degraded | late | failing | disabled: the badge's class. */
   health: string;
+  window: HealthWindow;
   paused: { by: string } | null;
 }
 
@@ -51,11 +64,27 @@ export interface TimelineGap {
   occurrences: number;
 }
 
+export interface TimelineBucket {
+  from: string;
+  succeeded: number;
+  failed: number;
+  missed: number;
+  running: number;
+  'taken-over': number;
+  notRun: number;
+  runNow: number;
+  runId: string | null;
+}
+
 export interface Timeline {
   from: string;
   to: string;
+  shownFrom: string;
+  knownSince: string | null;
   marks: TimelineMark[];
   gaps: TimelineGap[];
+  buckets: TimelineBucket[] | null;
+  bucketMs: number | null;
   truncated: boolean;
 }
 
@@ -68,9 +97,12 @@ export interface RunSummary {
   fencingToken: number;
   ownerId: string | null;
   createdAt: string;
-  startedAt: string | null;
+  claimedAt: string | null;
+  dueAt: string | null;
   finishedAt: string | null;
   heartbeatAgeMs: number;
+  outcome: string | null;
+  errorMessage: string | null;
 }
 
 export interface RunsPage {
@@ -82,6 +114,7 @@ export interface RunDetail extends RunSummary {
   leaseMs: number | null;
   modifiedAt: string;
   data: unknown;
+  error: unknown;
   lastError: unknown;
 }
 

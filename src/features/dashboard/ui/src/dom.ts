@@ -49,6 +49,12 @@ export const table = (headings: readonly string[], rows: readonly HTMLTableRowEl
     {},
     headings.map((text) => el('th', { scope: 'col', text })),
   );
+  // Each cell names its column (data-label): a narrow screen shows rows as cards, labelled so.
+  for (const row of rows) {
+    Array.from(row.children).forEach((child, index) => {
+      if (headings[index] !== undefined && !child.hasAttribute('data-label')) child.setAttribute('data-label', headings[index]);
+    });
+  }
   return el('table', {}, [el('thead', {}, [head]), el('tbody', {}, rows)]);
 };
 

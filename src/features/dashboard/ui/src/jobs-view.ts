@@ -1,10 +1,13 @@
-// The declared jobs: schedule in words, time zone, next due instants, last success, health, and
-// the actions (run now, pause or resume, show the timeline).
+// The jobs: declared (@Scheduled) and @RunOnce methods, with schedule in words, time zone, next
+// due instants, last success, health, and the actions their kind has (run now, pause or resume;
+// a @RunOnce method has neither, and says so), and the timeline.
 
 import { action } from './actions';
 import { api } from './api';
 import type { Job, JobsAnswer } from './api-types';
+import { renderFailing } from './attention-view';
 import { offerChoices } from './choices';
+import { healthCell } from './health';
 import { byId, cell, el, replaceContent, table } from './dom';
 import { when } from './format';
 import { messageOf, say } from './status';
@@ -17,18 +20,23 @@ export const declaredJobs = (): readonly Job[] => jobs;
 
 const jobRow = (job: Job): HTMLTableRowElement => {
   const path = 'jobs/' + encodeURIComponent(job.name) + '/';
-  const health = el('span', { class: 'badge health-' + job.health, text: job.health });
-  const pausedNote = job.paused ? el('small', { class: 'muted', text: ' paused by ' + job.paused.by }) : '';
-  const toggle = job.paused ? action('Resume', path + 'resume') : action('Pause', path + 'pause', 'Pause ' + job.name + ' on every instance?');
   const show = el('button', { type: 'button', text: 'Timeline', onclick: () => showTimeline('job:' + job.name) });
-  return el('tr', { 'data-job': job.name }, [
-    el('th', { scope: 'row', text: job.name }),
+  const buttons: Array<Node | string> = [];
+  if (job.actions.runNow) buttons.push(action('Run now', path + 'run-now'));
+  if (job.actions.pause)
+    buttons.push(job.paused ? action('Resume', path + 'resume') : action('Pause', path + 'pause', 'Pause ' + job.name + ' on every instance?'));
+  buttons.push(show);
+  if (job.actions.why) buttons.push(el('small', { class: 'muted', text: job.actions.why }));
+  const name = el('th', { scope: 'row' }, [job.name]);
+  if (job.kind === 'run-once') name.appendChild(el('small', { class: 'muted kind', text: ' @RunOnce ' + (job.method ?? '') }));
+  return el('tr', { 'data-job': job.name, 'data-kind': job.kind }, [
+    name,
     cell(el('span', { title: job.schedule.expression, text: job.schedule.words })),
     cell(job.schedule.timeZone),
     cell(job.nextDue.length ? el('span', { title: job.nextDue.map(when).join('\n'), text: when(job.nextDue[0]) }) : null),
     cell(when(job.lastSuccessAt)),
-    el('td', {}, [health, pausedNote]),
-    el('td', { class: 'actions' }, [action('Run now', path + 'run-now'), toggle, show]),
+    healthCell(job),
+    el('td', { class: 'actions' }, buttons),
   ]);
 };
 
@@ -38,6 +46,7 @@ const renderJobs = (answer: readonly Job[]): void => {
     ? table(['Job', 'Schedule', 'Time zone', 'Next due', 'Last success', 'Health', 'Actions'], jobs.map(jobRow))
     : el('p', { class: 'muted', text: 'No declared jobs.' });
   replaceContent(byId('jobs', HTMLElement), content);
+  renderFailing(jobs);
   offerChoices(
     jobs.map((job) => ({ key: 'job:' + job.name, label: job.name })),
     jobs.map((job) => job.name),

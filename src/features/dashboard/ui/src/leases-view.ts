@@ -5,14 +5,14 @@ import { action } from './actions';
 import { api } from './api';
 import type { ExpiredLease, LeasesAnswer } from './api-types';
 import { byId, cell, el, replaceContent, table } from './dom';
-import { age } from './format';
+import { age, runKeyText } from './format';
 import { messageOf, say } from './status';
 
 const leaseRow = (lease: ExpiredLease): HTMLTableRowElement => {
   const path = 'runs/' + encodeURIComponent(lease.id) + '/release?fencingToken=' + encodeURIComponent(String(lease.fencingToken));
   return el('tr', { 'data-lease': lease.id }, [
     cell(lease.code),
-    cell(lease.runKey),
+    cell(runKeyText(lease.runKey)),
     cell(lease.ownerId),
     cell(age(lease.heartbeatAgeMs)),
     cell(age(lease.overdueMs)),

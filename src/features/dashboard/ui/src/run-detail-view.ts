@@ -1,24 +1,27 @@
-// The run dialog: every field of one run, its data and its last error, opened from a timeline
-// mark or from the runs list.
+// The run dialog: every field of one run (due, claimed and finished apart: the handler's own start
+// is not recorded), its error, its data and why a previous owner lost it, opened from a timeline
+// mark, a bucket or the runs list.
 
 import { api } from './api';
 import type { RunDetail } from './api-types';
 import { byId, el } from './dom';
-import { age, when } from './format';
+import { age, runKeyText, when } from './format';
 import { messageOf, say } from './status';
 
 const fieldsOf = (run: RunDetail): Array<[string, string | null]> => [
   ['Id', run.id],
   ['Job', run.code],
-  ['Status', run.status],
-  ['Run key', run.runKey],
+  ['Status', run.status + (run.outcome ? ' (' + run.outcome + ')' : '')],
+  ['Run key', runKeyText(run.runKey)],
   ['Attempts', String(run.attempts)],
   ['Fencing token', String(run.fencingToken)],
   ['Owner', run.ownerId],
   ['Lease', run.leaseMs === null ? null : run.leaseMs + ' ms'],
-  ['Created', when(run.createdAt)],
-  ['Started', when(run.startedAt)],
+  ['Due', run.dueAt === null ? null : when(run.dueAt)],
+  ['Claimed (lease acquired)', when(run.claimedAt)],
+  ['Handler started', 'not recorded: the table keeps the claim time; the handler starts after it, at or after the due instant'],
   ['Finished', when(run.finishedAt)],
+  ['Claim to finish', run.claimedAt && run.finishedAt ? age(Date.parse(run.finishedAt) - Date.parse(run.claimedAt)) : null],
   ['Last write', when(run.modifiedAt) + ' (' + age(run.heartbeatAgeMs) + ' ago)'],
 ];
 
@@ -31,8 +34,9 @@ export const showRun = (id: string): void => {
         fields.appendChild(el('dt', { text: term }));
         fields.appendChild(el('dd', { text: value === null || value === undefined ? '—' : value }));
       }
+      byId('run-detail-error', HTMLElement).textContent = run.error === null ? 'none' : JSON.stringify(run.error, null, 2);
       byId('run-detail-data', HTMLElement).textContent = JSON.stringify(run.data, null, 2);
-      byId('run-detail-error', HTMLElement).textContent = JSON.stringify(run.lastError, null, 2);
+      byId('run-detail-last-error', HTMLElement).textContent = run.lastError === null ? 'none' : JSON.stringify(run.lastError, null, 2);
       byId('run-detail', HTMLDialogElement).showModal();
     },
     (error: unknown) => {

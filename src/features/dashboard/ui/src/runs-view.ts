@@ -1,15 +1,16 @@
-// The runs list: filtered by job, status and a time range, 50 a page, newest first, paged forward
-// by cursor. A run's id opens its detail.
+// The runs list: filtered by job, run key (the start of it, within a job), status and a time
+// range, 50 a page, newest first, paged forward by cursor. A run's id opens its detail.
 
 import { api, newest } from './api';
 import type { RunSummary, RunsPage } from './api-types';
 import { byId, cell, el, replaceContent, table } from './dom';
-import { when } from './format';
+import { currentZone, runKeyText, when, zoneName } from './format';
 import { showRun } from './run-detail-view';
 import { messageOf, say } from './status';
 
 export interface RunsFilter {
   code: string;
+  runKey: string;
   status: string;
   from: string;
   to: string;
@@ -31,21 +32,27 @@ const runRow = (run: RunSummary): HTMLTableRowElement =>
   el('tr', { 'data-run': run.id }, [
     el('td', {}, [el('button', { type: 'button', class: 'link', text: run.id.slice(0, 8), 'aria-label': 'Run ' + run.id, onclick: () => showRun(run.id) })]),
     cell(run.code),
-    el('td', {}, [el('span', { class: 'badge status-' + run.status, text: run.status })]),
-    cell(run.runKey),
+    el('td', {}, [
+      el('span', { class: 'badge status-' + run.status, text: run.status }),
+      run.outcome ? el('small', { class: 'muted', text: ' ' + run.outcome }) : '',
+      run.errorMessage ? el('div', { class: 'error-line', text: run.errorMessage }) : '',
+    ]),
+    cell(el('span', { title: run.runKey ?? '', text: runKeyText(run.runKey) ?? '—' })),
+    cell(run.dueAt === null ? null : when(run.dueAt)),
+    cell(when(run.claimedAt)),
+    cell(when(run.finishedAt)),
     cell(String(run.attempts)),
     cell(String(run.fencingToken)),
     cell(run.ownerId),
-    cell(when(run.createdAt)),
-    cell(when(run.finishedAt)),
   ]);
 
 const renderRuns = (page: RunsPage): void => {
+  byId('runs-range-zone', HTMLElement).textContent = '(from / to in ' + zoneName() + ')';
   state.nextCursor = page.nextCursor;
   byId('runs-next', HTMLButtonElement).disabled = !page.nextCursor;
   const rows = page.runs.map(runRow);
   const content = rows.length
-    ? table(['Run', 'Job', 'Status', 'Run key', 'Attempts', 'Fencing token', 'Owner', 'Created', 'Finished'], rows)
+    ? table(['Run', 'Job', 'Status', 'Run key', 'Due', 'Claimed', 'Finished', 'Attempts', 'Fencing token', 'Owner'], rows)
     : el('p', { class: 'muted', text: 'No runs match.' });
   replaceContent(byId('runs', HTMLElement), content);
 };
@@ -58,8 +65,12 @@ const loadRuns = (cursor?: string): Promise<void> =>
 /** The page the reader is on, again (a refresh). */
 export const reloadRuns = (): Promise<void> => loadRuns(state.cursors[state.cursors.length - 1]);
 
-/** The datetime-local value (the reader's time) as an instant; empty stays empty. */
-const isoOf = (local: string): string => (local ? new Date(local).toISOString() : '');
+/** The datetime-local value, a wall time of the zone the page shows, as an instant; empty stays empty. */
+const isoOf = (wall: string): string => {
+  if (!wall) return '';
+  const instant = currentZone() === 'utc' ? new Date(wall + (wall.length === 16 ? ':00' : '') + 'Z') : new Date(wall);
+  return Number.isNaN(instant.getTime()) ? '' : instant.toISOString();
+};
 
 const fieldValue = (form: HTMLFormElement, name: string): string => {
   const field = form.elements.namedItem(name);
@@ -74,6 +85,7 @@ export const wireRuns = (): void => {
     event.preventDefault();
     state.filter = {
       code: fieldValue(form, 'code'),
+      runKey: fieldValue(form, 'runKey').trim(),
       status: fieldValue(form, 'status'),
       from: isoOf(fieldValue(form, 'from')),
       to: isoOf(fieldValue(form, 'to')),

@@ -1,8 +1,8 @@
-// The dynamic schedules (shown only when the application has some): the first 100 by id, with
-// the same actions as a job.
+// The dynamic schedules (shown only when the application has some): searchable by id prefix,
+// handler and tenant, 100 a page in id order (keyset paging), with the same actions as a job.
 
 import { action } from './actions';
-import { api } from './api';
+import { api, newest } from './api';
 import type { Schedule, SchedulesPage } from './api-types';
 import { offerChoices } from './choices';
 import { byId, cell, el, replaceContent, table } from './dom';
@@ -29,11 +29,29 @@ const scheduleRow = (schedule: Schedule): HTMLTableRowElement => {
   ]);
 };
 
+/** The search applied, the cursors of the pages walked through, and the next page's. */
+const state: { query: Record<string, string>; cursors: string[]; nextCursor: string | null; everShown: boolean } = {
+  query: {},
+  cursors: [],
+  nextCursor: null,
+  everShown: false,
+};
+
+const searching = (): boolean => Object.values(state.query).some((value) => value !== '');
+
 const renderSchedules = (page: SchedulesPage): void => {
-  byId('schedules-section', HTMLElement).hidden = page.schedules.length === 0;
+  state.everShown ||= page.schedules.length > 0;
+  byId('schedules-section', HTMLElement).hidden = !state.everShown && !searching();
+  state.nextCursor = page.nextCursor;
+  byId('schedules-next', HTMLButtonElement).disabled = !page.nextCursor;
+  byId('schedules-page', HTMLElement).textContent = 'page ' + (state.cursors.length + 1) + ' (100 a page, by id)' + (searching() ? ', filtered' : '');
   const target = byId('schedules', HTMLElement);
-  replaceContent(target, table(['Id', 'Handler', 'Schedule', 'Time zone', 'Next due', 'State', 'Tenant', 'Actions'], page.schedules.map(scheduleRow)));
-  if (page.nextCursor) target.appendChild(el('p', { class: 'muted', text: 'The first 100 schedules (by id) are shown.' }));
+  replaceContent(
+    target,
+    page.schedules.length
+      ? table(['Id', 'Handler', 'Schedule', 'Time zone', 'Next due', 'State', 'Tenant', 'Actions'], page.schedules.map(scheduleRow))
+      : el('p', { class: 'muted', text: 'No schedule matches.' }),
+  );
   // The first job's timeline is shown at first; the first schedule's only when there is no job.
   offerChoices(
     page.schedules.map((schedule) => ({ key: 'schedule:' + schedule.id, label: schedule.id + ' (' + schedule.handler + ')' })),
@@ -42,7 +60,41 @@ const renderSchedules = (page: SchedulesPage): void => {
   );
 };
 
-export const loadSchedules = (): Promise<void> =>
-  api<SchedulesPage>('schedules').then(renderSchedules, (error: unknown) => {
+const schedulesPath = (cursor: string | undefined): string => {
+  const parts: string[] = [];
+  for (const [name, value] of Object.entries(state.query)) if (value) parts.push(name + '=' + encodeURIComponent(value));
+  if (cursor) parts.push('after=' + encodeURIComponent(cursor));
+  return 'schedules' + (parts.length ? '?' + parts.join('&') : '');
+};
+
+const loadPage = (cursor?: string): Promise<void> =>
+  api<SchedulesPage>(schedulesPath(cursor)).then(newest('schedules', renderSchedules), (error: unknown) => {
     say('Schedules: ' + messageOf(error), true);
   });
+
+/** The page the reader is on, again (a refresh). */
+export const loadSchedules = (): Promise<void> => loadPage(state.cursors[state.cursors.length - 1]);
+
+/** The search form (its first page) and the First / Next page buttons: keyset paging by id. */
+export const wireSchedules = (): void => {
+  const form = byId('schedule-filters', HTMLFormElement);
+  form.addEventListener('submit', (event) => {
+    event.preventDefault();
+    const value = (name: string): string => {
+      const field = form.elements.namedItem(name);
+      return field instanceof HTMLInputElement ? field.value.trim() : '';
+    };
+    state.query = { q: value('q'), handler: value('handler'), tenant: value('tenant') };
+    state.cursors = [];
+    void loadPage();
+  });
+  byId('schedules-next', HTMLButtonElement).addEventListener('click', () => {
+    if (!state.nextCursor) return;
+    state.cursors.push(state.nextCursor);
+    void loadPage(state.nextCursor);
+  });
+  byId('schedules-first', HTMLButtonElement).addEventListener('click', () => {
+    state.cursors = [];
+    void loadPage();
+  });
+};

@@ -1,11 +1,13 @@
-// The timeline: one job's or dynamic schedule's occurrences over the last 24 h or 7 days, drawn
-// as SVG by hand: a mark per occurrence in its outcome's colour (run now in a lower lane), the
-// gaps where it did not run, and ticks. A mark opens its run.
+// The timeline: one job's or dynamic schedule's occurrences over the last hour, 6 h, 24 h or 7
+// days, drawn as SVG by hand: a mark per occurrence in its outcome's colour (run now in a lower
+// lane) and the gaps where it did not run, or, for a dense job, a bar per round bucket stacked
+// by outcome; what is cut or before the job was known is shaded apart; ticks on round times of
+// the page's zone. A mark (or a bucket) opens its run.
 
 import { api, newest } from './api';
-import type { Timeline } from './api-types';
+import type { Timeline, TimelineBucket } from './api-types';
 import { byId, el, replaceContent, svg } from './dom';
-import { when } from './format';
+import { age, clockOf, roundTicks, when } from './format';
 import { showRun } from './run-detail-view';
 import { messageOf, say } from './status';
 
@@ -43,19 +45,57 @@ export const showTimeline = (key: string): void => {
   byId('timeline-title', HTMLElement).scrollIntoView();
 };
 
-const renderTimeline = (timeline: Timeline): void => {
-  const from = Date.parse(timeline.from);
-  const to = Date.parse(timeline.to);
-  const x = (iso: string): number => ((Date.parse(iso) - from) / (to - from)) * WIDTH;
-  const chart = svg('svg', {
-    viewBox: '0 0 ' + WIDTH + ' ' + HEIGHT,
-    class: 'chart',
-    role: 'img',
-    'aria-label': timeline.marks.length + ' occurrences of ' + nameOf(state.key),
-  });
-  chart.appendChild(svg('rect', { x: 0, y: 0, width: WIDTH, height: HEIGHT - 16, class: 'track' }));
+const OUTCOMES = ['succeeded', 'taken-over', 'missed', 'failed', 'running'] as const;
+
+/** A bucket's text: its stretch and how many occurrences ended how. */
+const bucketText = (bucket: TimelineBucket, size: number): string => {
+  const start = Date.parse(bucket.from);
+  const counts = OUTCOMES.filter((outcome) => bucket[outcome] > 0).map((outcome) => bucket[outcome] + ' ' + outcome);
+  if (bucket.notRun) counts.push(bucket.notRun + ' did not run');
+  if (bucket.runNow) counts.push(bucket.runNow + ' run now');
+  return when(bucket.from) + ' to ' + clockOf(start + size, true) + ': ' + (counts.join(', ') || 'nothing');
+};
+
+/** A shaded stretch with its explanation (cut, or before the first known occurrence). */
+const stretch = (x0: number, x1: number, kind: string, text: string): SVGRectElement => {
+  const rect = svg('rect', { x: x0, y: 0, width: Math.max(1, x1 - x0), height: 30, class: kind, 'data-kind': kind });
+  rect.appendChild(svg('title', {})).textContent = text;
+  return rect;
+};
+
+const drawBuckets = (chart: SVGSVGElement, timeline: Timeline, x: (ms: number) => number): void => {
+  const size = timeline.bucketMs ?? 0;
+  for (const bucket of timeline.buckets ?? []) {
+    const start = Date.parse(bucket.from);
+    const left = Math.max(0, x(start));
+    const width = Math.max(1, x(start + size) - left - 0.5);
+    const group = svg('g', {
+      class: 'bucket',
+      'data-from': bucket.from,
+      'data-counts': OUTCOMES.map((outcome) => outcome + '=' + bucket[outcome]).join(' ') + ' not-run=' + bucket.notRun + ' run-now=' + bucket.runNow,
+    });
+    group.appendChild(svg('title', {})).textContent = bucketText(bucket, size);
+    const scheduled = OUTCOMES.reduce((sum, outcome) => sum + bucket[outcome], 0) + bucket.notRun;
+    // The bar is the bucket's occurrences, stacked by outcome in proportion; not run at the top.
+    let y = 28;
+    for (const outcome of OUTCOMES) {
+      if (!bucket[outcome]) continue;
+      const height = (bucket[outcome] / scheduled) * 26;
+      y -= height;
+      group.appendChild(svg('rect', { x: left, y, width, height, class: 'mark ' + outcome }));
+    }
+    if (bucket.notRun) group.appendChild(svg('rect', { x: left, y: 2, width, height: (bucket.notRun / scheduled) * 26, class: 'gap' }));
+    if (bucket.runNow) group.appendChild(svg('rect', { x: left, y: 32, width, height: 14, class: 'mark run-now-bucket' }));
+    const runId = bucket.runId;
+    if (runId) group.addEventListener('click', () => showRun(runId));
+    chart.appendChild(group);
+  }
+};
+
+const drawMarks = (chart: SVGSVGElement, timeline: Timeline, x: (ms: number) => number): void => {
   for (const gap of timeline.gaps) {
-    const rect = svg('rect', { x: x(gap.from), y: 0, width: Math.max(1, x(gap.to) - x(gap.from)), height: 30, class: 'gap' });
+    const x0 = x(Date.parse(gap.from));
+    const rect = svg('rect', { x: x0, y: 0, width: Math.max(1, x(Date.parse(gap.to)) - x0), height: 30, class: 'gap' });
     rect.appendChild(svg('title', {})).textContent = 'did not run: ' + gap.occurrences + ' occurrence(s) from ' + when(gap.from);
     chart.appendChild(rect);
   }
@@ -63,7 +103,7 @@ const renderTimeline = (timeline: Timeline): void => {
   for (const mark of timeline.marks) {
     const lower = mark.trigger === 'run-now';
     const rect = svg('rect', {
-      x: Math.max(0, x(mark.at) - 1),
+      x: Math.max(0, x(Date.parse(mark.at)) - 1),
       y: lower ? 32 : 2,
       width: 3,
       height: lower ? 14 : 26,
@@ -84,22 +124,70 @@ const renderTimeline = (timeline: Timeline): void => {
     rect.addEventListener('click', () => showRun(mark.runId));
     chart.appendChild(rect);
   }
-  const ticks = state.span === '7d' ? 7 : 6;
-  for (let index = 0; index <= ticks; index++) {
-    const at = from + ((to - from) * index) / ticks;
+};
+
+/** The last timeline drawn (redrawn as it is when the zone changes). */
+let shown: Timeline | null = null;
+
+const renderTimeline = (timeline: Timeline): void => {
+  shown = timeline;
+  const from = Date.parse(timeline.from);
+  const to = Date.parse(timeline.to);
+  const x = (ms: number): number => ((ms - from) / (to - from)) * WIDTH;
+  const occurrences = timeline.buckets
+    ? timeline.buckets.reduce((sum, bucket) => sum + OUTCOMES.reduce((n, outcome) => n + bucket[outcome], 0) + bucket.runNow, 0)
+    : timeline.marks.length;
+  const chart = svg('svg', {
+    viewBox: '0 0 ' + WIDTH + ' ' + HEIGHT,
+    class: 'chart',
+    role: 'img',
+    'aria-label': occurrences + ' occurrences of ' + nameOf(state.key),
+  });
+  chart.appendChild(svg('rect', { x: 0, y: 0, width: WIDTH, height: HEIGHT - 16, class: 'track' }));
+  const shownFrom = Date.parse(timeline.shownFrom);
+  if (timeline.truncated)
+    chart.appendChild(stretch(0, x(shownFrom), 'cut', 'not shown: too many occurrences to read; the newest are shown, from ' + when(timeline.shownFrom)));
+  if (timeline.knownSince) {
+    chart.appendChild(
+      stretch(
+        x(shownFrom),
+        x(Date.parse(timeline.knownSince)),
+        'unknown',
+        'before the first known occurrence or deployment (' + when(timeline.knownSince) + '): not judged',
+      ),
+    );
+  }
+  if (timeline.buckets) drawBuckets(chart, timeline, x);
+  else drawMarks(chart, timeline, x);
+  for (const tick of roundTicks(from, to)) {
+    const at = x(tick.at);
+    chart.appendChild(svg('line', { x1: at, x2: at, y1: HEIGHT - 16, y2: HEIGHT - 12, class: 'tick-line' }));
     const label = svg('text', {
-      x: (WIDTH * index) / ticks,
+      x: at,
       y: HEIGHT - 2,
       class: 'tick',
-      'text-anchor': index === 0 ? 'start' : index === ticks ? 'end' : 'middle',
+      'text-anchor': at < 30 ? 'start' : at > WIDTH - 30 ? 'end' : 'middle',
+      'data-at': new Date(tick.at).toISOString(),
     });
-    label.textContent = state.span === '7d' ? new Date(at).toLocaleDateString() : new Date(at).toLocaleTimeString([], { hour: '2-digit', minute: '2-digit' });
+    label.textContent = tick.label;
     chart.appendChild(label);
   }
   const target = byId('timeline', HTMLElement);
   replaceContent(target, chart);
-  const summary = timeline.marks.length + ' occurrence(s), ' + timeline.gaps.length + ' gap(s) from ' + when(timeline.from) + ' to ' + when(timeline.to);
-  target.appendChild(el('p', { class: 'muted', text: summary + (timeline.truncated ? ' (cut: too many to show)' : '') }));
+  const parts = [
+    timeline.buckets
+      ? occurrences + ' occurrence(s) in ' + timeline.buckets.length + ' bucket(s) of ' + age(timeline.bucketMs ?? 0)
+      : timeline.marks.length + ' occurrence(s), ' + timeline.gaps.length + ' gap(s)',
+    'from ' + when(timeline.from) + ' to ' + when(timeline.to),
+  ];
+  if (timeline.truncated) parts.push('cut: only the newest are shown, from ' + when(timeline.shownFrom));
+  if (timeline.knownSince) parts.push('nothing is judged missing before ' + when(timeline.knownSince) + ' (first known occurrence or deployment)');
+  target.appendChild(el('p', { class: 'muted', id: 'timeline-summary', text: parts.join('; ') }));
+};
+
+/** Draws the last timeline again (the zone changed). */
+export const redrawTimeline = (): void => {
+  if (shown) renderTimeline(shown);
 };
 
 /** The job select and the span buttons (aria-pressed tells the span shown). */

@@ -1,0 +1,55 @@
+// A job's health as the page shows it: the badge, the window's figures in words (success ratio
+// over the last 10 occurrences and 24 h, failures in a row, last error), and a small chart of its
+// recent durations (claim to finish) with p50 / p95.
+
+import type { HealthWindow, Job } from './api-types';
+import { el, svg } from './dom';
+import { age, when } from './format';
+
+const ratio = (part: { finished: number; succeeded: number }): string => (part.finished ? part.succeeded + '/' + part.finished : '—');
+
+/** "9/10 succeeded (24 h: 143/144); 1 failure in a row". */
+export const windowText = (window: HealthWindow): string => {
+  const parts = ['last 10: ' + ratio(window.last10) + ' succeeded', '24 h: ' + ratio(window.last24h)];
+  if (window.consecutiveFailures) parts.push(window.consecutiveFailures + ' failure(s) in a row');
+  return parts.join('; ');
+};
+
+/** The last error, with when it was due. */
+export const lastErrorText = (window: HealthWindow): string => (window.lastError ? when(window.lastError.at) + ': ' + window.lastError.message : '');
+
+/** Recent durations as bars (oldest left), scaled to the largest. */
+const durationChart = (recent: readonly number[]): SVGSVGElement => {
+  const width = 90;
+  const height = 18;
+  const max = Math.max(1, ...recent);
+  const chart = svg('svg', { viewBox: '0 0 ' + width + ' ' + height, class: 'spark', 'aria-hidden': 'true' });
+  const step = width / Math.max(recent.length, 1);
+  recent.forEach((ms, index) => {
+    const barHeight = Math.max(1, (ms / max) * height);
+    chart.appendChild(svg('rect', { x: index * step, y: height - barHeight, width: Math.max(1, step - 1), height: barHeight, class: 'spark-bar' }));
+  });
+  return chart;
+};
+
+/** The health cell: badge, window in words, last error, durations. */
+export const healthCell = (job: Job): HTMLTableCellElement => {
+  const window = job.window;
+  const children: Array<Node | string> = [el('span', { class: 'badge health-' + job.health, text: job.health })];
+  if (job.paused) children.push(el('small', { class: 'muted', text: ' paused by ' + job.paused.by }));
+  children.push(el('div', { class: 'muted window', text: windowText(window) }));
+  if (window.lastError) children.push(el('div', { class: 'error-line', title: window.lastError.message, text: 'last error ' + lastErrorText(window) }));
+  if (window.durationMs) {
+    children.push(
+      el('div', { class: 'durations' }, [
+        durationChart(window.durationMs.recent),
+        el('small', {
+          class: 'muted',
+          title: 'claim to finish, over the last 24 h (the handler start is not recorded)',
+          text: 'p50 ' + age(window.durationMs.p50) + ', p95 ' + age(window.durationMs.p95),
+        }),
+      ]),
+    );
+  }
+  return el('td', { class: 'health' }, children);
+};
