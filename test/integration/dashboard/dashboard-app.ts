@@ -2,7 +2,7 @@ import 'reflect-metadata';
 import { randomUUID } from 'node:crypto';
 import { type DynamicModule, type INestApplication, Module, UnauthorizedException } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
-import { Cron } from '@nestjs/schedule';
+import { Cron, ScheduleModule } from '@nestjs/schedule';
 import { ExpressAdapter } from '@nestjs/platform-express';
 import { FastifyAdapter } from '@nestjs/platform-fastify';
 import { TypeOrmModule } from '@nestjs/typeorm';
@@ -57,7 +57,7 @@ export class QuarterHourJob {
   async run(): Promise<void> {}
 }
 
-/** A @RunOnce method (no ScheduleModule here: its cron never fires; its runs are seeded). */
+/** A @RunOnce method (ScheduleModule with cronJobs: false: its cron never fires; its runs are seeded). */
 export class NightlyExport {
   @Cron('0 0 3 * * *', { timeZone: 'UTC' })
   @RunOnce('reports.nightly-export')
@@ -110,7 +110,13 @@ export const startDashboardApp = async (database: TestDatabase, options: Dashboa
             { module: class DynamicHandlers {}, providers: [TenantExportHandler] },
           ]
         : []),
-      ...(options.runOnce ? [RunOnceModule.forRoot({ retention: false }), { module: class RunOnceMethods {}, providers: [NightlyExport] }] : []),
+      ...(options.runOnce
+        ? [
+            ScheduleModule.forRoot({ cronJobs: false }),
+            RunOnceModule.forRoot({ retention: false }),
+            { module: class RunOnceMethods {}, providers: [NightlyExport] },
+          ]
+        : []),
       JobSchedulerDashboardModule.forRoot({ path: options.path ?? '/jobs', authorize: testAuthorize, onAction: (entry) => actions.push(entry) }),
     ],
   };
