@@ -22,7 +22,7 @@ import { createTestDatabase, type TestDatabase } from '../../support/test-databa
  * @RunOnce in one process: what a tick does (the lease it takes, the execution it gives the
  * method, errors, an unreachable database) and what refuses to boot. The ticks are called by
  * hand here: a call is a tick, named by the latest due instant of the hourly cron. Three
- * applications in separate processes, on real @nestjs/schedule timers: run-once-processes.test.ts.
+ * applications in separate processes, on real @nestjs/schedule timers: test/proofs/nest-schedule/run-once-processes.test.ts.
  */
 let database: TestDatabase;
 const nodes: NestNode[] = [];

@@ -10,7 +10,7 @@ import { createTestDatabase, type TestDatabase } from '../../support/test-databa
  * other processes skip it, and the method sees its execution through currentJobExecution().
  */
 const ROOT = join(__dirname, '..', '..', '..');
-const FIXTURE = join(__dirname, '..', 'fixtures', 'run-once-node.child.ts');
+const FIXTURE = join(__dirname, '..', '..', 'integration', 'fixtures', 'run-once-node.child.ts');
 const CODE = 'tick-recorder.record';
 const TICK_MS = 2_000;
 const RUN_MS = 10_000;

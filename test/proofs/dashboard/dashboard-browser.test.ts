@@ -4,8 +4,8 @@ import type { Page } from 'playwright-core';
 import { DynamicSchedules } from '../../../src/features';
 import { createTestDatabase, type TestDatabase } from '../../support/test-database';
 import { sleep } from '../../support/lease-nodes';
-import { type Browser, chromiumAvailable, launchBrowser } from './browser';
-import { type DashboardApp, OPERATOR, READER, seedRuns, startDashboardApp, ticks } from './dashboard-app';
+import { type Browser, chromiumAvailable, launchBrowser } from '../../integration/dashboard/browser';
+import { type DashboardApp, OPERATOR, READER, seedRuns, startDashboardApp, ticks } from '../../integration/dashboard/dashboard-app';
 
 const HOUR = 3_600_000;
 const hourAgo = (hours: number): string => new Date(Math.floor(Date.now() / HOUR) * HOUR - hours * HOUR).toISOString();
