@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { type AheadClaimHolder, type AheadClaims, recordOfJob } from './ahead-claims';
 import { runKeyOf, tenantIdProblem } from './occurrence-keys';
+import type { HeldClaim } from './held-claim';
 import type { AheadClaim, OccurrenceRunner } from './occurrence-runner';
 import { unrecordedInstants } from './recorded-occurrences';
 import type { RunRecords } from '../records/run-records';
@@ -113,16 +114,12 @@ export class UnrunOccurrences {
       pending
         .filter(([, { holder }]) => this.options.current(holder))
         .map(async ([, { holder, scheduledAt }]) => {
-          const declaration = holder.job.declaration;
-          try {
-            const outcomes = await Promise.all((await this.runKeysOf(holder, scheduledAt)).map((runKey) => runner.claim(declaration, runKey, randomUUID())));
-            const unavailable = outcomes.find((claimed) => claimed.kind === 'unavailable');
-            if (unavailable) throw unavailable.error;
-            return outcomes.flatMap((claimed) => (claimed.kind === 'acquired' ? [claimed.claim] : []));
-          } catch (error) {
-            logger.warn(`Could not hand over ${declaration.name} @ ${new Date(scheduledAt).toISOString()}, skipped here as overlapping: ${String(error)}`);
-            return [];
-          }
+          const { claims, failure } = await this.claimUnclaimed(holder, scheduledAt);
+          if (failure === undefined) return claims;
+          logger.warn(
+            `Could not hand over ${holder.job.declaration.name} @ ${new Date(scheduledAt).toISOString()}, skipped here as overlapping: ${String(failure.error)}`,
+          );
+          return [];
         }),
     );
     const count = await runner.handOver(claims.flat());
@@ -132,15 +129,12 @@ export class UnrunOccurrences {
 
   /** Records an occurrence skipped as overlapping that no instance claimed (see skippedOverlap). */
   private async recordIfUnclaimed(holder: AheadClaimHolder, scheduledAt: number): Promise<void> {
-    const { runner, logger } = this.options;
+    const { logger } = this.options;
     const declaration = holder.job.declaration;
     const instant = new Date(scheduledAt).toISOString();
     try {
-      const outcomes = await Promise.all((await this.runKeysOf(holder, scheduledAt)).map((runKey) => runner.claim(declaration, runKey, randomUUID())));
-      const unavailable = outcomes.find((claimed) => claimed.kind === 'unavailable');
-      const ended = await Promise.all(
-        outcomes.map((claimed) => (claimed.kind === 'acquired' ? claimed.claim.end({ outcome: 'skipped-overlap' }) : Promise.resolve(false))),
-      );
+      const { claims, failure } = await this.claimUnclaimed(holder, scheduledAt);
+      const ended = await Promise.all(claims.map((claim) => claim.end({ outcome: 'skipped-overlap' })));
       const recorded = ended.filter(Boolean).length;
       if (recorded > 0) {
         const tenants = declaration.tenancy === 'per-tenant' ? ` for ${recorded} tenant(s)` : '';
@@ -148,23 +142,33 @@ export class UnrunOccurrences {
           `${declaration.name} @ ${instant} did not run${tenants}: every instance that reached it was still running the previous occurrence (overlap 'skip')`,
         );
       }
-      if (unavailable) throw unavailable.error;
+      if (failure) throw failure.error;
     } catch (error) {
       logger.warn(`Could not check whether ${declaration.name} @ ${instant} ran somewhere: ${String(error)}`);
     }
   }
 
   /**
-   * The lease keys of an occurrence: its one key, or for a per-tenant job one per tenant the
-   * directory lists now (those a key can name, as the fan-out takes them).
+   * Claims the leases of an occurrence that nobody claimed: its one key, or for a per-tenant job
+   * one per tenant the directory lists now (those a key can name, as the fan-out takes them).
+   * The claims won, and the first failure (the database, or the tenant directory), if any.
    */
-  private async runKeysOf(holder: AheadClaimHolder, scheduledAt: number): Promise<string[]> {
+  private async claimUnclaimed(holder: AheadClaimHolder, scheduledAt: number): Promise<{ claims: HeldClaim[]; failure?: { error: unknown } }> {
     const declaration = holder.job.declaration;
     const owner = { scheduleId: declaration.dynamicSchedule?.id };
-    if (declaration.tenancy !== 'per-tenant') return [runKeyOf(owner, scheduledAt)];
-    const tenants = (await this.options.listTenants?.()) ?? [];
-    const valid = new Set(tenants.filter((tenantId): tenantId is string => tenantIdProblem(tenantId) === null));
-    return [...valid].map((tenantId) => runKeyOf(owner, scheduledAt, tenantId));
+    let runKeys = [runKeyOf(owner, scheduledAt)];
+    if (declaration.tenancy === 'per-tenant') {
+      try {
+        const tenants = (await this.options.listTenants?.()) ?? [];
+        const valid = new Set(tenants.filter((tenantId): tenantId is string => tenantIdProblem(tenantId) === null));
+        runKeys = [...valid].map((tenantId) => runKeyOf(owner, scheduledAt, tenantId));
+      } catch (error) {
+        return { claims: [], failure: { error } };
+      }
+    }
+    const outcomes = await Promise.all(runKeys.map((runKey) => this.options.runner.claim(declaration, runKey, randomUUID())));
+    const unavailable = outcomes.find((claimed) => claimed.kind === 'unavailable');
+    return { claims: outcomes.flatMap((claimed) => (claimed.kind === 'acquired' ? [claimed.claim] : [])), ...(unavailable ? { failure: unavailable } : {}) };
   }
 
   /** Of these passed instants, those no instance recorded: a stalled instance must not report others' runs as missed. */
