@@ -2,6 +2,8 @@ import { join } from 'node:path';
 import { createBenchDatabase } from '../support/bench-database';
 import type { DynamicWorkerArguments, DynamicWorkerLine } from '../support/dynamic-schedules-worker';
 import { UPSERT_MANY_CHUNK_ROWS } from '../../src/features/scheduling/dynamic/dynamic-schedule-batch';
+import { DEFAULT_DYNAMIC_CLAIM_AHEAD_MS } from '../../src/features/scheduling/dynamic/dynamic-schedules.service';
+import { scaledClaimAheadMs } from '../../src/features/scheduling/occurrence/ahead-claims';
 import { seedDynamicSchedules } from '../support/dynamic-schedules-seed';
 import { formatNumber } from '../support/format';
 import { percentile } from '../support/statistics';
@@ -17,8 +19,10 @@ const SIZES = {
   full: { schedules: [1_000, 10_000, 100_000], everyMs: 60_000 },
   quick: { schedules: [1_000], everyMs: 10_000 },
 };
-/** Boot (ts-node, loading every schedule, reading their history) before the measured due instant. */
-const bootAllowanceMs = (schedules: number): number => 20_000 + schedules / 5;
+/** How long before the measured instant its claims go out (the default lead, scaled by the schedules' count). */
+const claimLeadMs = (schedules: number): number => scaledClaimAheadMs(DEFAULT_DYNAMIC_CLAIM_AHEAD_MS, schedules);
+/** Boot (ts-node, loading every schedule, reading their history), then the claims' lead, before the measured due instant. */
+const bootAllowanceMs = (schedules: number): number => 20_000 + schedules / 5 + claimLeadMs(schedules);
 /** After the due instant: time for every run to start and finish everywhere, ending before the next instant's claims. */
 const settleMs = (schedules: number, everyMs: number): number => Math.min(everyMs - 5_000, 8_000 + schedules / 2);
 
@@ -50,12 +54,13 @@ export const dynamicSchedules: Scenario = {
             workMs: WORK_MS,
             changePollMs: CHANGE_POLL_MS,
             measureFrom,
-            // From before the claims of the measured instant (they go out claimAheadMs ahead).
-            windowFrom: measureFrom - 5_000,
+            // From before the claims of the measured instant (they go out claimLeadMs ahead).
+            windowFrom: measureFrom - claimLeadMs(schedules) - 2_000,
             measureUntil,
             poolSize: POOL_SIZE,
           };
-          return runWorkerProcess<DynamicWorkerLine>(WORKER, args, args.nodeId, cleanup);
+          // --expose-gc: the heap is read after a full collection, before and after boot.
+          return runWorkerProcess<DynamicWorkerLine>(WORKER, args, args.nodeId, cleanup, ['--expose-gc']);
         }),
       );
       const booted = lines.map((output, index) => lineOf(output, 'booted', `dynamic-${index}`));
@@ -81,6 +86,8 @@ export const dynamicSchedules: Scenario = {
         'ms',
         booted.map((line) => line.bootMs),
       );
+      const heapPerSchedule = booted.map((line) => ((line.heapBytes ?? Number.NaN) - (line.heapBeforeBytes ?? Number.NaN)) / schedules);
+      sheet.add(caseName, 'library', 'heap per schedule per instance (after boot, after a full GC)', 'bytes', heapPerSchedule);
       sheet.add(
         caseName,
         'library',
@@ -120,7 +127,13 @@ export const dynamicSchedules: Scenario = {
       const perRun = statements / schedules;
       sheet.goal(`${caseName}: statements per run across instances`, '≤ 1.5', perRun.toFixed(2), perRun <= 1.5);
       const p99 = percentile(delays, 99);
-      sheet.goal(`${caseName}: start delay p99 after the due instant`, '≤ 1,000 ms', `${p99.toFixed(0)} ms`, p99 <= 1_000);
+      // Issue 23: 100,000 schedules start within 5 s (p99); up to 10,000, within 1 s (issue 17).
+      const p99GoalMs = schedules >= 100_000 ? 5_000 : 1_000;
+      sheet.goal(`${caseName}: start delay p99 after the due instant`, `≤ ${formatNumber(p99GoalMs)} ms`, `${p99.toFixed(0)} ms`, p99 <= p99GoalMs);
+      const heap = Math.max(...heapPerSchedule);
+      sheet.goal(`${caseName}: heap per schedule per instance`, '≤ 2 KB', `${(heap / 1024).toFixed(2)} KB`, heap <= 2_048);
+      const boot = Math.max(...booted.map((line) => line.bootMs));
+      sheet.goal(`${caseName}: boot (load and arm every schedule) per instance`, '≤ 10 s', `${(boot / 1000).toFixed(1)} s`, boot <= 10_000);
       const cpu = Math.max(...figures.map((figure) => figure.windowCpuMicros / schedules));
       sheet.goal(`${caseName}: Node CPU per occurrence per instance`, '< 1 ms', `${(cpu / 1000).toFixed(3)} ms`, cpu < 1_000);
       const poll = Math.max(...polls);

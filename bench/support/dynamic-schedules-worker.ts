@@ -21,10 +21,12 @@ export interface DynamicWorkerArguments {
   windowFrom: number;
   measureUntil: number;
   poolSize: number;
+  /** DynamicSchedulesModule's claimAheadMs (its default when absent). */
+  claimAheadMs?: number;
 }
 
 export type DynamicWorkerLine =
-  | { kind: 'booted'; nodeId: string; bootStatements: number; bootMs: number; schedules: number }
+  | { kind: 'booted'; nodeId: string; bootStatements: number; bootMs: number; schedules: number; heapBytes: number | null; heapBeforeBytes: number | null }
   | {
       kind: 'figures';
       nodeId: string;
@@ -69,14 +71,24 @@ const main = async (): Promise<void> => {
     imports: [
       TypeOrmModule.forRoot({ type: 'postgres', url: options.url, entities: [JobScheduler], poolSize: options.poolSize }),
       JobSchedulerModule.forRoot({ nodeId: options.nodeId }),
-      DynamicSchedulesModule.forRoot({ metrics: false, retention: false, changePollMs: options.changePollMs }),
+      DynamicSchedulesModule.forRoot({ metrics: false, retention: false, changePollMs: options.changePollMs, claimAheadMs: options.claimAheadMs }),
       HandlersModule,
     ],
   };
+  // Heap after a full collection (run with --expose-gc; null without it).
+  const heap = (): number | null => {
+    const gc = (globalThis as { gc?: () => void }).gc;
+    if (!gc) return null;
+    gc();
+    return process.memoryUsage().heapUsed;
+  };
+  const heapBeforeBytes = heap();
   const bootStarted = performance.now();
   const app = await NestFactory.createApplicationContext(root, { logger: ['error', 'warn'] });
+  const bootMs = performance.now() - bootStarted;
+  const bootStatements = statements;
   const schedules = (await app.get(DynamicSchedules).list({ limit: 1 })).schedules.length;
-  print({ kind: 'booted', nodeId: options.nodeId, bootStatements: statements, bootMs: performance.now() - bootStarted, schedules });
+  print({ kind: 'booted', nodeId: options.nodeId, bootStatements, bootMs, schedules, heapBytes: heap(), heapBeforeBytes });
 
   await new Promise((resolve) => setTimeout(resolve, Math.max(0, options.windowFrom - Date.now())));
   const before = { statements, scheduleStatements, polls, cpu: process.cpuUsage(), at: Date.now() };

@@ -8,8 +8,15 @@ import type { CleanupStack } from './cleanup';
  * collected; other lines go to stderr prefixed with `label`. Resolves with the lines once it
  * exits with 0; rejects otherwise. The process is killed if the bench ends first.
  */
-export const runWorkerProcess = <Line extends { kind: string }>(script: string, args: unknown, label: string, cleanup: CleanupStack): Promise<Line[]> => {
-  const child: ChildProcess = spawn(process.execPath, ['-r', 'ts-node/register/transpile-only', script, JSON.stringify(args)], {
+export const runWorkerProcess = <Line extends { kind: string }>(
+  script: string,
+  args: unknown,
+  label: string,
+  cleanup: CleanupStack,
+  /** Node's own flags for the process (e.g. --expose-gc). */
+  nodeFlags: readonly string[] = [],
+): Promise<Line[]> => {
+  const child: ChildProcess = spawn(process.execPath, [...nodeFlags, '-r', 'ts-node/register/transpile-only', script, JSON.stringify(args)], {
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   cleanup.add(child, async (started) => {

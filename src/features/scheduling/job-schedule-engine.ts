@@ -1,5 +1,5 @@
 // Past ~350 lines on purpose: a job's path from its timer through admission (overlap, catch-up, take-over) to the occurrence lifecycle reads top to bottom here; the parts that stand alone live in occurrence/, fleet/, timers/ and records/.
-import { AheadClaims, recordOfJob } from './occurrence/ahead-claims';
+import { AheadClaims, recordOfJob, scaledClaimAheadMs } from './occurrence/ahead-claims';
 import {
   AbandonedOccurrenceScan,
   type AbandonedOccurrenceStore,
@@ -66,6 +66,12 @@ export interface EngineOptions {
    * lease is at least 4 times this (the lease runs from the claim). At most 60 s.
    */
   claimAheadMs?: number;
+  /**
+   * claimAheadMs is a default, not a setting of the application's: the lead grows with the jobs
+   * registered (scaledClaimAheadMs: thousands due together take seconds to claim), each job's
+   * within a quarter of its lease.
+   */
+  claimAheadScales?: boolean;
 }
 
 const newJobState = (job: EngineJob): JobState => ({ job, lastDue: Number.NEGATIVE_INFINITY, occupancy: new JobOccupancy() });
@@ -115,15 +121,16 @@ export class JobScheduleEngine {
   constructor(private readonly options: EngineOptions) {
     // The occurrences due at one instant are claimed together (a few statements, not one each).
     const aheadMs = options.claimAheadMs ?? 0;
+    const lead = options.claimAheadScales ? () => scaledClaimAheadMs(aheadMs, this.states.size) : () => aheadMs;
     this.at = coalescedTimers(options.timers);
     const wait = (ms: number) => new Promise<void>((resolve) => void options.timers.at(options.timers.now() + ms, resolve));
-    const ahead = aheadMs > 0 ? { shape: claimsAhead(aheadMs), wait } : undefined;
+    const ahead = aheadMs > 0 ? { shape: () => claimsAhead(lead()), wait } : undefined;
     // Runs that end together are completed together too.
     this.lease = observedLease(withCompleteBatching(withClaimBatching(options.lease, () => (options.random ?? Math.random)(), ahead)), options.timers);
     this.records = new RunRecords(options);
     this.runner = new OccurrenceRunner(this.lease, options.timers, options.logger);
     this.jitter = new JitterWaits(options.timers, options.random);
-    this.ahead = new AheadClaims(aheadMs, this.runner, options.logger, (work) => this.track(work));
+    this.ahead = new AheadClaims(aheadMs, this.runner, options.logger, (work) => this.track(work), lead);
     this.unrun = new UnrunOccurrences({
       runner: this.runner,
       ahead: this.ahead,

@@ -96,6 +96,7 @@ export class ScheduledJobsService implements OnModuleInit, OnApplicationBootstra
       abandoned: options.lease ? (canFindAbandoned(options.lease) ? options.lease : undefined) : jobs,
       takeOverScanMs: options.takeOverScanMs,
       claimAheadMs: options.claimAheadMs ?? (options.lease ? 0 : DEFAULT_CLAIM_AHEAD_MS),
+      claimAheadScales: options.claimAheadMs === undefined,
     });
     const lateToleranceMs = options.lateToleranceMs ?? 60_000;
     const retention = resolveScheduledRetention(options.retention, lateToleranceMs);

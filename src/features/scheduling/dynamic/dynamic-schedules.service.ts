@@ -78,6 +78,7 @@ export class DynamicSchedules implements OnModuleInit, OnApplicationBootstrap, B
       abandoned: withLiveSchedules(jobs, (ids) => this.store.live(ids)),
       takeOverScanMs: options.takeOverScanMs,
       claimAheadMs: options.claimAheadMs ?? DEFAULT_DYNAMIC_CLAIM_AHEAD_MS,
+      claimAheadScales: options.claimAheadMs === undefined,
     });
     this.sync = new ScheduleSync(this.store, this.engine, this.handlers, systemTimers, this.logger, pollMs);
     const retention = resolveScheduledRetention(options.retention, lateToleranceMs);

@@ -64,7 +64,8 @@ export class ClaimBatcher {
   constructor(
     private readonly lease: SchedulerLease & Required<Pick<SchedulerLease, 'acquireMany'>>,
     private readonly random: () => number,
-    private readonly shape: ClaimShape = CLAIMS_AT_THE_INSTANT,
+    /** The shape of each turn's claims (a function: read at each turn). */
+    private readonly shape: ClaimShape | (() => ClaimShape) = CLAIMS_AT_THE_INSTANT,
     /** Resolves after `ms` (the scheduler's timers): paces spread claims. */
     private readonly wait: (ms: number) => Promise<void> = async () => undefined,
   ) {}
@@ -82,9 +83,10 @@ export class ClaimBatcher {
       const [claim] = claims;
       return this.lease.acquire(claim.options).then(claim.resolve, claim.reject);
     }
-    const { spreadMs } = this.shape;
+    const shape = typeof this.shape === 'function' ? this.shape() : this.shape;
+    const { spreadMs } = shape;
     const walk = spreadMs > 0 ? shuffled(claims, this.random) : fromRandomOffset(claims, this.random);
-    const size = claimBatchSize(walk.length, this.shape);
+    const size = claimBatchSize(walk.length, shape);
     const statements: PendingClaim[][] = [];
     for (let index = 0; index < walk.length; index += size) statements.push(walk.slice(index, index + size));
     // Spread: statement i goes no earlier than i × (spreadMs / statements) after the first.
@@ -99,7 +101,7 @@ export class ClaimBatcher {
         await this.claim(batch);
       }
     };
-    await Promise.all(Array.from({ length: Math.min(this.shape.parallel, statements.length) }, next));
+    await Promise.all(Array.from({ length: Math.min(shape.parallel, statements.length) }, next));
   }
 
   private async claim(batch: readonly PendingClaim[]): Promise<void> {
@@ -122,7 +124,7 @@ export class ClaimBatcher {
 export const withClaimBatching = (
   lease: SchedulerLease,
   random: () => number,
-  ahead?: { shape: ClaimShape; wait: (ms: number) => Promise<void> },
+  ahead?: { shape: ClaimShape | (() => ClaimShape); wait: (ms: number) => Promise<void> },
 ): SchedulerLease => {
   const port = bound(lease);
   const { acquireMany } = port;

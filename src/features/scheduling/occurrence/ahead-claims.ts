@@ -7,6 +7,22 @@ import type { JobRunRecord } from '../scheduling.types';
 /** The longest claimAheadMs: a claim ahead holds its lease unheartbeated until the run starts. */
 const MAX_CLAIM_AHEAD_MS = 60_000;
 
+/**
+ * Claims ahead, unless set: this much lead per job that can be due at one instant. Seen here (3
+ * instances and PostgreSQL on 2 loaded cores): 20,000 occurrences due together, claimed 3 s
+ * ahead, were still being claimed 12.7 s after their instant; 30,000 claimed 15 s ahead were all
+ * in a second before it. About 1,000 occurrences a second per instance; half the lead is the margin.
+ */
+export const CLAIM_AHEAD_PER_JOB_MS = 0.15;
+
+/**
+ * The lead of claims ahead when the application did not set claimAheadMs: the default, or more
+ * when many jobs can be due together (CLAIM_AHEAD_PER_JOB_MS each), at most MAX_CLAIM_AHEAD_MS. A
+ * job is claimed at most a quarter of its lease ahead (see AheadClaims.leadFor).
+ */
+export const scaledClaimAheadMs = (defaultMs: number, jobs: number): number =>
+  defaultMs === 0 ? 0 : Math.min(MAX_CLAIM_AHEAD_MS, Math.max(defaultMs, Math.ceil(jobs * CLAIM_AHEAD_PER_JOB_MS)));
+
 /** A job as the claims ahead see it: its declaration, the claim it holds and its runs in progress (on the engine's job state). */
 export interface AheadClaimHolder {
   job: { declaration: JobDeclaration };
@@ -32,6 +48,8 @@ export class AheadClaims {
     private readonly logger: SchedulerLogger,
     /** Keeps a release in the engine's work in flight (idle(), stop()). */
     private readonly track: <T>(work: Promise<T>) => Promise<T>,
+    /** The lead now (aheadMs, or more: see scaledClaimAheadMs); aheadMs when absent. */
+    readonly lead: () => number = () => aheadMs,
   ) {
     if (!Number.isSafeInteger(aheadMs) || aheadMs < 0 || aheadMs > MAX_CLAIM_AHEAD_MS) {
       throw schedulingErrors.invalidOption('claimAheadMs', `a whole number of ms from 0 to ${MAX_CLAIM_AHEAD_MS}`, aheadMs);
@@ -44,14 +62,21 @@ export class AheadClaims {
     return this.aheadMs > 0 && 4 * this.aheadMs <= leaseMs && tenancy === 'global' && overlap === 'skip';
   }
 
+  /** How long before its instant the job's occurrence is claimed: the lead, within a quarter of its lease. */
+  leadFor({ leaseMs }: JobDeclaration): number {
+    return Math.max(this.aheadMs, Math.min(this.lead(), Math.floor(leaseMs / 4)));
+  }
+
   /**
    * When to claim the job's instant `next` (now at the latest), or null: claimed at the instant.
    * Ahead only when the claims, spread over half the time ahead, can end before the instant with
    * half a second to spare: a job more frequent than that is claimed at its instants.
    */
   claimTime(holder: AheadClaimHolder, next: number, now: number): number | null {
-    const claimAt = Math.max(next - this.aheadMs, now);
-    if (this.aheadMs === 0 || next - claimAt < this.aheadMs / 2 + 500 || !this.appliesTo(holder.job.declaration)) return null;
+    if (!this.appliesTo(holder.job.declaration)) return null;
+    const leadMs = this.leadFor(holder.job.declaration);
+    const claimAt = Math.max(next - leadMs, now);
+    if (next - claimAt < leadMs / 2 + 500) return null;
     return claimAt;
   }
 

@@ -1,0 +1,72 @@
+import { JobScheduleEngine } from '../../../src/features/scheduling/job-schedule-engine';
+import { AheadClaims, scaledClaimAheadMs } from '../../../src/features/scheduling/occurrence/ahead-claims';
+import type { OccurrenceRunner } from '../../../src/features/scheduling/occurrence/occurrence-runner';
+import { checkJobDeclaration } from '../../../src/features/scheduling/schedule/job-declaration';
+import { ManualTimers } from '../../../src/features/scheduling/testing/manual-timers';
+import type { JobAcquireOptions, JobAcquireResult } from '../../../src/features';
+import { FixedClock, InMemoryJobLease } from '../../../src/features/testing';
+
+const MINUTE = 60_000;
+const silent = { log: () => undefined, warn: () => undefined, error: () => undefined };
+
+describe('the lead of claims ahead, unless the application sets claimAheadMs', () => {
+  it('is the default up to 20,000 jobs, then 0.15 ms per job, at most 60 s; 0 stays 0', () => {
+    expect(scaledClaimAheadMs(3_000, 1_000)).toBe(3_000);
+    expect(scaledClaimAheadMs(3_000, 20_000)).toBe(3_000);
+    expect(scaledClaimAheadMs(3_000, 100_000)).toBe(15_000);
+    expect(scaledClaimAheadMs(3_000, 1_000_000)).toBe(60_000);
+    expect(scaledClaimAheadMs(0, 100_000)).toBe(0);
+  });
+
+  it('claims a job at most a quarter of its lease ahead, and never less than the default', () => {
+    const claims = new AheadClaims(
+      3_000,
+      {} as OccurrenceRunner,
+      silent,
+      (work) => work,
+      () => 15_000,
+    );
+    const holder = (leaseMs: number) => ({ job: { declaration: checkJobDeclaration('reports.hourly', { every: '1h', leaseMs }) }, occupancy: { running: 0 } });
+    expect(claims.claimTime(holder(60_000), 3_600_000, 0)).toBe(3_600_000 - 15_000);
+    expect(claims.claimTime(holder(20_000), 3_600_000, 0)).toBe(3_600_000 - 5_000);
+    expect(claims.claimTime(holder(12_000), 3_600_000, 0)).toBe(3_600_000 - 3_000);
+    // A lease shorter than 4 times the default: claimed at the instant, as before.
+    expect(claims.claimTime(holder(10_000), 3_600_000, 0)).toBeNull();
+  });
+
+  it.each([
+    { scales: true, leadMs: 1_500 },
+    { scales: false, leadMs: 1_000 },
+  ])('10,000 jobs due together (scales: $scales): claimed from $leadMs ms ahead, all within half of it', async ({ scales, leadMs }) => {
+    const manual = new ManualTimers(new FixedClock(0));
+    // Without observe(): the spread claims wait on these timers, which advance() fires in turn.
+    const timers = { now: () => manual.now(), at: (instant: number, fn: () => void) => manual.at(instant, fn) };
+    const lease = new CountingLease(manual.clock);
+    const engine = new JobScheduleEngine({ timers, lease, logger: silent, claimAheadMs: 1_000, claimAheadScales: scales, random: () => 0.5 });
+    const names = Array.from({ length: 10_000 }, (_, index) => `tenant.task-${index}`);
+    for (const name of names) engine.register({ declaration: checkJobDeclaration(name, { every: '1m' }), handler: () => undefined, enabled: true });
+    await engine.start();
+
+    await manual.advance(MINUTE - leadMs - 50);
+    expect(lease.claimed).toBe(0);
+    // The first statements go out at the lead (for the scaled lead, before 59 s: the unscaled one's).
+    await manual.advance(100);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(lease.claimed).toBeGreaterThan(0);
+    await manual.advance(leadMs / 2);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(lease.claimed).toBe(names.length);
+    await engine.stop();
+  });
+});
+
+/** Counts the runs it lets acquire (statusOf reads every row: 10,000 of them, 10,000 times, is too slow). */
+class CountingLease extends InMemoryJobLease {
+  claimed = 0;
+
+  override async acquireMany(runs: readonly JobAcquireOptions[]): Promise<JobAcquireResult[]> {
+    const results = await super.acquireMany(runs);
+    this.claimed += results.filter((result) => result.acquired).length;
+    return results;
+  }
+}
