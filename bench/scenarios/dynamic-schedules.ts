@@ -130,8 +130,9 @@ export const dynamicSchedules: Scenario = {
       // Issue 23: 100,000 schedules start within 5 s (p99); up to 10,000, within 1 s (issue 17).
       const p99GoalMs = schedules >= 100_000 ? 5_000 : 1_000;
       sheet.goal(`${caseName}: start delay p99 after the due instant`, `≤ ${formatNumber(p99GoalMs)} ms`, `${p99.toFixed(0)} ms`, p99 <= p99GoalMs);
+      // Judged at 100,000 (issue 23): below it, the application's own heap is a large share of each schedule's.
       const heap = Math.max(...heapPerSchedule);
-      sheet.goal(`${caseName}: heap per schedule per instance`, '≤ 2 KB', `${(heap / 1024).toFixed(2)} KB`, heap <= 2_048);
+      if (schedules >= 100_000) sheet.goal(`${caseName}: heap per schedule per instance`, '≤ 2 KB', `${(heap / 1024).toFixed(2)} KB`, heap <= 2_048);
       const boot = Math.max(...booted.map((line) => line.bootMs));
       sheet.goal(`${caseName}: boot (load and arm every schedule) per instance`, '≤ 10 s', `${(boot / 1000).toFixed(1)} s`, boot <= 10_000);
       const cpu = Math.max(...figures.map((figure) => figure.windowCpuMicros / schedules));
