@@ -1,9 +1,9 @@
-import type { OccurrenceRow } from '../job-scheduler/operations/operations.sql';
+import type { OccurrenceOutcome, OccurrenceRow } from '../job-scheduler/operations/operations.sql';
 import { dueInstantOf } from '../scheduling/occurrence/occurrence-keys';
 import type { DueSchedule } from '../scheduling/schedule/due-schedule';
 
-/** How an occurrence ended (or stands): the colour of its mark. */
-export type OccurrenceOutcome = 'succeeded' | 'failed' | 'missed' | 'running' | 'taken-over';
+/** How an occurrence ended (or stands): the colour of its mark (decided by the statement that reads it). */
+export type { OccurrenceOutcome };
 
 /** One mark per occurrence: a due instant (all its tenants' runs together), or one runNow run. */
 export interface TimelineMark {
@@ -68,13 +68,6 @@ export interface Timeline {
 /** The order in which one run's outcome outweighs another's in a mark of several runs. */
 const WEIGHT: Record<OccurrenceOutcome, number> = { running: 4, failed: 3, missed: 2, 'taken-over': 1, succeeded: 0 };
 
-/** RUNNING: running; FAIL: missed when recorded so, else failed; SUCCESS: taken over after a first owner vanished, else succeeded. */
-export const outcomeOf = (row: Pick<OccurrenceRow, 'status' | 'attempts' | 'outcome'>): OccurrenceOutcome => {
-  if (row.status === 'RUNNING') return 'running';
-  if (row.status === 'FAIL') return row.outcome === 'missed' ? 'missed' : 'failed';
-  return row.attempts > 1 ? 'taken-over' : 'succeeded';
-};
-
 /** The instant a runNow key was asked: `run-now <ISO> <id>...`. */
 const askedAtOf = (runKey: string): number | null => {
   const match = /^run-now (\S+) /.exec(runKey);
@@ -125,7 +118,44 @@ export interface TimelineBounds {
   maxMarks?: number;
 }
 
-type BuiltMark = TimelineMark & { instant: number };
+/** A mark while the timeline is built: its text (`at`) is only made for the marks drawn one by one. */
+interface BuiltMark {
+  instant: number;
+  outcome: OccurrenceOutcome;
+  trigger: 'schedule' | 'run-now';
+  runId: string;
+  runs: number;
+  /** The row's runKey (a scheduled mark's `at` is its first 24 characters, as written). */
+  runKey: string;
+}
+
+/** Tenants' runs of one due instant as one mark: the worst outcome shown (the first row read of that outcome). */
+const absorb = (mark: BuiltMark, row: OccurrenceRow): void => {
+  mark.runs++;
+  if (WEIGHT[row.outcome] > WEIGHT[mark.outcome]) {
+    mark.outcome = row.outcome;
+    mark.runId = row.id;
+  }
+};
+
+/**
+ * The scheduled marks, newest first, from rows in any order: rows of one instant merged in the
+ * order read. (The statement returns them newest first, each instant's rows together: the fast
+ * path; this one is for any other order.)
+ */
+const mergedNewestFirst = (rows: readonly OccurrenceRow[]): BuiltMark[] => {
+  const byInstant = new Map<number, BuiltMark>();
+  for (const row of rows) {
+    const due = dueInstantOf(row.runKey);
+    if (due === null || Number.isNaN(due)) continue;
+    const mark = byInstant.get(due);
+    if (mark) absorb(mark, row);
+    else byInstant.set(due, { instant: due, outcome: row.outcome, trigger: 'schedule', runId: row.id, runs: 1, runKey: row.runKey });
+  }
+  return [...byInstant.values()].sort((a, b) => b.instant - a.instant);
+};
+
+const RUN_NOW_KEY = 'run-now ';
 
 /**
  * Marks from the recorded rows (one per due instant; one per runNow run, in a lower lane) and the
@@ -133,62 +163,68 @@ type BuiltMark = TimelineMark & { instant: number };
  * same window [shownFrom, to): when a range read more than `readLimit` rows, or the schedule had
  * more than `maxDue` due instants, only the newest are shown and shownFrom says where that starts.
  * No gap is claimed before `knownSince`. Past `maxMarks`, counts per round bucket instead.
+ * Rows come newest first (as JobRunsInspector.findOccurrences returns them); any order is right,
+ * that one is fast: no map of instants, one pass over the rows and one over the due instants.
  */
 export const buildTimeline = (rows: readonly OccurrenceRow[], schedule: DueSchedule, bounds: TimelineBounds): Timeline => {
   const { from, to, readLimit, knownSince } = bounds;
   const maxDue = bounds.maxDue ?? 20_000;
   const maxMarks = bounds.maxMarks ?? 600;
-  const byInstant = new Map<number, BuiltMark>();
-  const scheduled: BuiltMark[] = [];
+  let scheduled: BuiltMark[] = [];
   const asked: BuiltMark[] = [];
+  // Rows read per range (the due instants', the runNow keys'): a range that returned more than
+  // readLimit was cut by the statement's limit.
   let scheduledRows = 0;
   let askedRows = 0;
+  let inOrder = true;
   for (const row of rows) {
-    const outcome = outcomeOf(row);
-    const due = dueInstantOf(row.runKey);
-    if (due === null) {
-      const at = askedAtOf(row.runKey);
-      if (at === null) continue;
-      askedRows++;
-      asked.push({ instant: at, at: new Date(at).toISOString(), outcome, trigger: 'run-now', runId: row.id, runs: 1 });
+    const askedKey = row.runKey.startsWith(RUN_NOW_KEY);
+    if (askedKey) askedRows++;
+    else scheduledRows++;
+    const due = askedKey ? null : dueInstantOf(row.runKey);
+    if (due === null || Number.isNaN(due)) {
+      const at = askedKey ? askedAtOf(row.runKey) : null;
+      if (at !== null) asked.push({ instant: at, outcome: row.outcome, trigger: 'run-now', runId: row.id, runs: 1, runKey: row.runKey });
       continue;
     }
-    scheduledRows++;
-    const mark = byInstant.get(due);
-    if (!mark) {
-      const created: BuiltMark = { instant: due, at: row.runKey.slice(0, 24), outcome, trigger: 'schedule', runId: row.id, runs: 1 };
-      byInstant.set(due, created);
-      scheduled.push(created);
-      continue;
-    }
-    mark.runs++;
-    if (WEIGHT[outcome] > WEIGHT[mark.outcome]) {
-      mark.outcome = outcome;
-      mark.runId = row.id;
+    const last = scheduled.length > 0 ? scheduled[scheduled.length - 1] : undefined;
+    if (last?.instant === due) absorb(last, row);
+    else {
+      if (last !== undefined && due > last.instant) inOrder = false;
+      scheduled.push({ instant: due, outcome: row.outcome, trigger: 'schedule', runId: row.id, runs: 1, runKey: row.runKey });
     }
   }
+  if (!inOrder) scheduled = mergedNewestFirst(rows.filter((row) => !row.runKey.startsWith(RUN_NOW_KEY)));
+
   // A range cut by the limit: its oldest instant may be partly read (some of its tenants), so the
   // window starts just after it.
   let shownFrom = from;
-  const oldest = (marks: readonly BuiltMark[]): number => marks.reduce((min, mark) => Math.min(min, mark.instant), Number.POSITIVE_INFINITY);
-  if (scheduledRows > readLimit) shownFrom = Math.max(shownFrom, oldest(scheduled) + 1);
-  if (askedRows > readLimit) shownFrom = Math.max(shownFrom, oldest(asked) + 1);
+  if (scheduledRows > readLimit && scheduled.length > 0) shownFrom = Math.max(shownFrom, scheduled[scheduled.length - 1].instant + 1);
+  if (askedRows > readLimit && asked.length > 0) shownFrom = Math.max(shownFrom, Math.min(...asked.map((mark) => mark.instant)) + 1);
 
   const gapsFrom = Math.max(shownFrom, knownSince ?? Number.NEGATIVE_INFINITY);
   const due = gapsFrom < to ? dueInstantsNewestFirst(schedule, gapsFrom, to, maxDue) : { instants: [], cut: false };
   if (due.cut) shownFrom = Math.max(shownFrom, due.instants[0]);
 
-  // The rows come newest first: the scheduled marks are in descending order already.
-  const shown = scheduled.filter((mark) => mark.instant >= shownFrom).reverse();
+  // Oldest first from here on.
+  let oldestShown = scheduled.length;
+  while (oldestShown > 0 && scheduled[oldestShown - 1].instant < shownFrom) oldestShown--;
+  const recorded = scheduled.slice(0, oldestShown).reverse();
+  // Due instants without a record: one walk of both ascending lists.
+  const missing: Array<{ at: number; until: number }> = [];
+  let next = 0;
+  for (let index = 0; index < due.instants.length; index++) {
+    const instant = due.instants[index];
+    if (instant < shownFrom) continue;
+    while (next < recorded.length && recorded[next].instant < instant) next++;
+    if (next < recorded.length && recorded[next].instant === instant) continue;
+    missing.push({ at: instant, until: Math.min(due.instants[index + 1] ?? schedule.next(instant) ?? to, to) });
+  }
+  let shown = recorded;
   if (asked.length > 0) {
-    shown.push(...asked.filter((mark) => mark.instant >= shownFrom));
+    shown = [...recorded, ...asked.filter((mark) => mark.instant >= shownFrom)];
     shown.sort((a, b) => a.instant - b.instant);
   }
-  const missing: Array<{ at: number; until: number }> = [];
-  due.instants.forEach((instant, index) => {
-    if (instant < shownFrom || byInstant.has(instant)) return;
-    missing.push({ at: instant, until: Math.min(due.instants[index + 1] ?? schedule.next(instant) ?? to, to) });
-  });
 
   const truncated = shownFrom > from;
   const timeline: Timeline = {
@@ -207,7 +243,13 @@ export const buildTimeline = (rows: readonly OccurrenceRow[], schedule: DueSched
     timeline.buckets = bucketsOf(shown, missing, timeline.bucketMs, shownFrom, to);
     return timeline;
   }
-  timeline.marks = shown.map(({ at, outcome, trigger, runId, runs }) => ({ at, outcome, trigger, runId, runs }));
+  timeline.marks = shown.map(({ instant, runKey, outcome, trigger, runId, runs }) => ({
+    at: trigger === 'schedule' ? runKey.slice(0, 24) : new Date(instant).toISOString(),
+    outcome,
+    trigger,
+    runId,
+    runs,
+  }));
   let open: TimelineGap | null = null;
   let previous = Number.NaN;
   for (const gap of missing) {
@@ -224,11 +266,14 @@ export const buildTimeline = (rows: readonly OccurrenceRow[], schedule: DueSched
   return timeline;
 };
 
-/** Counts per outcome in round buckets (epoch-aligned) covering [shownFrom, to); empty buckets are left out. */
+/** Counts per outcome in round buckets (epoch-aligned) covering [shownFrom, to); empty buckets are left out. Marks and missing instants come oldest first. */
 const bucketsOf = (marks: readonly BuiltMark[], missing: ReadonlyArray<{ at: number }>, size: number, shownFrom: number, to: number): TimelineBucket[] => {
   const buckets = new Map<number, TimelineBucket & { weight: number }>();
+  let current: (TimelineBucket & { weight: number }) | undefined;
+  let currentStart = Number.NaN;
   const bucketAt = (instant: number) => {
     const start = Math.floor(instant / size) * size;
+    if (start === currentStart && current) return current;
     let bucket = buckets.get(start);
     if (!bucket) {
       bucket = {
@@ -245,6 +290,8 @@ const bucketsOf = (marks: readonly BuiltMark[], missing: ReadonlyArray<{ at: num
       };
       buckets.set(start, bucket);
     }
+    currentStart = start;
+    current = bucket;
     return bucket;
   };
   for (const mark of marks) {
