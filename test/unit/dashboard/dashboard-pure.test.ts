@@ -186,8 +186,7 @@ describe("a job's health over a window", () => {
     code: 'j',
     runKey: new Date(now - minutesAgo * 60_000).toISOString(),
     status,
-    startedAt: new Date(now - minutesAgo * 60_000),
-    finishedAt: status === 'RUNNING' ? null : new Date(now - minutesAgo * 60_000 + 1_000 + minutesAgo),
+    durationMs: status === 'RUNNING' ? null : 1_000 + minutesAgo,
     outcome: null,
     errorMessage,
   });

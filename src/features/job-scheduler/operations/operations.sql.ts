@@ -85,8 +85,11 @@ export interface RecentOccurrenceRow {
   code: string;
   runKey: string;
   status: string;
-  startedAt: Date | null;
-  finishedAt: Date | null;
+  /**
+   * From the claim (startedAt) to the finish, in ms, or null while running. One number rather than
+   * two timestamps: a health window reads 300 rows per job, and each timestamp is parsed into a Date.
+   */
+  durationMs: number | null;
   /** A FAIL row's data.outcome (missed, skipped-overlap...), or null. */
   outcome: string | null;
   /** A FAIL row's data.error.message, or null. */
@@ -306,7 +309,8 @@ CROSS JOIN LATERAL (
 SELECT wanted."code", recent.*
 FROM unnest($1::text[]) AS wanted("code")
 CROSS JOIN LATERAL (
-  SELECT "runKey", "status"::text AS "status", "startedAt", "finishedAt",
+  SELECT "runKey", "status"::text AS "status",
+    round(EXTRACT(EPOCH FROM ("finishedAt" - "startedAt")) * 1000)::float8 AS "durationMs",
     CASE WHEN "status" = 'FAIL' THEN "data"->>'outcome' END AS "outcome",
     CASE WHEN "status" = 'FAIL' THEN left("data"->'error'->>'message', 500) END AS "errorMessage"
   FROM ${table}
