@@ -110,6 +110,26 @@ describe('the timeline', () => {
     expect(buildTimeline([...newestFirst].reverse(), new IntervalSchedule(60_000), bounds)).toEqual(expected);
   });
 
+  it('a key that is not a due instant makes no mark (and is no gap filler)', () => {
+    const from = Date.parse('2026-01-01T00:00:00Z');
+    const to = Date.parse('2026-01-01T00:03:00Z');
+    const timeline = buildTimeline(
+      [
+        row('2026-01-01T00:02:00.000X', 'failed'),
+        row('2026-01-01T00:01:00.000Z', 'succeeded'),
+        row('2026-01-01 00:00:00.000Z', 'failed'),
+        row('2026-01-01T00:00:00.000Z', 'failed'),
+      ],
+      new IntervalSchedule(60_000),
+      { from, to, readLimit: 100, knownSince: null },
+    );
+    expect(timeline.marks.map((mark) => [mark.at, mark.outcome])).toEqual([
+      ['2026-01-01T00:00:00.000Z', 'failed'],
+      ['2026-01-01T00:01:00.000Z', 'succeeded'],
+    ]);
+    expect(timeline.gaps).toEqual([{ from: '2026-01-01T00:02:00.000Z', to: '2026-01-01T00:03:00.000Z', occurrences: 1 }]);
+  });
+
   const DAY = 86_400_000;
   const every30s = (from: number, to: number) => {
     const rows = [];
