@@ -194,6 +194,10 @@ export const dashboard: Scenario = {
       ['runs: a rare job (100 rows)', `/api/runs?limit=50&code=${RARE_JOB}`],
       ['runs: status FAIL', '/api/runs?limit=50&status=FAIL'],
       ['runs: status RUNNING (20 rows)', '/api/runs?limit=50&status=RUNNING'],
+      [
+        'runs: run key search (one hour of one job)',
+        `/api/runs?limit=50&code=${MINUTE_JOB}&runKey=${new Date(Date.now() - 86_400_000).toISOString().slice(0, 13)}`,
+      ],
       ['runs: one day a year ago', `/api/runs?limit=50&from=${dayAYearAgo.toISOString()}&to=${new Date(dayAYearAgo.getTime() + 86_400_000).toISOString()}`],
       ['run detail', `/api/runs/${someRun.id}`],
       ['leases past their lease', '/api/leases/expired'],
