@@ -5,6 +5,7 @@ import { ExpressAdapter } from '@nestjs/platform-express';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { DynamicSchedulesModule, JobScheduler, JobSchedulerModule, Scheduled, ScheduleHandler, SchedulingModule } from '../../src/features';
 import { JobSchedulerDashboardModule } from '../../src/features/dashboard';
+import { scheduleRunKeyPrefix } from '../../src/features/scheduling/occurrence/occurrence-keys';
 import type { TestDatabase } from '../../test/support/test-database';
 import { checkpoint, createBenchDatabase } from '../support/bench-database';
 import { formatNumber } from '../support/format';
@@ -36,13 +37,29 @@ class TenantTaskHandler {
   async run(): Promise<void> {}
 }
 
-/** `count` dynamic schedules, ids tenant-000001/task..., every hour, a tenant each (as the dynamic-schedules bench). */
+/** The dynamic schedule whose timeline is read: it ran every hour of the last 30 days. */
+const SCHEDULE_WITH_RUNS = 'tenant-000042/task';
+
+/**
+ * `count` dynamic schedules, ids tenant-000001/task..., every hour, a tenant each (as the
+ * dynamic-schedules bench), created 30 days ago; SCHEDULE_WITH_RUNS's 720 hourly occurrences.
+ */
 const seedDynamicSchedules = async (database: TestDatabase, count: number): Promise<void> => {
   await database.sql(
-    `INSERT INTO "job-schedule" ("id", "handler", "everyMs", "data", "tenantId", "version")
-     SELECT 'tenant-' || lpad(n::text, 6, '0') || '/task', $2, 3600000, jsonb_build_object('n', n), 'tenant-' || n, nextval('"job-schedule_version_seq"')
+    `INSERT INTO "job-schedule" ("id", "handler", "everyMs", "data", "tenantId", "version", "createdAt")
+     SELECT 'tenant-' || lpad(n::text, 6, '0') || '/task', $2, 3600000, jsonb_build_object('n', n), 'tenant-' || n, nextval('"job-schedule_version_seq"'),
+       now() - interval '30 days'
      FROM generate_series(1, $1::int) AS n`,
     [count, SCHEDULE_HANDLER],
+  );
+  await database.sql(
+    `INSERT INTO "job-scheduler" ("lockKey", code, type, status, "ownerToken", "runKey", "leaseMs", "ownerId", "fencingToken", attempts,
+       "createdAt", "modifiedAt", "startedAt", "finishedAt")
+     SELECT 'seed:s:' || i, $1, 'SCHEDULE', 'SUCCESS', gen_random_uuid(), $2 || to_char(k.at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
+       60000, 'node-1', i, 1, k.at, k.at + interval '20 ms', k.at, k.at + interval '20 ms'
+     FROM generate_series(1, 720) AS i
+     CROSS JOIN LATERAL (SELECT date_trunc('hour', now()) - i * interval '1 hour' AS at) AS k`,
+    [SCHEDULE_HANDLER, scheduleRunKeyPrefix(SCHEDULE_WITH_RUNS)],
   );
   await database.sql('VACUUM (ANALYZE) "job-schedule"');
 };
@@ -177,6 +194,10 @@ export const dashboard: Scenario = {
       ['runs: a rare job (100 rows)', `/api/runs?limit=50&code=${RARE_JOB}`],
       ['runs: status FAIL', '/api/runs?limit=50&status=FAIL'],
       ['runs: status RUNNING (20 rows)', '/api/runs?limit=50&status=RUNNING'],
+      [
+        'runs: run key search (one hour of one job)',
+        `/api/runs?limit=50&code=${MINUTE_JOB}&runKey=${new Date(Date.now() - 86_400_000).toISOString().slice(0, 13)}`,
+      ],
       ['runs: one day a year ago', `/api/runs?limit=50&from=${dayAYearAgo.toISOString()}&to=${new Date(dayAYearAgo.getTime() + 86_400_000).toISOString()}`],
       ['run detail', `/api/runs/${someRun.id}`],
       ['leases past their lease', '/api/leases/expired'],
@@ -189,6 +210,7 @@ export const dashboard: Scenario = {
       ['schedules: id search (a prefix of 1,000)', `/api/schedules?q=${encodeURIComponent('tenant-0010')}`],
       ['schedules: a tenant', `/api/schedules?tenant=${encodeURIComponent(`tenant-${sizes.schedules - 3}`)}`],
       ['schedules: by handler', `/api/schedules?handler=${SCHEDULE_HANDLER}`],
+      ['schedule timeline 7 d (168 occurrences)', `/api/schedules/${encodeURIComponent(SCHEDULE_WITH_RUNS)}/timeline?span=7d`],
     ];
     for (let round = 0; round < sizes.warmUp; round++) for (const [, path] of calls) await get(path);
     // Interleaved rounds: every call once per round.
@@ -212,7 +234,7 @@ export const dashboard: Scenario = {
     }
     if (quick) sheet.note(`Quick mode seeds ${formatNumber(sizes.rows)} rows: the 1e6 goal is judged by the full run only.`);
     sheet.note(
-      'Server time: from the request reaching Express to the end of the response (JSON serialization included), on loopback, the app and PostgreSQL on the same machine. Dynamic schedules: ids tenant-000001/task..., every hour, one tenant each (DynamicSchedulesModule with start: false). Seeded rows: half one every-minute job (one row per past minute), a tenth a job every 2 s, 100 of a daily job, the rest 100 hand-acquired codes, 20 RUNNING past their lease; VACUUM ANALYZE, then CHECKPOINT.',
+      'Server time: from the request reaching Express to the end of the response (JSON serialization included), on loopback, the app and PostgreSQL on the same machine. Dynamic schedules: ids tenant-000001/task..., every hour, one tenant each, created 30 days ago (DynamicSchedulesModule with start: false); tenant-000042/task ran every hour of those 30 days (720 rows besides the 1e6). Seeded rows: half one every-minute job (one row per past minute), a tenth a job every 2 s, 100 of a daily job, the rest 100 hand-acquired codes, 20 RUNNING past their lease; VACUUM ANALYZE, then CHECKPOINT.',
     );
     return {
       sizes: `${formatNumber(sizes.rows)} rows, ${formatNumber(sizes.schedules)} dynamic schedules; ${sizes.warmUp} warm-up rounds, then ${sizes.calls} interleaved rounds of ${calls.length} calls, one at a time`,

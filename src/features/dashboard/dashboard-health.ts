@@ -42,9 +42,7 @@ export const healthWindowOf = (rows: readonly RecentOccurrenceRow[], now: number
     consecutiveFailures++;
   }
   const failed = finished.find((row) => row.status === 'FAIL');
-  const durations = day
-    .filter((row) => row.startedAt !== null && row.finishedAt !== null)
-    .map((row) => (row.finishedAt as Date).getTime() - (row.startedAt as Date).getTime());
+  const durations = day.flatMap((row) => (row.durationMs === null ? [] : [row.durationMs]));
   const sorted = [...durations].sort((a, b) => a - b);
   return {
     last10: { finished: last10.length, succeeded: last10.filter((row) => row.status === 'SUCCESS').length },

@@ -1,9 +1,9 @@
-import type { OccurrenceRow } from '../job-scheduler/operations/operations.sql';
+import type { OccurrenceOutcome, OccurrenceRow } from '../job-scheduler/operations/operations.sql';
 import { dueInstantOf } from '../scheduling/occurrence/occurrence-keys';
 import type { DueSchedule } from '../scheduling/schedule/due-schedule';
 
-/** How an occurrence ended (or stands): the colour of its mark. */
-export type OccurrenceOutcome = 'succeeded' | 'failed' | 'missed' | 'running' | 'taken-over';
+/** How an occurrence ended (or stands): the colour of its mark (decided by the statement that reads it). */
+export type { OccurrenceOutcome };
 
 /** One mark per occurrence: a due instant (all its tenants' runs together), or one runNow run. */
 export interface TimelineMark {
@@ -68,13 +68,6 @@ export interface Timeline {
 /** The order in which one run's outcome outweighs another's in a mark of several runs. */
 const WEIGHT: Record<OccurrenceOutcome, number> = { running: 4, failed: 3, missed: 2, 'taken-over': 1, succeeded: 0 };
 
-/** RUNNING: running; FAIL: missed when recorded so, else failed; SUCCESS: taken over after a first owner vanished, else succeeded. */
-export const outcomeOf = (row: Pick<OccurrenceRow, 'status' | 'attempts' | 'outcome'>): OccurrenceOutcome => {
-  if (row.status === 'RUNNING') return 'running';
-  if (row.status === 'FAIL') return row.outcome === 'missed' ? 'missed' : 'failed';
-  return row.attempts > 1 ? 'taken-over' : 'succeeded';
-};
-
 /** The instant a runNow key was asked: `run-now <ISO> <id>...`. */
 const askedAtOf = (runKey: string): number | null => {
   const match = /^run-now (\S+) /.exec(runKey);
@@ -125,7 +118,43 @@ export interface TimelineBounds {
   maxMarks?: number;
 }
 
-type BuiltMark = TimelineMark & { instant: number };
+/** The outcome of each weight (WEIGHT's inverse). */
+const OUTCOME_OF_WEIGHT: readonly OccurrenceOutcome[] = ['succeeded', 'taken-over', 'missed', 'failed', 'running'];
+
+const DIGIT_0 = 48;
+const DIGIT_9 = 57;
+/** The characters of `YYYY-MM-DDTHH:mm:ss.sssZ` that are not digits. */
+const ISO_SEPARATORS = new Map([
+  [4, '-'],
+  [7, '-'],
+  [10, 'T'],
+  [13, ':'],
+  [16, ':'],
+  [19, '.'],
+  [23, 'Z'],
+]);
+
+/**
+ * dueInstantOf(runKey), without its regular expression for the common key (a due instant alone,
+ * 24 characters): a timeline reads up to 12,000 keys.
+ */
+const instantOfKey = (runKey: string): number | null => {
+  if (runKey.length !== 24) return dueInstantOf(runKey);
+  for (let index = 0; index < 24; index++) {
+    const separator = ISO_SEPARATORS.get(index);
+    if (separator === undefined ? runKey.charCodeAt(index) < DIGIT_0 || runKey.charCodeAt(index) > DIGIT_9 : runKey[index] !== separator) return null;
+  }
+  return Date.parse(runKey);
+};
+
+const RUN_NOW_KEY = 'run-now ';
+
+/** A runNow run's mark while the timeline is built (a few of them: objects). */
+interface AskedMark {
+  instant: number;
+  outcome: OccurrenceOutcome;
+  runId: string;
+}
 
 /**
  * Marks from the recorded rows (one per due instant; one per runNow run, in a lower lane) and the
@@ -133,64 +162,98 @@ type BuiltMark = TimelineMark & { instant: number };
  * same window [shownFrom, to): when a range read more than `readLimit` rows, or the schedule had
  * more than `maxDue` due instants, only the newest are shown and shownFrom says where that starts.
  * No gap is claimed before `knownSince`. Past `maxMarks`, counts per round bucket instead.
+ *
+ * Rows come newest first, each instant's rows together (as JobRunsInspector.findOccurrences
+ * returns them); any other order is sorted first. The scheduled marks are kept in typed arrays
+ * (no object per occurrence: a dense job's 12,000 would be garbage at once) and the missing
+ * instants found in one walk of both ascending lists.
  */
 export const buildTimeline = (rows: readonly OccurrenceRow[], schedule: DueSchedule, bounds: TimelineBounds): Timeline => {
   const { from, to, readLimit, knownSince } = bounds;
   const maxDue = bounds.maxDue ?? 20_000;
   const maxMarks = bounds.maxMarks ?? 600;
-  const byInstant = new Map<number, BuiltMark>();
-  const scheduled: BuiltMark[] = [];
-  const asked: BuiltMark[] = [];
+  // Scheduled marks, newest first: instant, worst weight, runs, the row shown (worst, first read
+  // of it) and the first row read (whose key is the mark's text).
+  const instants = new Float64Array(rows.length);
+  const weights = new Uint8Array(rows.length);
+  const runs = new Uint32Array(rows.length);
+  const shownRow = new Uint32Array(rows.length);
+  const firstRow = new Uint32Array(rows.length);
+  let count = 0;
+  const asked: AskedMark[] = [];
+  // Rows read per range (the due instants', the runNow keys'): a range that returned more than
+  // readLimit was cut by the statement's limit.
   let scheduledRows = 0;
   let askedRows = 0;
-  for (const row of rows) {
-    const outcome = outcomeOf(row);
-    const due = dueInstantOf(row.runKey);
-    if (due === null) {
-      const at = askedAtOf(row.runKey);
-      if (at === null) continue;
+  for (let index = 0; index < rows.length; index++) {
+    const { runKey, outcome, id } = rows[index];
+    if (runKey.startsWith(RUN_NOW_KEY)) {
       askedRows++;
-      asked.push({ instant: at, at: new Date(at).toISOString(), outcome, trigger: 'run-now', runId: row.id, runs: 1 });
+      const at = askedAtOf(runKey);
+      if (at !== null) asked.push({ instant: at, outcome, runId: id });
       continue;
     }
     scheduledRows++;
-    const mark = byInstant.get(due);
-    if (!mark) {
-      const created: BuiltMark = { instant: due, at: row.runKey.slice(0, 24), outcome, trigger: 'schedule', runId: row.id, runs: 1 };
-      byInstant.set(due, created);
-      scheduled.push(created);
+    const due = instantOfKey(runKey);
+    if (due === null || Number.isNaN(due)) continue;
+    const weight = WEIGHT[outcome];
+    const last = count - 1;
+    if (last >= 0 && instants[last] === due) {
+      // Tenants' runs of one due instant make one mark: the worst outcome shown.
+      runs[last]++;
+      if (weight > weights[last]) {
+        weights[last] = weight;
+        shownRow[last] = index;
+      }
       continue;
     }
-    mark.runs++;
-    if (WEIGHT[outcome] > WEIGHT[mark.outcome]) {
-      mark.outcome = outcome;
-      mark.runId = row.id;
-    }
+    if (last >= 0 && due > instants[last]) return buildTimeline(newestFirst(rows), schedule, bounds);
+    instants[count] = due;
+    weights[count] = weight;
+    runs[count] = 1;
+    shownRow[count] = index;
+    firstRow[count] = index;
+    count++;
   }
+
   // A range cut by the limit: its oldest instant may be partly read (some of its tenants), so the
   // window starts just after it.
   let shownFrom = from;
-  const oldest = (marks: readonly BuiltMark[]): number => marks.reduce((min, mark) => Math.min(min, mark.instant), Number.POSITIVE_INFINITY);
-  if (scheduledRows > readLimit) shownFrom = Math.max(shownFrom, oldest(scheduled) + 1);
-  if (askedRows > readLimit) shownFrom = Math.max(shownFrom, oldest(asked) + 1);
+  if (scheduledRows > readLimit && count > 0) shownFrom = Math.max(shownFrom, instants[count - 1] + 1);
+  if (askedRows > readLimit && asked.length > 0) shownFrom = Math.max(shownFrom, Math.min(...asked.map((mark) => mark.instant)) + 1);
 
   const gapsFrom = Math.max(shownFrom, knownSince ?? Number.NEGATIVE_INFINITY);
   const due = gapsFrom < to ? dueInstantsNewestFirst(schedule, gapsFrom, to, maxDue) : { instants: [], cut: false };
   if (due.cut) shownFrom = Math.max(shownFrom, due.instants[0]);
 
-  // The rows come newest first: the scheduled marks are in descending order already.
-  const shown = scheduled.filter((mark) => mark.instant >= shownFrom).reverse();
-  if (asked.length > 0) {
-    shown.push(...asked.filter((mark) => mark.instant >= shownFrom));
-    shown.sort((a, b) => a.instant - b.instant);
+  // The scheduled marks shown are [0, shown) (newest first); walked from shown - 1 down, oldest first.
+  let shown = count;
+  while (shown > 0 && instants[shown - 1] < shownFrom) shown--;
+  // Due instants without a record: one walk of both ascending lists.
+  const missingAt: number[] = [];
+  const missingUntil: number[] = [];
+  let recorded = shown - 1;
+  for (let index = 0; index < due.instants.length; index++) {
+    const instant = due.instants[index];
+    if (instant < shownFrom) continue;
+    while (recorded >= 0 && instants[recorded] < instant) recorded--;
+    if (recorded >= 0 && instants[recorded] === instant) continue;
+    missingAt.push(instant);
+    missingUntil.push(Math.min(due.instants[index + 1] ?? schedule.next(instant) ?? to, to));
   }
-  const missing: Array<{ at: number; until: number }> = [];
-  due.instants.forEach((instant, index) => {
-    if (instant < shownFrom || byInstant.has(instant)) return;
-    missing.push({ at: instant, until: Math.min(due.instants[index + 1] ?? schedule.next(instant) ?? to, to) });
-  });
+  const askedShown = asked.filter((mark) => mark.instant >= shownFrom).sort((a, b) => a.instant - b.instant);
+  /** Every mark shown, oldest first (a scheduled mark before a runNow mark of the same instant). */
+  const eachShown = (visit: (instant: number, outcome: OccurrenceOutcome, trigger: TimelineMark['trigger'], runId: string, mark: number) => void): void => {
+    let next = 0;
+    for (let mark = shown - 1; mark >= 0; mark--) {
+      for (; next < askedShown.length && askedShown[next].instant < instants[mark]; next++) {
+        visit(askedShown[next].instant, askedShown[next].outcome, 'run-now', askedShown[next].runId, -1);
+      }
+      visit(instants[mark], OUTCOME_OF_WEIGHT[weights[mark]], 'schedule', rows[shownRow[mark]].id, mark);
+    }
+    for (; next < askedShown.length; next++) visit(askedShown[next].instant, askedShown[next].outcome, 'run-now', askedShown[next].runId, -1);
+  };
 
-  const truncated = shownFrom > from;
   const timeline: Timeline = {
     from: new Date(from).toISOString(),
     to: new Date(to).toISOString(),
@@ -200,35 +263,58 @@ export const buildTimeline = (rows: readonly OccurrenceRow[], schedule: DueSched
     gaps: [],
     buckets: null,
     bucketMs: null,
-    truncated,
+    truncated: shownFrom > from,
   };
-  if (shown.length + missing.length > maxMarks) {
+  if (shown + askedShown.length + missingAt.length > maxMarks) {
     timeline.bucketMs = bucketSizeOf(to - from);
-    timeline.buckets = bucketsOf(shown, missing, timeline.bucketMs, shownFrom, to);
+    timeline.buckets = bucketsOf(eachShown, missingAt, timeline.bucketMs, shownFrom, to);
     return timeline;
   }
-  timeline.marks = shown.map(({ at, outcome, trigger, runId, runs }) => ({ at, outcome, trigger, runId, runs }));
+  eachShown((instant, outcome, trigger, runId, mark) => {
+    const at = mark >= 0 ? rows[firstRow[mark]].runKey.slice(0, 24) : new Date(instant).toISOString();
+    timeline.marks.push({ at, outcome, trigger, runId, runs: mark >= 0 ? runs[mark] : 1 });
+  });
   let open: TimelineGap | null = null;
   let previous = Number.NaN;
-  for (const gap of missing) {
+  for (let index = 0; index < missingAt.length; index++) {
     // Consecutive due instants without a record make one stretch.
-    if (open && gap.at === previous) {
-      open.to = new Date(gap.until).toISOString();
+    if (open && missingAt[index] === previous) {
+      open.to = new Date(missingUntil[index]).toISOString();
       open.occurrences++;
     } else {
-      open = { from: new Date(gap.at).toISOString(), to: new Date(gap.until).toISOString(), occurrences: 1 };
+      open = { from: new Date(missingAt[index]).toISOString(), to: new Date(missingUntil[index]).toISOString(), occurrences: 1 };
       timeline.gaps.push(open);
     }
-    previous = gap.until;
+    previous = missingUntil[index];
   }
   return timeline;
 };
 
-/** Counts per outcome in round buckets (epoch-aligned) covering [shownFrom, to); empty buckets are left out. */
-const bucketsOf = (marks: readonly BuiltMark[], missing: ReadonlyArray<{ at: number }>, size: number, shownFrom: number, to: number): TimelineBucket[] => {
+/** The rows newest first by due instant, each instant's rows together in the order given (runNow rows last, in the order given). */
+const newestFirst = (rows: readonly OccurrenceRow[]): OccurrenceRow[] => {
+  const instantOf = (row: OccurrenceRow): number => {
+    const instant = row.runKey.startsWith(RUN_NOW_KEY) ? null : instantOfKey(row.runKey);
+    return instant === null || Number.isNaN(instant) ? Number.NEGATIVE_INFINITY : instant;
+  };
+  const keyed = rows.map((row) => ({ row, instant: instantOf(row) }));
+  // A stable sort: rows of one instant keep their order (the first of the worst outcome is shown).
+  return keyed.sort((a, b) => (a.instant === b.instant ? 0 : a.instant > b.instant ? -1 : 1)).map(({ row }) => row);
+};
+
+/** Counts per outcome in round buckets (epoch-aligned) covering [shownFrom, to); empty buckets are left out. Marks and missing instants come oldest first. */
+const bucketsOf = (
+  eachShown: (visit: (instant: number, outcome: OccurrenceOutcome, trigger: TimelineMark['trigger'], runId: string) => void) => void,
+  missingAt: readonly number[],
+  size: number,
+  shownFrom: number,
+  to: number,
+): TimelineBucket[] => {
   const buckets = new Map<number, TimelineBucket & { weight: number }>();
+  let current: (TimelineBucket & { weight: number }) | undefined;
+  let currentStart = Number.NaN;
   const bucketAt = (instant: number) => {
     const start = Math.floor(instant / size) * size;
+    if (start === currentStart && current) return current;
     let bucket = buckets.get(start);
     if (!bucket) {
       bucket = {
@@ -245,18 +331,20 @@ const bucketsOf = (marks: readonly BuiltMark[], missing: ReadonlyArray<{ at: num
       };
       buckets.set(start, bucket);
     }
+    currentStart = start;
+    current = bucket;
     return bucket;
   };
-  for (const mark of marks) {
-    if (mark.instant < shownFrom || mark.instant >= to) continue;
-    const bucket = bucketAt(mark.instant);
-    if (mark.trigger === 'run-now') bucket.runNow++;
-    else bucket[mark.outcome]++;
-    if (WEIGHT[mark.outcome] > bucket.weight) {
-      bucket.weight = WEIGHT[mark.outcome];
-      bucket.runId = mark.runId;
+  eachShown((instant, outcome, trigger, runId) => {
+    if (instant < shownFrom || instant >= to) return;
+    const bucket = bucketAt(instant);
+    if (trigger === 'run-now') bucket.runNow++;
+    else bucket[outcome]++;
+    if (WEIGHT[outcome] > bucket.weight) {
+      bucket.weight = WEIGHT[outcome];
+      bucket.runId = runId;
     }
-  }
-  for (const gap of missing) bucketAt(gap.at).notRun++;
+  });
+  for (const at of missingAt) bucketAt(at).notRun++;
   return [...buckets.entries()].sort(([a], [b]) => a - b).map(([, { weight: _weight, ...bucket }]) => bucket);
 };

@@ -1,4 +1,4 @@
-import { bucketSizeOf, buildTimeline, dueInstantsNewestFirst, outcomeOf } from '../../../src/features/dashboard/dashboard-timeline';
+import { bucketSizeOf, buildTimeline, dueInstantsNewestFirst, type OccurrenceOutcome } from '../../../src/features/dashboard/dashboard-timeline';
 import { healthWindowOf, windowState } from '../../../src/features/dashboard/dashboard-health';
 import { fencingTokenOf, runFilterOf, timelineSpanOf } from '../../../src/features/dashboard/dashboard-query';
 import { escapeHtml, renderDashboardPage } from '../../../src/features/dashboard/dashboard-assets';
@@ -52,34 +52,18 @@ describe('schedules in words', () => {
 });
 
 describe('the timeline', () => {
-  const row = (runKey: string, status: string, extra: { attempts?: number; outcome?: string | null; id?: string } = {}) => ({
-    id: extra.id ?? runKey,
-    runKey,
-    status,
-    attempts: extra.attempts ?? 1,
-    outcome: extra.outcome ?? null,
-  });
-
-  it('maps rows to outcomes', () => {
-    expect([
-      outcomeOf(row('k', 'RUNNING')),
-      outcomeOf(row('k', 'SUCCESS')),
-      outcomeOf(row('k', 'SUCCESS', { attempts: 2 })),
-      outcomeOf(row('k', 'FAIL')),
-      outcomeOf(row('k', 'FAIL', { outcome: 'missed' })),
-    ]).toEqual(['running', 'succeeded', 'taken-over', 'failed', 'missed']);
-  });
+  const row = (runKey: string, outcome: OccurrenceOutcome, id = runKey) => ({ id, runKey, outcome });
 
   it('one mark per due instant (tenants together, the worst outcome shown), runNow runs apart, gaps merged', () => {
     const from = Date.parse('2026-01-01T00:00:00Z');
     const to = Date.parse('2026-01-01T00:10:00Z');
     const timeline = buildTimeline(
       [
-        row('2026-01-01T00:09:00.000Z', 'SUCCESS'),
-        row('2026-01-01T00:05:00.000Z tenant=a', 'SUCCESS', { id: 'a' }),
-        row('2026-01-01T00:05:00.000Z tenant=b', 'FAIL', { id: 'b' }),
-        row('2026-01-01T00:01:00.000Z', 'SUCCESS'),
-        row('run-now 2026-01-01T00:03:30.000Z 7f0c6a2e-0000-4000-8000-000000000000', 'SUCCESS', { id: 'now' }),
+        row('2026-01-01T00:09:00.000Z', 'succeeded'),
+        row('2026-01-01T00:05:00.000Z tenant=b', 'failed', 'b'),
+        row('2026-01-01T00:05:00.000Z tenant=a', 'succeeded', 'a'),
+        row('2026-01-01T00:01:00.000Z', 'succeeded'),
+        row('run-now 2026-01-01T00:03:30.000Z 7f0c6a2e-0000-4000-8000-000000000000', 'succeeded', 'now'),
       ],
       new IntervalSchedule(60_000),
       { from, to, readLimit: 100, knownSince: null },
@@ -104,10 +88,52 @@ describe('the timeline', () => {
     expect(tooMany.gaps).toEqual([{ from: '2026-01-01T00:08:20.000Z', to: '2026-01-01T00:10:00.000Z', occurrences: 100 }]);
   });
 
+  it('rows in any order give the timeline of the same rows newest first (tenants of an instant apart in the list still make one mark)', () => {
+    const from = Date.parse('2026-01-01T00:00:00Z');
+    const to = Date.parse('2026-01-01T00:10:00Z');
+    const newestFirst = [
+      row('2026-01-01T00:09:00.000Z', 'running'),
+      row('2026-01-01T00:05:00.000Z tenant=c', 'succeeded', 'c'),
+      row('2026-01-01T00:05:00.000Z tenant=b', 'missed', 'b'),
+      row('2026-01-01T00:05:00.000Z tenant=a', 'failed', 'a'),
+      row('2026-01-01T00:02:00.000Z', 'taken-over'),
+    ];
+    const bounds = { from, to, readLimit: 100, knownSince: null };
+    const expected = buildTimeline(newestFirst, new IntervalSchedule(60_000), bounds);
+    expect(expected.marks.map((mark) => [mark.at, mark.outcome, mark.runId, mark.runs])).toEqual([
+      ['2026-01-01T00:02:00.000Z', 'taken-over', '2026-01-01T00:02:00.000Z', 1],
+      ['2026-01-01T00:05:00.000Z', 'failed', 'a', 3],
+      ['2026-01-01T00:09:00.000Z', 'running', '2026-01-01T00:09:00.000Z', 1],
+    ]);
+    const shuffled = [newestFirst[3], newestFirst[0], newestFirst[4], newestFirst[1], newestFirst[2]];
+    expect(buildTimeline(shuffled, new IntervalSchedule(60_000), bounds)).toEqual(expected);
+    expect(buildTimeline([...newestFirst].reverse(), new IntervalSchedule(60_000), bounds)).toEqual(expected);
+  });
+
+  it('a key that is not a due instant makes no mark (and is no gap filler)', () => {
+    const from = Date.parse('2026-01-01T00:00:00Z');
+    const to = Date.parse('2026-01-01T00:03:00Z');
+    const timeline = buildTimeline(
+      [
+        row('2026-01-01T00:02:00.000X', 'failed'),
+        row('2026-01-01T00:01:00.000Z', 'succeeded'),
+        row('2026-01-01 00:00:00.000Z', 'failed'),
+        row('2026-01-01T00:00:00.000Z', 'failed'),
+      ],
+      new IntervalSchedule(60_000),
+      { from, to, readLimit: 100, knownSince: null },
+    );
+    expect(timeline.marks.map((mark) => [mark.at, mark.outcome])).toEqual([
+      ['2026-01-01T00:00:00.000Z', 'failed'],
+      ['2026-01-01T00:01:00.000Z', 'succeeded'],
+    ]);
+    expect(timeline.gaps).toEqual([{ from: '2026-01-01T00:02:00.000Z', to: '2026-01-01T00:03:00.000Z', occurrences: 1 }]);
+  });
+
   const DAY = 86_400_000;
   const every30s = (from: number, to: number) => {
     const rows = [];
-    for (let at = Math.ceil(from / 30_000) * 30_000; at < to; at += 30_000) rows.push(row(new Date(at).toISOString(), 'SUCCESS'));
+    for (let at = Math.ceil(from / 30_000) * 30_000; at < to; at += 30_000) rows.push(row(new Date(at).toISOString(), 'succeeded'));
     return rows.reverse(); // newest first, as read
   };
 
@@ -131,7 +157,7 @@ describe('the timeline', () => {
     const to = Date.parse('2026-03-08T00:00:00Z');
     const from = to - DAY;
     const deployed = to - 120_000;
-    const timeline = buildTimeline([row(new Date(to - 60_000).toISOString(), 'SUCCESS')], new IntervalSchedule(30_000), {
+    const timeline = buildTimeline([row(new Date(to - 60_000).toISOString(), 'succeeded')], new IntervalSchedule(30_000), {
       from,
       to,
       readLimit: 12_000,
@@ -150,7 +176,7 @@ describe('the timeline', () => {
     const from = to - 3_600_000;
     // Every 2 s for an hour, one in ten failed, the last 10 minutes not run.
     const rows = [];
-    for (let at = from; at < to - 600_000; at += 2_000) rows.push(row(new Date(at).toISOString(), (at / 2_000) % 10 === 0 ? 'FAIL' : 'SUCCESS'));
+    for (let at = from; at < to - 600_000; at += 2_000) rows.push(row(new Date(at).toISOString(), (at / 2_000) % 10 === 0 ? 'failed' : 'succeeded'));
     const timeline = buildTimeline(rows.reverse(), new IntervalSchedule(2_000), { from, to, readLimit: 12_000, knownSince: null });
     expect(timeline.marks).toEqual([]);
     expect(timeline.bucketMs).toBe(30_000);
@@ -180,8 +206,7 @@ describe("a job's health over a window", () => {
     code: 'j',
     runKey: new Date(now - minutesAgo * 60_000).toISOString(),
     status,
-    startedAt: new Date(now - minutesAgo * 60_000),
-    finishedAt: status === 'RUNNING' ? null : new Date(now - minutesAgo * 60_000 + 1_000 + minutesAgo),
+    durationMs: status === 'RUNNING' ? null : 1_000 + minutesAgo,
     outcome: null,
     errorMessage,
   });

@@ -65,14 +65,19 @@ export interface RunRow {
   heartbeatAgeMs: string;
 }
 
+/**
+ * How a recorded occurrence ended (or stands): RUNNING is running; FAIL is missed when recorded
+ * so (data.outcome 'missed'), else failed; SUCCESS is taken over when a first owner vanished
+ * (attempts > 1), else succeeded.
+ */
+export type OccurrenceOutcome = 'succeeded' | 'failed' | 'missed' | 'running' | 'taken-over';
+
 /** One recorded occurrence of a job (scheduled, or asked with runNow) for the dashboard's timeline. */
 export interface OccurrenceRow {
   id: string;
   runKey: string;
-  status: string;
-  attempts: number;
-  /** data.outcome ('missed' for an occurrence recorded as missed), or null. */
-  outcome: string | null;
+  /** Decided by the statement (a timeline reads up to 12,000 rows: the fewer columns, the faster). */
+  outcome: OccurrenceOutcome;
 }
 
 /** One of a job's recent occurrences (for the dashboard's health window). */
@@ -80,8 +85,11 @@ export interface RecentOccurrenceRow {
   code: string;
   runKey: string;
   status: string;
-  startedAt: Date | null;
-  finishedAt: Date | null;
+  /**
+   * From the claim (startedAt) to the finish, in ms, or null while running. One number rather than
+   * two timestamps: a health window reads 300 rows per job, and each timestamp is parsed into a Date.
+   */
+  durationMs: number | null;
   /** A FAIL row's data.outcome (missed, skipped-overlap...), or null. */
   outcome: string | null;
   /** A FAIL row's data.error.message, or null. */
@@ -266,13 +274,18 @@ WHERE "code" = $1 AND "type" = 'SCHEDULE'
 
   // The dashboard's timeline: two backward range scans of IDX_job_scheduler_code_run_key (the due
   // instants, and the runNow keys "run-now <instant> ..." asked in the span), newest first, no
-  // sort and no other row read.
+  // sort and no other row read. The bounds are sub-selects (evaluated once, at run time) so that
+  // the planner never estimates the range from its values: for a dense job (100,000 rows in the
+  // span) it underestimated the range, read all of it by bitmap and sorted it (0.4 s instead of
+  // 15 ms). Each row's outcome is decided here: three columns to send instead of five.
   // `prefix` is SQL prepended to both bounds ($2 and $3); the limit is $4.
-  const occurrenceRange = (prefix: string) => `(SELECT "id", "runKey", "status"::text AS "status", "attempts",
-  CASE WHEN "status" = 'FAIL' THEN "data"->>'outcome' END AS "outcome"
+  const occurrenceRange = (prefix: string) => `(SELECT "id", "runKey",
+  CASE WHEN "status" = 'RUNNING' THEN 'running'
+    WHEN "status" = 'FAIL' THEN CASE WHEN "data"->>'outcome' = 'missed' THEN 'missed' ELSE 'failed' END
+    WHEN "attempts" > 1 THEN 'taken-over' ELSE 'succeeded' END AS "outcome"
 FROM ${table}
 WHERE "code" = $1 AND "type" = 'SCHEDULE'
-  AND "runKey" COLLATE "C" >= (${prefix}$2::text) COLLATE "C" AND "runKey" COLLATE "C" < (${prefix}$3::text) COLLATE "C"
+  AND "runKey" COLLATE "C" >= (SELECT (${prefix}$2::text) COLLATE "C") AND "runKey" COLLATE "C" < (SELECT (${prefix}$3::text) COLLATE "C")
 ORDER BY "runKey" COLLATE "C" DESC
 LIMIT $4)`;
   const occurrencesBetweenText = `${occurrenceRange('')}\nUNION ALL\n${occurrenceRange("'run-now ' || ")}`;
@@ -296,7 +309,8 @@ CROSS JOIN LATERAL (
 SELECT wanted."code", recent.*
 FROM unnest($1::text[]) AS wanted("code")
 CROSS JOIN LATERAL (
-  SELECT "runKey", "status"::text AS "status", "startedAt", "finishedAt",
+  SELECT "runKey", "status"::text AS "status",
+    round(EXTRACT(EPOCH FROM ("finishedAt" - "startedAt")) * 1000)::float8 AS "durationMs",
     CASE WHEN "status" = 'FAIL' THEN "data"->>'outcome' END AS "outcome",
     CASE WHEN "status" = 'FAIL' THEN left("data"->'error'->>'message', 500) END AS "errorMessage"
   FROM ${table}
