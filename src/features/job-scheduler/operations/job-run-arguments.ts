@@ -5,7 +5,7 @@ import type { FindRunsParameters, PruneParameters, RunRow } from './operations.s
 import type { JobPruneOptions, JobRunFilter, JobRunView } from './job-run.types';
 import { ownValue } from '../job-identity';
 import { UUID } from '../lease-arguments';
-import { DEFAULT_PRUNE_DUTY_CYCLE, MIN_PRUNE_DUTY_CYCLE } from './prune-pacing';
+import { PRUNE_DUTY_CYCLE_RULE, pruneDutyCycleOf } from './prune-pacing';
 
 const STATUSES = new Set<unknown>(Object.values(JobSchedulerStatus));
 const TYPES = new Set<unknown>(Object.values(JobSchedulerType));
@@ -32,11 +32,9 @@ const count = (value: unknown, what: string, fallback: number, max: number): num
 };
 
 const dutyCycle = (value: unknown): number => {
-  if (value === undefined) return DEFAULT_PRUNE_DUTY_CYCLE;
-  if (typeof value !== 'number' || !Number.isFinite(value) || value < MIN_PRUNE_DUTY_CYCLE || value > 1) {
-    throw invalid(`dutyCycle must be a number from ${MIN_PRUNE_DUTY_CYCLE} to 1 (the share of a pass spent in prune statements)`, value);
-  }
-  return value;
+  const checked = pruneDutyCycleOf(value);
+  if (checked === null) throw invalid(`dutyCycle must be ${PRUNE_DUTY_CYCLE_RULE}`, value);
+  return checked;
 };
 
 export const encodeCursor = (row: RunRow): string => Buffer.from(JSON.stringify([row.createdAtExact, row.id])).toString('base64url');

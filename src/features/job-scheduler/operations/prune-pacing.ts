@@ -11,6 +11,15 @@ export const DEFAULT_PRUNE_DUTY_CYCLE = 0.5;
 /** The smallest duty cycle accepted: rests of 99 times the batch. */
 export const MIN_PRUNE_DUTY_CYCLE = 0.01;
 
+/** `dutyCycle` as given (the default when undefined), or null when it is not a number from 0.01 to 1. */
+export const pruneDutyCycleOf = (value: unknown): number | null => {
+  if (value === undefined) return DEFAULT_PRUNE_DUTY_CYCLE;
+  return typeof value === 'number' && Number.isFinite(value) && value >= MIN_PRUNE_DUTY_CYCLE && value <= 1 ? value : null;
+};
+
+/** What a bad `dutyCycle` is told it must be. */
+export const PRUNE_DUTY_CYCLE_RULE = `a number from ${MIN_PRUNE_DUTY_CYCLE} to 1 (the share of a pass spent in prune statements)`;
+
 /** The rest after a batch that took `batchMs`, so that statements take `dutyCycle` of the pass. */
 export const pruneRestMs = (batchMs: number, dutyCycle: number): number => (dutyCycle >= 1 ? 0 : (Math.max(0, batchMs) * (1 - dutyCycle)) / dutyCycle);
 
