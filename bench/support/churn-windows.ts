@@ -1,7 +1,7 @@
 import { acquiresBetween, type ChurnLoad } from './churn-load';
 import { sleep } from './deferred';
 import { interleave } from './interleave';
-import type { PruneBatch, RetentionPruner } from './retention-pruner';
+import type { PrunePass, RetentionPruner } from './retention-pruner';
 import type { TableProbe } from './table-stats';
 
 /** A stretch of time, by performance.now(). */
@@ -17,17 +17,17 @@ export const arrivalsPerSecond = (load: ChurnLoad, span: Span): number =>
 /** One stretch of steady load with retention running. */
 export interface KeepUpWindow extends Span {
   deletionsPerSecond: number;
-  /** Rows deleted per second spent inside prune statements: how fast retention can go. */
+  /** Rows deleted per second spent in prune passes (statements and the rests between them): how fast paced retention goes. */
   pruneCapacity: number;
-  longestBatchMs: number;
+  longestPassMs: number;
   /** Rows in the table at the window's end (count(*)). */
   rows: number;
   /** Rows at the window's end finished longer ago than the horizon plus two passes. */
   overdueRows: number;
 }
 
-const batchesBetween = (batches: readonly PruneBatch[], from: number, to: number): PruneBatch[] =>
-  batches.filter((batch) => batch.startedAt >= from && batch.startedAt < to);
+const passesBetween = (passes: readonly PrunePass[], from: number, to: number): PrunePass[] =>
+  passes.filter((pass) => pass.startedAt >= from && pass.startedAt < to);
 
 export interface KeepUpContext {
   pruner: RetentionPruner;
@@ -44,16 +44,16 @@ export const measureKeepUp = async (context: KeepUpContext, count: number, windo
     await sleep(windowMs);
     const to = performance.now();
     const seconds = (to - from) / 1000;
-    const batches = batchesBetween(context.pruner.batches, from, to);
-    const deleted = batches.reduce((sum, batch) => sum + batch.deleted, 0);
-    const pruningMs = batches.reduce((sum, batch) => sum + batch.ms, 0);
+    const passes = passesBetween(context.pruner.passes, from, to);
+    const deleted = passes.reduce((sum, pass) => sum + pass.deleted, 0);
+    const pruningMs = passes.reduce((sum, pass) => sum + pass.ms, 0);
     const { rows, overdue } = await context.table.count(context.overdueAfterMs);
     windows.push({
       from,
       to,
       deletionsPerSecond: deleted / seconds,
       pruneCapacity: pruningMs > 0 ? deleted / (pruningMs / 1000) : Number.NaN,
-      longestBatchMs: Math.max(0, ...batches.map((batch) => batch.ms)),
+      longestPassMs: Math.max(0, ...passes.map((pass) => pass.ms)),
       rows,
       overdueRows: overdue,
     });
@@ -62,44 +62,47 @@ export const measureKeepUp = async (context: KeepUpContext, count: number, windo
 };
 
 /**
- * Waits until a retention pass comes back short (nothing past the horizon left), at most
- * `timeoutMs`; returns the ms waited. A seeded history starts with a backlog: its ages were set
- * relative to the start of the seeding transaction.
+ * Waits until a retention pass that started after this call has ended (a pass runs until nothing
+ * past the horizon is left), at most `timeoutMs`; returns the ms waited. A seeded history starts
+ * with a backlog: its ages were set relative to the start of the seeding transaction.
  */
-export const waitUntilCaughtUp = async (pruner: RetentionPruner, batchSize: number, timeoutMs: number): Promise<number> => {
+export const waitUntilCaughtUp = async (pruner: RetentionPruner, timeoutMs: number): Promise<number> => {
   const from = performance.now();
-  const seen = pruner.batches.length;
   while (performance.now() - from < timeoutMs) {
-    const last = pruner.batches.length > seen ? pruner.batches[pruner.batches.length - 1] : undefined;
-    if (last && last.deleted < batchSize) break;
+    if (pruner.passes.some((pass) => pass.startedAt >= from)) break;
     await sleep(100);
   }
   return performance.now() - from;
 };
 
 export interface PruningCondition {
-  name: 'with pruning' | 'without pruning';
-  pruning: boolean;
+  name: 'with pruning' | 'without pruning' | 'with unpaced pruning';
+  /** Retention runs in this condition's slices, with these prune options (undefined: prune's defaults). */
+  prune: { dutyCycle?: number; batchSize?: number } | null;
 }
 
-export const WITH_PRUNING: PruningCondition = { name: 'with pruning', pruning: true };
-export const WITHOUT_PRUNING: PruningCondition = { name: 'without pruning', pruning: false };
+export const WITH_PRUNING: PruningCondition = { name: 'with pruning', prune: {} };
+export const WITHOUT_PRUNING: PruningCondition = { name: 'without pruning', prune: null };
+/** Batches of 1,000 back to back, as prune ran before dutyCycle: what the pacing changes, measured beside it. */
+export const WITH_UNPACED_PRUNING: PruningCondition = { name: 'with unpaced pruning', prune: { dutyCycle: 1, batchSize: 1_000 } };
 
 /**
- * Slices of the same load, retention on in one and paused in the next, in rotating order
- * (`slices` of each per repetition); a slice starts once the toggle took effect (a paused
- * pruner's last batch done). Read the acquires sent in each slice once the load has stopped.
+ * Slices of the same load, one per condition in rotating order (`slices` of each per
+ * repetition): retention runs with the condition's options, or is paused; a slice starts once the
+ * toggle took effect (a paused pruner's last pass done). Read the acquires sent in each slice once
+ * the load has stopped.
  */
 export const sliceByPruning = (
   pruner: RetentionPruner,
+  conditions: readonly PruningCondition[],
   sizes: { repetitions: number; slices: number; sliceMs: number },
 ): Promise<Map<PruningCondition, Span[][]>> =>
   interleave(
-    [WITH_PRUNING, WITHOUT_PRUNING],
+    conditions,
     sizes,
     async (condition): Promise<Span[]> => {
-      if (condition.pruning) pruner.resume();
-      else await pruner.pause();
+      await pruner.pause();
+      if (condition.prune !== null) pruner.resume(condition.prune);
       const from = performance.now();
       await sleep(sizes.sliceMs);
       return [{ from, to: performance.now() }];

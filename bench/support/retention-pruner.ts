@@ -4,50 +4,53 @@ import { deferred, type Deferred, sleep } from './deferred';
 export interface PrunerOptions {
   /** Finished runs older than this are deleted (`prune({ olderThan })`). */
   horizonMs: number;
-  /** Rows per statement (`prune({ batchSize })`). */
-  batchSize: number;
+  /** Rows per statement (`prune({ batchSize })`); undefined: the library's default. */
+  batchSize?: number;
+  /** The share of a pass spent in statements (`prune({ dutyCycle })`); undefined: the library's default. */
+  dutyCycle?: number;
   /** The pause between two passes (retention's `every`, scaled down). */
   everyMs: number;
 }
 
-/** One prune statement: when it started (performance.now()), how long it took, rows deleted. */
-export interface PruneBatch {
+/** One pass (one `prune` call): when it started (performance.now()), how long it took, rows deleted. */
+export interface PrunePass {
   startedAt: number;
+  /** Statements and the rests between them. */
   ms: number;
   deleted: number;
 }
 
 export interface RetentionPruner {
-  readonly batches: readonly PruneBatch[];
-  /** Stops after the batch in progress; resolves once no statement is running. */
+  readonly passes: readonly PrunePass[];
+  /** Stops after the pass in progress; resolves once no statement is running. */
   pause(): Promise<void>;
-  resume(): void;
+  /** Runs passes again, with these prune options from now on (default: those it started with). */
+  resume(prune?: Pick<PrunerOptions, 'dutyCycle' | 'batchSize'>): void;
   /** Ends the loop; throws what a prune threw. */
   stop(): Promise<void>;
 }
 
 /**
- * Retention as JobRetention runs it, on a short horizon: each pass deletes batch after batch
- * until one comes back short, then waits `everyMs`. Each batch is one `prune` call limited to
- * `batchSize` rows, so that every statement is timed on its own (prune itself loops the same way).
+ * Retention as JobRetention runs it, on a short horizon: each pass is one `prune` call, which
+ * deletes batch after batch (paced by its dutyCycle) until one comes back short, then the pruner
+ * waits `everyMs`.
  */
 export const startRetentionPruner = (jobs: JobSchedulerService, options: PrunerOptions): RetentionPruner => {
-  const batches: PruneBatch[] = [];
+  const passes: PrunePass[] = [];
   let running = true;
   let busy = false;
   let paused: Deferred | undefined;
   let idle: Deferred | undefined;
   let failure: unknown;
+  let dutyCycle = options.dutyCycle;
+  let batchSize = options.batchSize;
 
   const pass = async (): Promise<void> => {
     busy = true;
     try {
-      while (!paused && running) {
-        const startedAt = performance.now();
-        const deleted = await jobs.prune({ olderThan: options.horizonMs, batchSize: options.batchSize, limit: options.batchSize });
-        batches.push({ startedAt, ms: performance.now() - startedAt, deleted });
-        if (deleted < options.batchSize) return;
-      }
+      const startedAt = performance.now();
+      const deleted = await jobs.prune({ olderThan: options.horizonMs, batchSize, dutyCycle });
+      passes.push({ startedAt, ms: performance.now() - startedAt, deleted });
     } finally {
       busy = false;
       idle?.resolve();
@@ -69,14 +72,16 @@ export const startRetentionPruner = (jobs: JobSchedulerService, options: PrunerO
   })();
 
   return {
-    batches,
+    passes,
     pause: async () => {
       paused ??= deferred();
       idle = deferred();
       if (!busy) idle.resolve();
       await idle.promise;
     },
-    resume: () => {
+    resume: (prune) => {
+      dutyCycle = prune?.dutyCycle ?? options.dutyCycle;
+      batchSize = prune?.batchSize ?? options.batchSize;
       const wake = paused;
       paused = undefined;
       wake?.resolve();

@@ -63,4 +63,39 @@ it('refuses unusable retention options at boot', async () => {
   await expect(startNestNode(database.url, { jobScheduler: { retention: { success: 'forever' } } })).rejects.toBeInstanceOf(
     InvalidJobSchedulerModuleOptionsError,
   );
+  for (const dutyCycle of [0, 2, '0.5']) {
+    const boot = startNestNode(database.url, { jobScheduler: { retention: { success: '7d', dutyCycle: dutyCycle as number } } });
+    await expect(boot).rejects.toBeInstanceOf(InvalidJobSchedulerModuleOptionsError);
+    await expect(boot).rejects.toThrow(/^retention\.dutyCycle must be a number from 0\.01 to 1 \(the share of a pass spent in prune statements\), got /);
+  }
+});
+
+it("paces its batches by retention's dutyCycle: each rest at least three times its batch at 0.25", async () => {
+  await database.sql('DELETE FROM "job-scheduler"');
+  const node = await startNestNode(database.url, { jobScheduler: { retention: { success: '7d', every: '1h', dutyCycle: 0.25 } } });
+  nodes.push(node);
+  // Two full batches of 1,000 (prune's default) and a short one: 2,500 SUCCESS runs finished 10 days ago.
+  await database.sql(
+    `INSERT INTO "job-scheduler" ("lockKey", "code", "type", "status", "ownerToken", "runKey", "leaseMs", "ownerId", "attempts", "createdAt", "modifiedAt", "finishedAt")
+     SELECT 'v2:paced-' || i, 'paced', 'SCHEDULE', 'SUCCESS', gen_random_uuid(), 'r' || i, 60000, 'seed', 1, now() - interval '10 days', now() - interval '10 days', now() - interval '10 days'
+     FROM generate_series(1, 2500) AS i`,
+  );
+  await database.sql(`
+    CREATE TABLE prune_batches (started timestamptz, ended timestamptz);
+    CREATE FUNCTION record_prune_batch() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN PERFORM pg_sleep(0.03); INSERT INTO prune_batches VALUES (statement_timestamp(), clock_timestamp()); RETURN NULL; END $$;
+    CREATE TRIGGER record_prune_batch AFTER DELETE ON "job-scheduler" FOR EACH STATEMENT EXECUTE FUNCTION record_prune_batch();`);
+  try {
+    expect(await node.app.get(JobRetention).runOnce(Date.UTC(2026, 0, 2))).toBe(2_500);
+    const batches = await database.sql<{ startedMs: number; endedMs: number }>(
+      `SELECT extract(epoch FROM started) * 1000 AS "startedMs", extract(epoch FROM ended) * 1000 AS "endedMs" FROM prune_batches ORDER BY started`,
+    );
+    expect(batches).toHaveLength(3);
+    for (let index = 1; index < batches.length; index++) {
+      const took = Number(batches[index - 1].endedMs) - Number(batches[index - 1].startedMs);
+      expect(Number(batches[index].startedMs) - Number(batches[index - 1].endedMs)).toBeGreaterThanOrEqual(3 * took - 2);
+    }
+  } finally {
+    await database.sql('DROP TRIGGER record_prune_batch ON "job-scheduler"; DROP FUNCTION record_prune_batch(); DROP TABLE prune_batches;');
+  }
 });

@@ -217,6 +217,8 @@ export const moduleErrors = {
     new InvalidJobSchedulerModuleOptionsError(`shutdownGraceMs must be a safe integer from 0 to 2147483647 milliseconds, got ${describe(value)}`),
   retention: (field: string, value: unknown) =>
     new InvalidJobSchedulerModuleOptionsError(`retention.${field} must be a positive duration (ms, or text like '30d'), got ${describe(value)}`),
+  retentionDutyCycle: (rule: string, value: unknown) =>
+    new InvalidJobSchedulerModuleOptionsError(`retention.dutyCycle must be ${rule}, got ${describe(value)}`),
   statementTimeoutMs: (value: unknown) =>
     new InvalidJobSchedulerModuleOptionsError(`statementTimeoutMs must be a safe integer from 1 to 2147483647 milliseconds, got ${describe(value)}`),
   boolean: (field: string, value: unknown) => new InvalidJobSchedulerModuleOptionsError(`${field} must be a boolean when given, got ${describe(value)}`),

@@ -17,6 +17,8 @@ export interface JobRetentionOptions {
   fail?: number | string;
   /** How often to prune, aligned on the epoch (default '1h'). */
   every?: number | string;
+  /** The share of a pass spent in prune statements, 0.01 to 1 (default 0.5): `prune`'s `dutyCycle`. */
+  dutyCycle?: number;
 }
 
 /** Options read at runtime by the service (also what `forRootAsync` factories return). */

@@ -28,6 +28,7 @@ import type {
 } from './job-scheduler.types';
 import { resolvePruneOptions } from './operations/job-run-arguments';
 import type { JobPruneOptions } from './operations/job-run.types';
+import { pruneRestMs, restFor } from './operations/prune-pacing';
 import {
   acquireBatch,
   acquiredResult,
@@ -261,14 +262,17 @@ export class JobSchedulerService implements OnModuleInit, OnApplicationBootstrap
    * catch-up window: a deleted past occurrence can be acquired, and run, again.
    */
   async prune(options: JobPruneOptions): Promise<number> {
-    const { limit, ...parameters } = resolvePruneOptions(options);
+    const { limit, dutyCycle, ...parameters } = resolvePruneOptions(options);
     let deleted = 0;
     for (;;) {
       const batchSize = limit === null ? parameters.batchSize : Math.min(parameters.batchSize, limit - deleted);
       if (batchSize <= 0) return deleted;
+      const sentAt = monotonicNow();
       const rows = await this.execute(this.statements.prune({ ...parameters, batchSize }));
       deleted += rows.length;
-      if (rows.length < batchSize) return deleted;
+      if (rows.length < batchSize || deleted === limit) return deleted;
+      // Another batch follows: rest in proportion to this one (see prune-pacing.ts).
+      await restFor(pruneRestMs(monotonicNow() - sentAt, dutyCycle));
     }
   }
 

@@ -82,6 +82,20 @@ describe('job declarations', () => {
     );
   });
 
+  it("passes retention's dutyCycle on to prune (default 0.5) and refuses one outside 0.01-1 at boot", () => {
+    expect(resolveScheduledRetention(undefined, 60_000)).toMatchObject({ dutyCycle: 0.5 });
+    expect(resolveScheduledRetention({ dutyCycle: 0.2 }, 60_000)).toMatchObject({ dutyCycle: 0.2 });
+    expect(resolveScheduledRetention({ dutyCycle: 1 }, 60_000)).toMatchObject({ dutyCycle: 1 });
+    for (const dutyCycle of [0, 0.001, 1.01, Number.NaN, '0.5', null]) {
+      expect(() => resolveScheduledRetention({ dutyCycle }, 60_000)).toThrow(
+        expect.objectContaining({
+          code: 'INVALID_OPTIONS',
+          message: expect.stringContaining('SchedulingModule option retention.dutyCycle must be a number from 0.01 to 1'),
+        }),
+      );
+    }
+  });
+
   it('reads intervals', () => {
     expect(parseInterval('15m')).toBe(900_000);
     expect(parseInterval('1h30m')).toBe(5_400_000);

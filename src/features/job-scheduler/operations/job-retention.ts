@@ -8,6 +8,7 @@ import type { JobSchedulerRuntimeOptions } from '../job-scheduler.options';
 import { JobRunsInspector } from './job-runs.inspector';
 import { JobSchedulerService } from '../job-scheduler.service';
 import { systemTimers } from '../system-timers';
+import { PRUNE_DUTY_CYCLE_RULE, pruneDutyCycleOf } from './prune-pacing';
 
 /** The lease code under which retention runs (once per period across all nodes). */
 export const RETENTION_JOB_CODE = 'job-scheduler.retention';
@@ -35,6 +36,7 @@ export class JobRetention implements OnApplicationBootstrap, BeforeApplicationSh
   private readonly success?: number;
   private readonly fail?: number;
   private readonly everyMs: number;
+  private readonly dutyCycle: number;
   private cancel?: () => void;
 
   constructor(
@@ -46,6 +48,9 @@ export class JobRetention implements OnApplicationBootstrap, BeforeApplicationSh
     this.success = duration(retention.success, 'success');
     this.fail = duration(retention.fail, 'fail');
     this.everyMs = duration(retention.every, 'every') ?? 3_600_000;
+    const dutyCycle = pruneDutyCycleOf(retention.dutyCycle);
+    if (dutyCycle === null) throw moduleErrors.retentionDutyCycle(PRUNE_DUTY_CYCLE_RULE, retention.dutyCycle);
+    this.dutyCycle = dutyCycle;
   }
 
   private get enabled(): boolean {
@@ -84,8 +89,9 @@ export class JobRetention implements OnApplicationBootstrap, BeforeApplicationSh
   async runOnce(period = Math.floor(systemTimers.now() / this.everyMs) * this.everyMs): Promise<number | null> {
     const outcome = await this.jobs.runExclusive({ code: RETENTION_JOB_CODE, runKey: new Date(period).toISOString(), leaseMs: 10 * 60_000 }, async () => {
       let deleted = 0;
-      if (this.success !== undefined) deleted += await this.jobs.prune({ olderThan: this.success, status: JobSchedulerStatus.SUCCESS });
-      if (this.fail !== undefined) deleted += await this.jobs.prune({ olderThan: this.fail, status: JobSchedulerStatus.FAIL });
+      const dutyCycle = this.dutyCycle;
+      if (this.success !== undefined) deleted += await this.jobs.prune({ olderThan: this.success, status: JobSchedulerStatus.SUCCESS, dutyCycle });
+      if (this.fail !== undefined) deleted += await this.jobs.prune({ olderThan: this.fail, status: JobSchedulerStatus.FAIL, dutyCycle });
       return deleted;
     });
     return outcome.acquired ? (outcome.result as number) : null;

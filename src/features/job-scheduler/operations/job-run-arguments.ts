@@ -5,6 +5,7 @@ import type { FindRunsParameters, PruneParameters, RunRow } from './operations.s
 import type { JobPruneOptions, JobRunFilter, JobRunView } from './job-run.types';
 import { ownValue } from '../job-identity';
 import { UUID } from '../lease-arguments';
+import { PRUNE_DUTY_CYCLE_RULE, pruneDutyCycleOf } from './prune-pacing';
 
 const STATUSES = new Set<unknown>(Object.values(JobSchedulerStatus));
 const TYPES = new Set<unknown>(Object.values(JobSchedulerType));
@@ -28,6 +29,12 @@ const count = (value: unknown, what: string, fallback: number, max: number): num
   if (value === undefined) return fallback;
   if (!Number.isSafeInteger(value) || (value as number) < 1 || (value as number) > max) throw invalid(`${what} must be a whole number from 1 to ${max}`, value);
   return value as number;
+};
+
+const dutyCycle = (value: unknown): number => {
+  const checked = pruneDutyCycleOf(value);
+  if (checked === null) throw invalid(`dutyCycle must be ${PRUNE_DUTY_CYCLE_RULE}`, value);
+  return checked;
 };
 
 export const encodeCursor = (row: RunRow): string => Buffer.from(JSON.stringify([row.createdAtExact, row.id])).toString('base64url');
@@ -70,7 +77,7 @@ export const resolveRunFilter = (filter: JobRunFilter = {}): FindRunsParameters 
 };
 
 /** Validates prune options before any SQL. Throws InvalidJobQueryOptionsError. */
-export const resolvePruneOptions = (options: JobPruneOptions): PruneParameters & { limit: number | null } => {
+export const resolvePruneOptions = (options: JobPruneOptions): PruneParameters & { limit: number | null; dutyCycle: number } => {
   if (typeof options !== 'object' || options === null) throw invalid('prune options must be an object', options);
   const olderThanMs = parseInterval(ownValue(options, 'olderThan'));
   if (olderThanMs === null) throw invalid("olderThan must be a positive duration (ms, or text like '30d')", ownValue(options, 'olderThan'));
@@ -98,6 +105,7 @@ export const resolvePruneOptions = (options: JobPruneOptions): PruneParameters &
     includeRunOnceSuccess: dangerous === true,
     batchSize: count(ownValue(options, 'batchSize'), 'batchSize', 1_000, 100_000),
     limit: rawLimit === undefined ? null : count(rawLimit, 'limit', 1, Number.MAX_SAFE_INTEGER),
+    dutyCycle: dutyCycle(ownValue(options, 'dutyCycle')),
   };
 };
 

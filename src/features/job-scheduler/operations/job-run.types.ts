@@ -68,6 +68,13 @@ export interface JobPruneOptions {
   /** Rows per statement; default 1,000. */
   batchSize?: number;
   /**
+   * The share of the pass spent in prune statements, from 0.01 to 1; default 0.5. After each full
+   * batch, prune rests the batch's own duration × (1 − dutyCycle) ÷ dutyCycle before the next (at
+   * 0.5, as long as the batch took), so batches slowed by a busy database are followed by longer
+   * rests and leave the acquires beside them room. 1: batches back to back.
+   */
+  dutyCycle?: number;
+  /**
    * Also delete INITIAL SUCCESS rows. Deleting one makes its run-once job run again: only for a
    * code you mean to re-run.
    */

@@ -43,7 +43,13 @@ export class ScheduledRetentionTimer {
         { status: JobSchedulerStatus.FAIL, olderThanMs: this.retention.failMs, codes: [this.code] },
       ];
       for (const pass of [...this.passes(), ...own]) {
-        deleted += await this.jobs.prune({ olderThan: pass.olderThanMs, status: pass.status, type: JobSchedulerType.SCHEDULE, code: pass.codes });
+        deleted += await this.jobs.prune({
+          olderThan: pass.olderThanMs,
+          status: pass.status,
+          type: JobSchedulerType.SCHEDULE,
+          code: pass.codes,
+          dutyCycle: this.retention.dutyCycle,
+        });
       }
       return deleted;
     });

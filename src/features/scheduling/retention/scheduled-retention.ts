@@ -1,4 +1,5 @@
 import { parseInterval } from '../../job-scheduler/duration';
+import { PRUNE_DUTY_CYCLE_RULE, pruneDutyCycleOf } from '../../job-scheduler/operations/prune-pacing';
 import type { JobSchedulerStatus } from '../../job-scheduler/job-scheduler.entity';
 import { SCHEDULE_HORIZON_MS, SCHEDULE_HORIZON_TEXT } from '../schedule/due-schedule';
 import type { JobDeclaration } from '../schedule/job-declaration';
@@ -12,6 +13,8 @@ export interface ScheduledRetentionOptions {
   fail?: number | string;
   /** How often to prune, aligned on the epoch, once across all instances. Default '1h'. */
   every?: number | string;
+  /** The share of a pass spent in prune statements, 0.01 to 1 (default 0.5): `prune`'s `dutyCycle`. */
+  dutyCycle?: number;
 }
 
 export const DEFAULT_SCHEDULED_RETENTION = Object.freeze({ success: '7d', fail: '30d', every: '1h' });
@@ -20,6 +23,7 @@ export interface ResolvedScheduledRetention {
   successMs: number;
   failMs: number;
   everyMs: number;
+  dutyCycle: number;
 }
 
 /** How many coming occurrences are looked at to find a job's longest gap. */
@@ -44,10 +48,13 @@ const durationOption = (field: string, value: unknown, fallback: string, lateTol
 export const resolveScheduledRetention = (raw: unknown, lateToleranceMs: number): ResolvedScheduledRetention | null => {
   if (raw === false) return null;
   if (raw !== undefined && (typeof raw !== 'object' || raw === null)) {
-    throw schedulingErrors.invalidOption('retention', '{ success?, fail?, every? } or false', raw);
+    throw schedulingErrors.invalidOption('retention', '{ success?, fail?, every?, dutyCycle? } or false', raw);
   }
   const options = (raw ?? {}) as ScheduledRetentionOptions;
+  const dutyCycle = pruneDutyCycleOf(options.dutyCycle);
+  if (dutyCycle === null) throw schedulingErrors.invalidOption('retention.dutyCycle', PRUNE_DUTY_CYCLE_RULE, options.dutyCycle);
   return {
+    dutyCycle,
     successMs: durationOption('success', options.success, DEFAULT_SCHEDULED_RETENTION.success, lateToleranceMs),
     failMs: durationOption('fail', options.fail, DEFAULT_SCHEDULED_RETENTION.fail, lateToleranceMs),
     everyMs: durationOption('every', options.every, DEFAULT_SCHEDULED_RETENTION.every, lateToleranceMs),
