@@ -8,10 +8,9 @@ import type { JobRunRecord } from '../scheduling.types';
 const MAX_CLAIM_AHEAD_MS = 60_000;
 
 /**
- * Claims ahead, unless set: this much lead per job that can be due at one instant. Seen here (3
- * instances and PostgreSQL on 2 loaded cores): 20,000 occurrences due together, claimed 3 s
- * ahead, were still being claimed 12.7 s after their instant; 30,000 claimed 15 s ahead were all
- * in a second before it. About 1,000 occurrences a second per instance; half the lead is the margin.
+ * Claims ahead, unless set: this much lead per job that can be due at one instant. Measured (50,000
+ * schedules due together, 3 instances and PostgreSQL on 2 cores): claimed 3 s ahead, 13 % of the
+ * claims were in before the instant (start delay p99 15.4 s); 7.5 s ahead, all of them (p99 3.7 s).
  */
 export const CLAIM_AHEAD_PER_JOB_MS = 0.15;
 
