@@ -13,7 +13,7 @@ import { JitterWaits } from './timers/jitter-waits';
 import { HeldClaim } from './occurrence/held-claim';
 import { JobOccupancy } from './occurrence/job-occupancy';
 import { UnrunOccurrences } from './occurrence/unrun-occurrences';
-import { type AheadClaim, type JobHandler, OccurrenceRunner } from './occurrence/occurrence-runner';
+import { type AheadClaim, holdClockOf, type JobHandler, OccurrenceRunner } from './occurrence/occurrence-runner';
 import { RunRecords } from './records/run-records';
 import { type DueSince, dueInstantsSince } from './schedule/due-instants';
 import { checkJitterBelowTolerance, type JobDeclaration, jobKeyOf } from './schedule/job-declaration';
@@ -123,8 +123,10 @@ export class JobScheduleEngine {
     const aheadMs = options.claimAheadMs ?? 0;
     const lead = options.claimAheadScales ? () => scaledClaimAheadMs(aheadMs, this.states.size) : () => aheadMs;
     this.at = coalescedTimers(options.timers);
-    const wait = (ms: number) => new Promise<void>((resolve) => void options.timers.at(options.timers.now() + ms, resolve));
-    const ahead = aheadMs > 0 ? { shape: () => claimsAhead(lead()), wait } : undefined;
+    // Spread claims are paced on one clock (monotonic; the manual one in tests): a wall-clock step does not stretch them.
+    const clock = holdClockOf(options.timers);
+    const wait = (ms: number) => new Promise<void>((resolve) => void clock.after(ms, resolve));
+    const ahead = aheadMs > 0 ? { shape: () => claimsAhead(lead()), wait, now: () => clock.now() } : undefined;
     // Runs that end together are completed together too.
     this.lease = observedLease(withCompleteBatching(withClaimBatching(options.lease, () => (options.random ?? Math.random)(), ahead)), options.timers);
     this.records = new RunRecords(options);

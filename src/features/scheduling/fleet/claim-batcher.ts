@@ -68,6 +68,8 @@ export class ClaimBatcher {
     private readonly shape: ClaimShape | (() => ClaimShape) = CLAIMS_AT_THE_INSTANT,
     /** Resolves after `ms` (the scheduler's timers): paces spread claims. */
     private readonly wait: (ms: number) => Promise<void> = async () => undefined,
+    /** The clock `wait` measures on (ms). */
+    private readonly now: () => number = () => performance.now(),
   ) {}
 
   acquire(options: JobAcquireOptions): Promise<JobAcquireResult> {
@@ -91,12 +93,12 @@ export class ClaimBatcher {
     for (let index = 0; index < walk.length; index += size) statements.push(walk.slice(index, index + size));
     // Spread: statement i goes no earlier than i × (spreadMs / statements) after the first.
     const pace = spreadMs > 0 ? spreadMs / statements.length : 0;
-    const startedAt = performance.now();
+    const startedAt = this.now();
     let sent = 0;
     const next = async (): Promise<void> => {
       for (let batch = statements.shift(); batch; batch = statements.shift()) {
         const notBefore = startedAt + sent++ * pace;
-        const early = notBefore - performance.now();
+        const early = notBefore - this.now();
         if (early > 1) await this.wait(early);
         await this.claim(batch);
       }
@@ -124,7 +126,7 @@ export class ClaimBatcher {
 export const withClaimBatching = (
   lease: SchedulerLease,
   random: () => number,
-  ahead?: { shape: ClaimShape | (() => ClaimShape); wait: (ms: number) => Promise<void> },
+  ahead?: { shape: ClaimShape | (() => ClaimShape); wait: (ms: number) => Promise<void>; now?: () => number },
 ): SchedulerLease => {
   const port = bound(lease);
   const { acquireMany } = port;
@@ -132,7 +134,7 @@ export const withClaimBatching = (
   const batched = { ...port, acquireMany };
   const atTheInstant = new ClaimBatcher(batched, random);
   // Claims ahead of the instant go through a batcher of their own, spread (see claimsAhead).
-  const spread = ahead && new ClaimBatcher(batched, random, ahead.shape, ahead.wait);
+  const spread = ahead && new ClaimBatcher(batched, random, ahead.shape, ahead.wait, ahead.now);
   return {
     ...port,
     acquire: (options) => atTheInstant.acquire(options),

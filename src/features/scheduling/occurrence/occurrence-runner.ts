@@ -69,6 +69,13 @@ const failureCode = (settlement: Settlement, error: unknown, recorded: boolean):
   return 'JOB_FAILED';
 };
 
+/** The timers' clock for waits measured in durations: monotonic on system timers, the manual clock in tests. */
+export const holdClockOf = (timers: SchedulerTimers): HoldClock =>
+  timers.holdClock ?? {
+    now: () => timers.now(),
+    after: (delayMs, fn) => timers.at(timers.now() + delayMs, fn),
+  };
+
 /**
  * Runs one occurrence (for one tenant) under its lease: claim (a FAIL row is final: no retry),
  * hold from the claim, a fenced proof right before the handler starts, timeout, and finalization
@@ -183,12 +190,7 @@ export class OccurrenceRunner {
 
   /** The holder's clock: monotonic on system timers, the manual clock in tests. */
   get clock(): HoldClock {
-    return (
-      this.timers.holdClock ?? {
-        now: () => this.timers.now(),
-        after: (delayMs, fn) => this.timers.at(this.timers.now() + delayMs, fn),
-      }
-    );
+    return holdClockOf(this.timers);
   }
 
   /** Aborts every run, waits up to the grace, then gives back the leases still held. */
