@@ -1,6 +1,7 @@
 import { InvalidJobQueryOptionsError, JobRunsInspector, JobSchedulerService, JobSchedulerStatus, JobSchedulerType } from '../../src/features';
 import { StatementCounter } from '../support/statement-counter';
 import { createTestDatabase, type TestDatabase } from '../support/test-database';
+import { recordPruneBatches, restsAfterBatches } from '../support/prune-batches';
 
 let database: TestDatabase;
 let jobs: JobSchedulerService;
@@ -67,29 +68,14 @@ describe('prune', () => {
     for (let index = 0; index < 40; index++) await finished('paced', `old-${String(index).padStart(2, '0')}`, 'SUCCESS', 40);
     await finished('paced', 'recent', 'SUCCESS', 1);
     // Each prune statement takes at least 30 ms and leaves when it ran, by the database clock.
-    await database.sql(`
-      CREATE TABLE prune_batches (started timestamptz, ended timestamptz);
-      CREATE FUNCTION record_prune_batch() RETURNS trigger LANGUAGE plpgsql AS $$
-      BEGIN PERFORM pg_sleep(0.03); INSERT INTO prune_batches VALUES (statement_timestamp(), clock_timestamp()); RETURN NULL; END $$;
-      CREATE TRIGGER record_prune_batch AFTER DELETE ON "job-scheduler" FOR EACH STATEMENT EXECUTE FUNCTION record_prune_batch();`);
-    try {
-      expect(await jobs.prune({ olderThan: '30d', batchSize: 10, dutyCycle: 0.25 })).toBe(40);
-      const batches = await database.sql<{ startedMs: number; endedMs: number }>(
-        `SELECT extract(epoch FROM started) * 1000 AS "startedMs", extract(epoch FROM ended) * 1000 AS "endedMs" FROM prune_batches ORDER BY started`,
-      );
-      // Four full batches, then the one that comes back short (nothing left past the horizon).
-      expect(batches).toHaveLength(5);
-      for (let index = 1; index < batches.length; index++) {
-        const took = Number(batches[index - 1].endedMs) - Number(batches[index - 1].startedMs);
-        const rested = Number(batches[index].startedMs) - Number(batches[index - 1].endedMs);
-        // At 0.25 the rest is three times the batch as prune timed it (round trip included, so
-        // at least the server's part); 2 ms for timer rounding.
-        expect(rested).toBeGreaterThanOrEqual(3 * took - 2);
-      }
-      expect(await remaining()).toEqual(['paced/recent/SUCCESS']);
-    } finally {
-      await database.sql('DROP TRIGGER record_prune_batch ON "job-scheduler"; DROP FUNCTION record_prune_batch(); DROP TABLE prune_batches;');
-    }
+    const { result, batches } = await recordPruneBatches(database, () => jobs.prune({ olderThan: '30d', batchSize: 10, dutyCycle: 0.25 }));
+    expect(result).toBe(40);
+    // Four full batches, then the one that comes back short (nothing left past the horizon).
+    expect(batches).toHaveLength(5);
+    // At 0.25 the rest is three times the batch as prune timed it (round trip included, so at
+    // least the server's part); 2 ms for timer rounding.
+    for (const { took, rested } of restsAfterBatches(batches)) expect(rested).toBeGreaterThanOrEqual(3 * took - 2);
+    expect(await remaining()).toEqual(['paced/recent/SUCCESS']);
   });
 
   it('refuses bad options before any SQL', async () => {

@@ -2,6 +2,7 @@ import { InvalidJobSchedulerModuleOptionsError, JobRetention, JobSchedulerType, 
 import { sleep } from '../support/lease-nodes';
 import { type NestNode, startNestNode } from '../support/nest-node';
 import { createTestDatabase, type TestDatabase } from '../support/test-database';
+import { recordPruneBatches, restsAfterBatches } from '../support/prune-batches';
 
 let database: TestDatabase;
 const nodes: NestNode[] = [];
@@ -80,22 +81,8 @@ it("paces its batches by retention's dutyCycle: each rest at least three times i
      SELECT 'v2:paced-' || i, 'paced', 'SCHEDULE', 'SUCCESS', gen_random_uuid(), 'r' || i, 60000, 'seed', 1, now() - interval '10 days', now() - interval '10 days', now() - interval '10 days'
      FROM generate_series(1, 2500) AS i`,
   );
-  await database.sql(`
-    CREATE TABLE prune_batches (started timestamptz, ended timestamptz);
-    CREATE FUNCTION record_prune_batch() RETURNS trigger LANGUAGE plpgsql AS $$
-    BEGIN PERFORM pg_sleep(0.03); INSERT INTO prune_batches VALUES (statement_timestamp(), clock_timestamp()); RETURN NULL; END $$;
-    CREATE TRIGGER record_prune_batch AFTER DELETE ON "job-scheduler" FOR EACH STATEMENT EXECUTE FUNCTION record_prune_batch();`);
-  try {
-    expect(await node.app.get(JobRetention).runOnce(Date.UTC(2026, 0, 2))).toBe(2_500);
-    const batches = await database.sql<{ startedMs: number; endedMs: number }>(
-      `SELECT extract(epoch FROM started) * 1000 AS "startedMs", extract(epoch FROM ended) * 1000 AS "endedMs" FROM prune_batches ORDER BY started`,
-    );
-    expect(batches).toHaveLength(3);
-    for (let index = 1; index < batches.length; index++) {
-      const took = Number(batches[index - 1].endedMs) - Number(batches[index - 1].startedMs);
-      expect(Number(batches[index].startedMs) - Number(batches[index - 1].endedMs)).toBeGreaterThanOrEqual(3 * took - 2);
-    }
-  } finally {
-    await database.sql('DROP TRIGGER record_prune_batch ON "job-scheduler"; DROP FUNCTION record_prune_batch(); DROP TABLE prune_batches;');
-  }
+  const { result, batches } = await recordPruneBatches(database, () => node.app.get(JobRetention).runOnce(Date.UTC(2026, 0, 2)));
+  expect(result).toBe(2_500);
+  expect(batches).toHaveLength(3);
+  for (const { took, rested } of restsAfterBatches(batches)) expect(rested).toBeGreaterThanOrEqual(3 * took - 2);
 });
