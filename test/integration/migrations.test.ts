@@ -5,6 +5,7 @@ import { JobScheduler, JobSchedulerMigrations, JobSchedulerService, JobScheduler
 import { UpgradeJobSchedulerTableFrom111764547200001 } from '../../migrations/1764547200001-UpgradeJobSchedulerTableFrom11';
 import { buildLockKey } from '../../src/features/job-scheduler/job-identity';
 import { freshDatabasePerTest, type TestDatabase } from '../support/test-database';
+import { MIGRATION_NAMES } from '../support/migration-names';
 
 const fresh = freshDatabasePerTest();
 
@@ -65,17 +66,7 @@ const upgradingSql = (): string => {
 describe('migrations', () => {
   it('create the 2.0 schema from nothing', async () => {
     const database = await fresh(false);
-    expect(await migrate(database)).toEqual([
-      'CreateJobSchedulerTable1764547200000',
-      'UpgradeJobSchedulerTableFrom111764547200001',
-      'AddJobSchedulerCodeRunKeyIndex1764547200002',
-      'AddJobSchedulerFencingTokenSequence1764547200003',
-      'TuneJobSchedulerTableForChurn1764547200004',
-      'AddJobSchedulerAcquireFunction1764547200005',
-      'AddJobSchedulerRunningIndex1764547200006',
-      'CreateJobScheduleTable1764547200007',
-      'AddJobPauseTable1764547200008',
-    ]);
+    expect(await migrate(database)).toEqual(MIGRATION_NAMES);
     // The dynamic schedules' table, its version sequence and its indexes.
     const scheduleIndexes = await database.sql<{ indexname: string }>(`SELECT indexname FROM pg_indexes WHERE tablename = 'job-schedule' ORDER BY 1`);
     expect(scheduleIndexes.map((row) => row.indexname)).toEqual([

@@ -3,6 +3,7 @@ import { copyFileSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFile
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { createTestDatabase, type TestDatabase } from '../../support/test-database';
+import { MIGRATION_NAMES } from '../../support/migration-names';
 
 const root = resolve(__dirname, '../../..');
 const consumers = join(__dirname, 'consumers');
@@ -104,17 +105,7 @@ module.exports = new DataSource({
       const env = { ...process.env, DATABASE_URL: cliDatabase.url };
       execFileSync(process.execPath, [typeorm, 'migration:run', '-d', 'data-source.cjs'], { cwd: dir, env, stdio: 'pipe' });
       const ran = await cliDatabase.sql<{ name: string }>('SELECT name FROM migrations ORDER BY id');
-      expect(ran.map((row) => row.name)).toEqual([
-        'CreateJobSchedulerTable1764547200000',
-        'UpgradeJobSchedulerTableFrom111764547200001',
-        'AddJobSchedulerCodeRunKeyIndex1764547200002',
-        'AddJobSchedulerFencingTokenSequence1764547200003',
-        'TuneJobSchedulerTableForChurn1764547200004',
-        'AddJobSchedulerAcquireFunction1764547200005',
-        'AddJobSchedulerRunningIndex1764547200006',
-        'CreateJobScheduleTable1764547200007',
-        'AddJobPauseTable1764547200008',
-      ]);
+      expect(ran.map((row) => row.name)).toEqual(MIGRATION_NAMES);
       const show = execFileSync(process.execPath, [typeorm, 'migration:show', '-d', 'data-source.cjs'], { cwd: dir, env, encoding: 'utf8' });
       expect(show).toContain('[X]');
       expect(show).not.toContain('[ ]');
