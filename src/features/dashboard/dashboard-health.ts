@@ -1,4 +1,4 @@
-import type { RecentOccurrenceRow } from '../job-scheduler/operations/operations.sql';
+import type { RecentOccurrenceRow } from '../job-scheduler/operations/occurrence-history.sql';
 import { dueInstantOf } from '../scheduling/occurrence/occurrence-keys';
 
 /**

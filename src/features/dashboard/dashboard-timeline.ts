@@ -1,4 +1,4 @@
-import type { OccurrenceOutcome, OccurrenceRow } from '../job-scheduler/operations/operations.sql';
+import type { OccurrenceOutcome, OccurrenceRow } from '../job-scheduler/operations/occurrence-history.sql';
 import { dueInstantOf } from '../scheduling/occurrence/occurrence-keys';
 import type { DueSchedule } from '../scheduling/schedule/due-schedule';
 

@@ -5,7 +5,7 @@ import { LibraryLogger } from '../job-scheduler/log-text';
 import type { DueSchedule } from '../scheduling/schedule/due-schedule';
 import { JobRunsInspector } from '../job-scheduler/operations/job-runs.inspector';
 import type { JobRunFilter } from '../job-scheduler/operations/job-run.types';
-import type { RecentOccurrenceRow } from '../job-scheduler/operations/operations.sql';
+import type { RecentOccurrenceRow } from '../job-scheduler/operations/occurrence-history.sql';
 import { ScheduledJobsService } from '../scheduling/scheduled-jobs.service';
 import { dueInstantOf } from '../scheduling/occurrence/occurrence-keys';
 import { schedulingErrors } from '../scheduling/scheduling.errors';

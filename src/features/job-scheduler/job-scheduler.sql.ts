@@ -9,7 +9,8 @@ import type { JobLeaseDatabaseOperation } from './job-scheduler.errors';
  * both win stands beside each statement. Each operation is one statement, atomic in PostgreSQL
  * and judged by the database clock (CURRENT_TIMESTAMP), so node clocks never matter. Everything a
  * caller supplies travels as a parameter. The operators' reads and deletes (prune, inspection,
- * history, the dashboard's reads, the replication reading) are in operations/operations.sql.ts.
+ * the replication reading) are in operations/operations.sql.ts; the scheduler's history and the
+ * dashboard's reads of occurrences in operations/occurrence-history.sql.ts.
  */
 
 export interface SqlStatement {

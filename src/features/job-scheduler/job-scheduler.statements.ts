@@ -1,11 +1,13 @@
 import { createLeaseStatements, type LeaseStatements } from './job-scheduler.sql';
+import { createOccurrenceHistoryStatements, type OccurrenceHistoryStatements } from './operations/occurrence-history.sql';
 import { createOperationsStatements, type OperationsStatements } from './operations/operations.sql';
 
 /**
  * Every statement the executor runs on the lease table: those that decide who holds a run
- * (job-scheduler.sql.ts) and the operators' reads and deletes (operations/operations.sql.ts).
+ * (job-scheduler.sql.ts), the operators' reads and deletes (operations/operations.sql.ts) and the
+ * reads of recorded occurrences (operations/occurrence-history.sql.ts).
  */
-export interface JobSchedulerStatements extends LeaseStatements, OperationsStatements {}
+export interface JobSchedulerStatements extends LeaseStatements, OperationsStatements, OccurrenceHistoryStatements {}
 
 /** Builds the statements for one table. The texts are computed once; each call only binds values. */
 export const createJobSchedulerStatements = (
@@ -15,5 +17,6 @@ export const createJobSchedulerStatements = (
   acquireFunction?: string,
 ): JobSchedulerStatements => ({
   ...createOperationsStatements(table),
+  ...createOccurrenceHistoryStatements(table),
   ...createLeaseStatements(table, fencingTokenSequence, acquireFunction),
 });

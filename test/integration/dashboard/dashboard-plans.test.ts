@@ -1,5 +1,5 @@
 import { Client } from 'pg';
-import { createOperationsStatements } from '../../../src/features/job-scheduler/operations/operations.sql';
+import { createOccurrenceHistoryStatements } from '../../../src/features/job-scheduler/operations/occurrence-history.sql';
 import { createTestDatabase, type TestDatabase } from '../../support/test-database';
 
 let database: TestDatabase;
@@ -10,7 +10,7 @@ afterAll(async () => {
   await database.drop();
 });
 
-const statements = createOperationsStatements('"job-scheduler"');
+const statements = createOccurrenceHistoryStatements('"job-scheduler"');
 
 /** The plan PostgreSQL makes for the statement's first executions (a custom plan: the values are known). */
 const customPlanOf = async (statement: { text: string; values: unknown[] }, types: string[]): Promise<string> => {
