@@ -3,7 +3,7 @@ import { AheadClaims, scaledClaimAheadMs } from '../../../src/features/schedulin
 import type { OccurrenceRunner } from '../../../src/features/scheduling/occurrence/occurrence-runner';
 import { checkJobDeclaration } from '../../../src/features/scheduling/schedule/job-declaration';
 import { ManualTimers } from '../../../src/features/scheduling/testing/manual-timers';
-import type { JobAcquireOptions, JobAcquireResult } from '../../../src/features';
+import type { JobAcquireOptions, JobAcquireResult, JobLease } from '../../../src/features';
 import { FixedClock, InMemoryJobLease } from '../../../src/features/testing';
 
 const MINUTE = 60_000;
@@ -37,36 +37,52 @@ describe('the lead of claims ahead, unless the application sets claimAheadMs', (
   it.each([
     { scales: true, leadMs: 1_500 },
     { scales: false, leadMs: 1_000 },
-  ])('10,000 jobs due together (scales: $scales): claimed from $leadMs ms ahead, all within half of it', async ({ scales, leadMs }) => {
-    const manual = new ManualTimers(new FixedClock(0));
-    // Without observe(): the spread claims wait on these timers, which advance() fires in turn.
-    const timers = { now: () => manual.now(), at: (instant: number, fn: () => void) => manual.at(instant, fn) };
-    const lease = new CountingLease(manual.clock);
-    const engine = new JobScheduleEngine({ timers, lease, logger: silent, claimAheadMs: 1_000, claimAheadScales: scales, random: () => 0.5 });
-    const names = Array.from({ length: 10_000 }, (_, index) => `tenant.task-${index}`);
-    for (const name of names) engine.register({ declaration: checkJobDeclaration(name, { every: '1m' }), handler: () => undefined, enabled: true });
-    await engine.start();
+  ])(
+    '10,000 jobs due together (scales: $scales): claimed from $leadMs ms ahead, all within half of it; stopped before the instant, every claim is handed over unrun',
+    async ({ scales, leadMs }) => {
+      const manual = new ManualTimers(new FixedClock(0));
+      // Without observe(): the spread claims wait on these timers, which advance() fires in turn.
+      const timers = { now: () => manual.now(), at: (instant: number, fn: () => void) => manual.at(instant, fn) };
+      const lease = new CountingLease(manual.clock);
+      const engine = new JobScheduleEngine({ timers, lease, logger: silent, claimAheadMs: 1_000, claimAheadScales: scales, random: () => 0.5 });
+      const names = Array.from({ length: 10_000 }, (_, index) => `tenant.task-${index}`);
+      let started = 0;
+      for (const name of names) engine.register({ declaration: checkJobDeclaration(name, { every: '1m' }), handler: () => void started++, enabled: true });
+      await engine.start();
 
-    await manual.advance(MINUTE - leadMs - 50);
-    expect(lease.claimed).toBe(0);
-    // The first statements go out at the lead (for the scaled lead, before 59 s: the unscaled one's).
-    await manual.advance(100);
-    await new Promise((resolve) => setImmediate(resolve));
-    expect(lease.claimed).toBeGreaterThan(0);
-    await manual.advance(leadMs / 2);
-    await new Promise((resolve) => setImmediate(resolve));
-    expect(lease.claimed).toBe(names.length);
-    await engine.stop();
-  });
+      await manual.advance(MINUTE - leadMs - 50);
+      expect(lease.claimed).toBe(0);
+      // The first statements go out at the lead (for the scaled lead, before 59 s: the unscaled one's).
+      await manual.advance(100);
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(lease.claimed).toBeGreaterThan(0);
+      await manual.advance(leadMs / 2);
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(lease.claimed).toBe(names.length);
+      // Stopped within the lead, before the instant: nothing runs here, every claim goes back to the fleet.
+      await engine.stop();
+      expect(lease.handedOver).toBe(names.length);
+      await manual.advance(MINUTE);
+      expect(started).toBe(0);
+    },
+  );
 });
 
-/** Counts the runs it lets acquire (statusOf reads every row: 10,000 of them, 10,000 times, is too slow). */
+/** Counts the runs it lets acquire and hands over (statusOf reads every row: 10,000 of them, 10,000 times, is too slow). */
 class CountingLease extends InMemoryJobLease {
   claimed = 0;
 
   override async acquireMany(runs: readonly JobAcquireOptions[]): Promise<JobAcquireResult[]> {
     const results = await super.acquireMany(runs);
     this.claimed += results.filter((result) => result.acquired).length;
+    return results;
+  }
+
+  handedOver = 0;
+
+  override async expireMany(leases: readonly JobLease[]): Promise<boolean[]> {
+    const results = await super.expireMany(leases);
+    this.handedOver += results.filter(Boolean).length;
     return results;
   }
 }
