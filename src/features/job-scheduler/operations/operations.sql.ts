@@ -98,22 +98,37 @@ SELECT pg_is_in_recovery() AS "inRecovery",
   // stepping back could only delay a deletion) but lets IDX_job_scheduler_created_at find the old rows: "modifiedAt" changes on every heartbeat and
   // complete, and an index on it would cost those updates their HOT path. Planned for its values
   // each time (planEachTime): a cached generic plan does not see the cutoff and scans the table.
-  const pruneCutoff = `CURRENT_TIMESTAMP - $3::bigint * INTERVAL '1 millisecond'`;
-  const pruneText = `
+  // The status and type conditions are written as literals, one text per shape (validated
+  // values only): compared as text ("status"::text = ANY($1)), the planner had no statistics,
+  // expected about 1% of the rows past the cutoff and read them all by bitmap for each batch (a
+  // batch's cost grew with the backlog). In "createdAt" order the batch is the oldest rows, read
+  // from IDX_job_scheduler_created_at until the batch is full.
+  const pruneCutoff = `CURRENT_TIMESTAMP - $1::bigint * INTERVAL '1 millisecond'`;
+  const pruneTexts = new Map<string, string>();
+  const pruneText = (p: PruneParameters): string => {
+    const statuses = p.statuses.length > 1 ? `"status" <> 'RUNNING'` : p.statuses[0] === 'FAIL' ? `"status" = 'FAIL'` : `"status" = 'SUCCESS'`;
+    const type = p.type === null ? '' : p.type === 'INITIAL' ? `\n    AND "type" = 'INITIAL'` : `\n    AND "type" = 'SCHEDULE'`;
+    const shape = statuses + type;
+    let text = pruneTexts.get(shape);
+    if (text === undefined) {
+      text = `
 WITH doomed AS (
   SELECT "id" FROM ${table}
-  WHERE "status" <> 'RUNNING'
-    AND "status"::text = ANY($1::text[])
-    AND ($2::text IS NULL OR "type"::text = $2::text)
+  WHERE ${statuses}${type}
     AND "createdAt" < ${pruneCutoff}
     AND "modifiedAt" < ${pruneCutoff}
-    AND ($4::boolean OR NOT ("type" = 'INITIAL' AND "status" = 'SUCCESS'))
-    AND ($6::text[] IS NULL OR "code" = ANY($6::text[]))
-  LIMIT $5
+    AND ($2::boolean OR NOT ("type" = 'INITIAL' AND "status" = 'SUCCESS'))
+    AND ($4::text[] IS NULL OR "code" = ANY($4::text[]))
+  ORDER BY "createdAt"
+  LIMIT $3
   FOR UPDATE SKIP LOCKED
 )
 DELETE FROM ${table} AS t USING doomed WHERE t."id" = doomed."id"
 RETURNING t."id"`.trim();
+      pruneTexts.set(shape, text);
+    }
+    return text;
+  };
 
   // Inspection reads every column but the owner token, which is a secret capability.
   const runColumns = `"id", "lockKey", "code", "name", "type"::text AS "type", "status"::text AS "status", "runKey",
@@ -188,8 +203,8 @@ LIMIT ${parameter()}`;
     replication: () => ({ text: replicationText, values: [], operation: 'replication-check' }),
     estimatedRows: () => ({ text: estimatedRowsText, values: [], operation: 'inspect' }),
     prune: (p) => ({
-      text: pruneText,
-      values: [p.statuses, p.type, p.olderThanMs, p.includeRunOnceSuccess, p.batchSize, p.codes],
+      text: pruneText(p),
+      values: [p.olderThanMs, p.includeRunOnceSuccess, p.batchSize, p.codes],
       operation: 'prune',
       planEachTime: true,
     }),
