@@ -1,5 +1,5 @@
 import { DeclarationError } from '../../../src/features';
-import { checkScheduleInput, declarationOfSchedule } from '../../../src/features/scheduling/dynamic/dynamic-schedule-input';
+import { checkScheduleInput, type DeclarationMemo, declarationOfSchedule } from '../../../src/features/scheduling/dynamic/dynamic-schedule-input';
 import type { ScheduleRow } from '../../../src/features/scheduling/dynamic/dynamic-schedule.sql';
 import { occurrenceOfRunKey, runKeyOf, scheduleRunKeyPrefix } from '../../../src/features/scheduling/occurrence/occurrence-keys';
 
@@ -81,5 +81,34 @@ describe('a dynamic schedule', () => {
       for (const other of keys.filter((_, otherIndex) => otherIndex !== index)) expect(other.startsWith(scheduleRunKeyPrefix(id))).toBe(false);
     }
     expect(runKeyOf({ scheduleId: 'a b' }, 0, undefined, { correlationId: 'c' })).toBe('run-now 1970-01-01T00:00:00.000Z c schedule=a%20b');
+  });
+
+  it('read many at once, shares one checked declaration per shape, never across shapes, and never remembers a failure', () => {
+    const memo: DeclarationMemo = new Map();
+    const first = declarationOfSchedule(row({ id: 'a', everyMs: '60000', tenantId: '1', data: { n: 1 } }), memo);
+    const second = declarationOfSchedule(row({ id: 'b', everyMs: '60000', tenantId: '2', data: { n: 2 } }), memo);
+    expect(second.schedule).toBe(first.schedule);
+    expect(first.dynamicSchedule).toEqual({ id: 'a', data: { n: 1 }, tenantId: '1' });
+    expect(second.dynamicSchedule).toEqual({ id: 'b', data: { n: 2 }, tenantId: '2' });
+    // Any field of the shape apart: its own declaration, as without the memo.
+    const shapes: Array<Partial<ScheduleRow>> = [
+      { everyMs: '30000' },
+      { handler: 'reports.other-report' },
+      { overlap: 'queue' },
+      { missed: 'run-once' },
+      { timeoutMs: 5_000 },
+      { leaseMs: 9_000 },
+      { everyMs: null, cron: '* * * * *' },
+      { everyMs: null, cron: '* * * * *', timeZone: 'Europe/Paris' },
+    ];
+    for (const shape of shapes) {
+      const declared = declarationOfSchedule(row({ id: 'c', everyMs: '60000', ...shape }), memo);
+      expect(declared).toEqual(declarationOfSchedule(row({ id: 'c', everyMs: '60000', ...shape })));
+      expect(declared.schedule).not.toBe(first.schedule);
+    }
+    // An invalid row throws each time (nothing kept for it).
+    for (let attempt = 0; attempt < 2; attempt++) {
+      expect(() => declarationOfSchedule(row({ id: 'd', everyMs: String(Number.MAX_SAFE_INTEGER) }), memo)).toThrow(DeclarationError);
+    }
   });
 });

@@ -39,11 +39,27 @@ const declarationOptions = (row: ScheduleRow): ScheduledJobOptions => ({
   ...(row.leaseMs === null ? {} : { leaseMs: row.leaseMs }),
 });
 
+/**
+ * Checked declarations by the fields they are made of (handler, schedule, policies), for the rows
+ * of one read: 100,000 schedules at boot are mostly a few shapes, each checked and compiled once
+ * (its compiled schedule shared: it holds no state of a run). Valid for one read only: whether a
+ * cron still has an instant ahead depends on when it is checked.
+ */
+export type DeclarationMemo = Map<string, Omit<JobDeclaration, 'dynamicSchedule'>>;
+
+const shapeOf = (row: ScheduleRow): string =>
+  `${row.handler}\u0000${row.cron}\u0000${row.everyMs}\u0000${row.timeZone}\u0000${row.overlap}\u0000${row.missed}\u0000${row.timeoutMs}\u0000${row.leaseMs}`;
+
 /** The declaration the scheduler runs a stored schedule by. Throws DeclarationError (a row no longer valid here). */
-export const declarationOfSchedule = (row: ScheduleRow): JobDeclaration => ({
-  ...checkJobDeclaration(row.handler, declarationOptions(row)),
-  dynamicSchedule: { id: row.id, data: row.data ?? null, ...(row.tenantId === null ? {} : { tenantId: row.tenantId }) },
-});
+export const declarationOfSchedule = (row: ScheduleRow, memo?: DeclarationMemo): JobDeclaration => {
+  const shape = memo && shapeOf(row);
+  let checked = shape === undefined ? undefined : memo?.get(shape);
+  if (checked === undefined) {
+    checked = checkJobDeclaration(row.handler, declarationOptions(row));
+    if (shape !== undefined) memo?.set(shape, checked);
+  }
+  return { ...checked, dynamicSchedule: { id: row.id, data: row.data ?? null, ...(row.tenantId === null ? {} : { tenantId: row.tenantId }) } };
+};
 
 /**
  * Checks an upsert as a declaration is checked (id, handler, schedule, time zone, policies, data,

@@ -16,7 +16,7 @@ import { systemTimers } from '../scheduler-ports';
 import { schedulingErrors } from '../scheduling.errors';
 import type { JobRunListener, JobRunRecord } from '../scheduling.types';
 import { checkScheduleInputs, chunkScheduleRows } from './dynamic-schedule-batch';
-import { checkScheduleId, checkScheduleInput, viewOfSchedule } from './dynamic-schedule-input';
+import { checkScheduleId, checkScheduleInput, type DeclarationMemo, viewOfSchedule } from './dynamic-schedule-input';
 import { dynamicScheduleHistory } from './dynamic-schedule-history';
 import { DynamicScheduleStore } from './dynamic-schedule.store';
 import type {
@@ -136,9 +136,10 @@ export class DynamicSchedules implements OnModuleInit, OnApplicationBootstrap, B
   async upsertMany(inputs: readonly DynamicScheduleInput[]): Promise<DynamicScheduleView[]> {
     const rows = checkScheduleInputs(inputs, (name) => this.handlers.has(name));
     const stored = new Map<string, DynamicScheduleView>();
+    const memo: DeclarationMemo = new Map();
     for (const chunk of chunkScheduleRows(rows)) {
       for (const row of await this.store.upsertMany(chunk)) {
-        if (this.options.start !== false) await this.sync.apply({ ...row, removed: false });
+        if (this.options.start !== false) await this.sync.apply({ ...row, removed: false }, memo);
         stored.set(row.id, viewOfSchedule(row));
       }
     }

@@ -1,7 +1,7 @@
 import type { JobScheduleEngine } from '../job-schedule-engine';
 import type { JobHandler } from '../occurrence/occurrence-runner';
 import type { SchedulerLogger, SchedulerTimers } from '../scheduler-ports';
-import { declarationOfSchedule } from './dynamic-schedule-input';
+import { type DeclarationMemo, declarationOfSchedule } from './dynamic-schedule-input';
 import { TOMBSTONE_RETENTION_MS, type StoredScheduleRow } from './dynamic-schedule.sql';
 import type { DynamicScheduleStore } from './dynamic-schedule.store';
 import { PeriodicTask } from '../timers/periodic-task';
@@ -25,6 +25,8 @@ export type ScheduleChange = Pick<StoredScheduleRow, 'id' | 'version'> & ({ remo
 export class ScheduleSync {
   /** The greatest version this instance has read in order (the polls go on from it); it never goes back. */
   private version = '0';
+  /** The same, as a number (compared with each row read). */
+  private versionNumber = 0n;
   /** Per live schedule (run here or not), the version last applied: an older row (a poll behind a local write) is ignored. */
   private readonly applied = new Map<string, bigint>();
   /** Per removed schedule, its removal's version, until the polls have read past it. */
@@ -55,8 +57,9 @@ export class ScheduleSync {
   async load(): Promise<number> {
     const version = await this.store.currentVersion();
     let loaded = 0;
+    const memo: DeclarationMemo = new Map();
     await this.forEachLive(async (row) => {
-      if (await this.apply(row)) loaded++;
+      if (await this.apply(row, memo)) loaded++;
     });
     // Only now: until then no version is "read past", and every row listed applies.
     this.readUpTo(version);
@@ -83,10 +86,11 @@ export class ScheduleSync {
   async poll(): Promise<void> {
     // Tombstones stay TOMBSTONE_RETENTION_MS: an instance that could not read for half of that reloads everything.
     if (this.timers.now() - this.lastPolledAt > TOMBSTONE_RETENTION_MS / 2) return this.reload();
+    const memo: DeclarationMemo = new Map();
     for (;;) {
       const rows = await this.store.changesSince(this.version, PAGE);
       for (const row of rows) {
-        await this.apply(row);
+        await this.apply(row, memo);
         this.readUpTo(row.version);
       }
       this.forgetPassedRemovals();
@@ -99,13 +103,13 @@ export class ScheduleSync {
    * Applies one schedule's state if it is newer than what this instance applied: runs it (or
    * keeps it without timers when disabled), changes it, or forgets it. True if it now runs here.
    */
-  async apply(change: ScheduleChange): Promise<boolean> {
+  async apply(change: ScheduleChange, memo?: DeclarationMemo): Promise<boolean> {
     const version = BigInt(change.version);
     const previous = this.applied.get(change.id) ?? this.tombstones.get(change.id);
-    if (previous === undefined ? version <= BigInt(this.version) : previous >= version) return false;
+    if (previous === undefined ? version <= this.versionNumber : previous >= version) return false;
     if (change.removed) {
       this.applied.delete(change.id);
-      if (version > BigInt(this.version)) this.tombstones.set(change.id, version);
+      if (version > this.versionNumber) this.tombstones.set(change.id, version);
       else this.tombstones.delete(change.id);
       this.engine.remove(change.id);
       return false;
@@ -125,7 +129,7 @@ export class ScheduleSync {
       return false;
     }
     try {
-      await this.engine.upsert({ declaration: declarationOfSchedule(row), handler, enabled: row.enabled });
+      await this.engine.upsert({ declaration: declarationOfSchedule(row, memo), handler, enabled: row.enabled });
     } catch (error) {
       this.engine.remove(row.id);
       this.logger.warn(`Schedule ${row.id} is not run by this instance: ${String(error)}`);
@@ -138,9 +142,10 @@ export class ScheduleSync {
   private async reload(): Promise<void> {
     const version = await this.store.currentVersion();
     const live = new Set<string>();
+    const memo: DeclarationMemo = new Map();
     await this.forEachLive(async (row) => {
       live.add(row.id);
-      await this.apply(row);
+      await this.apply(row, memo);
     });
     // Gone before `version` (their tombstones may be purged: no poll would tell). A schedule
     // written here after it stays: the list may have passed its id before it came.
@@ -155,12 +160,16 @@ export class ScheduleSync {
 
   /** Every change up to `version` has been read: the polls go on from there (the cursor never goes back). */
   private readUpTo(version: string): void {
-    if (BigInt(version) > BigInt(this.version)) this.version = version;
+    const number = BigInt(version);
+    if (number > this.versionNumber) {
+      this.version = version;
+      this.versionNumber = number;
+    }
   }
 
   /** Removals at or below the cursor: no read returns an older state of those ids any more. */
   private forgetPassedRemovals(): void {
-    const upTo = BigInt(this.version);
+    const upTo = this.versionNumber;
     for (const [id, removedAt] of this.tombstones) if (removedAt <= upTo) this.tombstones.delete(id);
   }
 
