@@ -19,7 +19,10 @@ const fieldsOf = (run: RunDetail): Array<[string, string | null]> => [
   ['Lease', run.leaseMs === null ? null : run.leaseMs + ' ms'],
   ['Due', run.dueAt === null ? null : when(run.dueAt)],
   ['Claimed (lease acquired)', when(run.claimedAt)],
-  ['Started (handler)', run.startedAt ? when(run.startedAt) : run.finishedAt ? 'not recorded (no handlerMs in its data)' : null],
+  [
+    'Started (handler)',
+    run.startedAt ? when(run.startedAt) : run.finishedAt ? 'not recorded (its data has no handlerMs: ended unrun, or not run by the scheduler)' : null,
+  ],
   ['Finished', when(run.finishedAt)],
   ['Handler ran', run.startedAt && run.finishedAt ? age(Date.parse(run.finishedAt) - Date.parse(run.startedAt)) : null],
   ['Claim to finish', run.claimedAt && run.finishedAt ? age(Date.parse(run.finishedAt) - Date.parse(run.claimedAt)) : null],
