@@ -10,6 +10,7 @@ export type {
   JobFinalizeOptions,
   JobLease,
   JobLeaseHold,
+  JobLeaseWithData,
   RunExclusiveResult,
 } from './job-scheduler/job-scheduler.types';
 export { DEFAULT_HEARTBEAT_MS, DEFAULT_LEASE_MS } from './job-scheduler/job-scheduler.constants';

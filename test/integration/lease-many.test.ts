@@ -64,4 +64,37 @@ describe('leases finalized or given up many at a time', () => {
     expect((await rowsOf('many.finalize')).map(({ status }) => status)).toEqual(['SUCCESS', 'SUCCESS', 'FAIL', 'FAIL']);
     expect(await holder.expireMany(leases)).toEqual([false, false, false, false]);
   });
+
+  it("completeMany gives each row the lease's own data where it carries one, else the call's, in one statement", async () => {
+    const leases = (await holder.acquireBatch({ code: 'many.own-data', runKeys: ['a', 'b', 'c', 'd'], leaseMs: 600_000 })).map(held);
+    const forged = { id: leases[3].id, ownerToken: '00000000-0000-4000-8000-000000000000', data: { handlerMs: 4 } };
+    counter.reset();
+    const applied = await holder.completeMany(
+      [
+        { id: leases[0].id, ownerToken: leases[0].ownerToken, data: { handlerMs: 1 } },
+        { id: leases[1].id, ownerToken: leases[1].ownerToken, data: { handlerMs: 2, note: 'it\'s "quoted", {braced} \\ and, comma\'d' } },
+        leases[2],
+        forged,
+      ],
+      { shared: true },
+    );
+    expect(applied).toEqual([true, true, true, false]);
+    expect(counter.statements.filter((text) => text.includes(`SET "status" = 'SUCCESS'`))).toHaveLength(1);
+    const rows = await database.sql<{ runKey: string; status: string; data: unknown; finished: string }>(
+      `SELECT "runKey", status::text AS status, data, "finishedAt"::text AS finished FROM "job-scheduler" WHERE code = 'many.own-data' ORDER BY "runKey"`,
+    );
+    expect(rows.map(({ runKey, status, data }) => [runKey, status, data])).toEqual([
+      ['a', 'SUCCESS', { handlerMs: 1 }],
+      ['b', 'SUCCESS', { handlerMs: 2, note: 'it\'s "quoted", {braced} \\ and, comma\'d' }],
+      ['c', 'SUCCESS', { shared: true }],
+      ['d', 'RUNNING', null],
+    ]);
+    expect(new Set(rows.slice(0, 3).map((row) => row.finished)).size).toBe(1);
+    // A row's data is checked before any statement, as complete's is.
+    const more = (await holder.acquireBatch({ code: 'many.own-data', runKeys: ['e'], leaseMs: 600_000 })).map(held);
+    await expect(holder.completeMany([{ ...more[0], data: { bad: 1n } }])).rejects.toThrow(/JSON/);
+    expect(await holder.failMany([{ id: more[0].id, ownerToken: more[0].ownerToken, data: { handlerMs: 5, error: { name: 'Error', message: 'x' } } }])).toEqual(
+      [true],
+    );
+  });
 });

@@ -38,11 +38,12 @@ export interface DashboardRunSummary {
   ownerId: string | null;
   createdAt: string;
   /**
-   * When the lease was claimed (the table's startedAt, written by the acquire). The handler
-   * starts after it, at or after the due instant; its own start is not recorded.
+   * When the handler started: the run's finishedAt minus the handler's run time its scheduler
+   * recorded (data.handlerMs), both on the database's clock. Null while it runs, and for a run
+   * that recorded none (a lease used by hand, a run finished before 2.0's handlerMs).
    */
   startedAt: string | null;
-  /** The same instant as startedAt, under its true name. */
+  /** When the lease was claimed (the table's startedAt, written by the acquire): before the handler starts, possibly before the due instant. */
   claimedAt: string | null;
   /** The due instant of a scheduled occurrence, or the instant a "run now" was asked; null for other keys. */
   dueAt: string | null;
@@ -83,6 +84,13 @@ export const dueAtOf = (runKey: string | null): string | null => {
   return match ? match[1] : null;
 };
 
+/** The handler's start: finishedAt - data.handlerMs (the scheduler's record of how long the handler ran), else null. */
+export const handlerStartOf = (run: Pick<JobRunView, 'finishedAt' | 'data'>): string | null => {
+  const handlerMs = field(run.data, 'handlerMs');
+  if (run.finishedAt === null || typeof handlerMs !== 'number' || !Number.isFinite(handlerMs) || handlerMs < 0) return null;
+  return new Date(run.finishedAt.getTime() - handlerMs).toISOString();
+};
+
 const failureOf = (run: JobRunView): { outcome: string | null; error: unknown; message: string | null } => {
   if (run.status !== JobSchedulerStatus.FAIL) return { outcome: null, error: null, message: null };
   const outcome = field(run.data, 'outcome');
@@ -102,7 +110,7 @@ export const runSummary = (run: JobRunView): DashboardRunSummary => ({
   fencingToken: run.fencingToken,
   ownerId: run.ownerId,
   createdAt: run.createdAt.toISOString(),
-  startedAt: iso(run.startedAt),
+  startedAt: handlerStartOf(run),
   claimedAt: iso(run.startedAt),
   dueAt: dueAtOf(run.runKey),
   finishedAt: iso(run.finishedAt),

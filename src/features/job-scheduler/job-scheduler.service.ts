@@ -24,6 +24,7 @@ import type {
   JobFinalizeOptions,
   JobLease,
   JobLeaseHold,
+  JobLeaseWithData,
   RunExclusiveResult,
 } from './job-scheduler.types';
 import { resolvePruneOptions } from './operations/job-run-arguments';
@@ -40,6 +41,7 @@ import {
   resolveBatchAcquireRequests,
   resolveManyAcquireRequests,
 } from './lease-batch-acquire';
+import { ownValue } from './job-identity';
 import { checkFinalizeAgain, checkJobLease, checkStatementTimeout, resolveAcquireRequest, serializeJobData } from './lease-arguments';
 import { monotonicNow } from './run/lease-deadline';
 import type { JobSchedulerDatabase } from './lease-database';
@@ -226,14 +228,18 @@ export class JobSchedulerService implements OnModuleInit, OnApplicationBootstrap
 
   /**
    * fail for many leases in one statement per 1,000 (each fenced on its own id and owner token, as
-   * fail is): whether each applied, in order. For a scheduler giving back many runs at once.
+   * fail is): whether each applied, in order. Each row gets `data`, or the lease's own `data` where
+   * it carries one. For a scheduler giving back many runs at once.
    */
-  failMany(leases: readonly JobLease[], data?: unknown): Promise<boolean[]> {
+  failMany(leases: readonly JobLeaseWithData[], data?: unknown): Promise<boolean[]> {
     return this.finalizeMany('FAIL', leases, data);
   }
 
-  /** complete for many leases, as failMany: for a scheduler completing the runs that ended together. */
-  completeMany(leases: readonly JobLease[], data?: unknown): Promise<boolean[]> {
+  /**
+   * complete for many leases, as failMany (a lease's own `data` in place of `data`): for a
+   * scheduler completing the runs that ended together, each with its handler's run time.
+   */
+  completeMany(leases: readonly JobLeaseWithData[], data?: unknown): Promise<boolean[]> {
     return this.finalizeMany('SUCCESS', leases, data);
   }
 
@@ -480,16 +486,27 @@ export class JobSchedulerService implements OnModuleInit, OnApplicationBootstrap
     if (status.risk !== null) throw replicationErrors.unsafe(status.risk);
   }
 
-  private finalizeMany(status: 'SUCCESS' | 'FAIL', leases: readonly JobLease[], data: unknown): Promise<boolean[]> {
-    const json = serializeJobData(data);
-    return this.appliedPerChunk(leases, (ids, ownerTokens) => this.statements.finalizeMany(status, ids, ownerTokens, json));
+  private async finalizeMany(status: 'SUCCESS' | 'FAIL', leases: readonly JobLeaseWithData[], data: unknown): Promise<boolean[]> {
+    const shared = serializeJobData(data);
+    // Every lease and every row's data checked before any statement.
+    const json = leases.map((lease) => {
+      const own = typeof lease === 'object' && lease !== null ? ownValue(lease, 'data') : undefined;
+      return own === undefined ? shared : serializeJobData(own);
+    });
+    return this.appliedPerChunk(leases, (ids, ownerTokens, start) =>
+      this.statements.finalizeMany(status, ids, ownerTokens, json.slice(start, start + ids.length)),
+    );
   }
 
   /**
    * A fenced statement over many leases, one per 1,000 (`statementOf` gets their ids and owner
-   * tokens, and returns the ids it applied to): whether each lease applied, in order.
+   * tokens and the index of the first, and returns the ids it applied to): whether each lease
+   * applied, in order.
    */
-  private async appliedPerChunk(leases: readonly JobLease[], statementOf: (ids: string[], ownerTokens: string[]) => SqlStatement): Promise<boolean[]> {
+  private async appliedPerChunk(
+    leases: readonly JobLease[],
+    statementOf: (ids: string[], ownerTokens: string[], start: number) => SqlStatement,
+  ): Promise<boolean[]> {
     const checked = leases.map((lease) => checkJobLease(lease));
     const applied = new Set<string>();
     for (let start = 0; start < checked.length; start += 1_000) {
@@ -497,6 +514,7 @@ export class JobSchedulerService implements OnModuleInit, OnApplicationBootstrap
       const statement = statementOf(
         chunk.map((lease) => lease.id),
         chunk.map((lease) => lease.ownerToken),
+        start,
       );
       for (const row of await this.execute<{ id: string }>(statement)) applied.add(row.id);
     }

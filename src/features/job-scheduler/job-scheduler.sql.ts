@@ -153,8 +153,11 @@ export interface LeaseStatements {
   heartbeat(id: string, ownerToken: string): SqlStatement;
   complete(id: string, ownerToken: string, data: string | null): SqlStatement;
   fail(id: string, ownerToken: string, data: string | null): SqlStatement;
-  /** complete or fail for many leases of this node at once (each fenced on its own id and token): rows `{ id }` of those that applied. */
-  finalizeMany(status: 'SUCCESS' | 'FAIL', ids: readonly string[], ownerTokens: readonly string[], data: string | null): SqlStatement;
+  /**
+   * complete or fail for many leases of this node at once (each fenced on its own id and token),
+   * each with its own data (JSON text or null, one per id): rows `{ id }` of those that applied.
+   */
+  finalizeMany(status: 'SUCCESS' | 'FAIL', ids: readonly string[], ownerTokens: readonly string[], data: readonly (string | null)[]): SqlStatement;
   /** Ends the leases of these owned RUNNING rows now, leaving them RUNNING (for a take-over elsewhere). */
   expireMany(ids: readonly string[], ownerTokens: readonly string[], fallbackLeaseMs: number): SqlStatement;
   /** complete, also "applied" when this owner already completed the run (a retry whose first reply was lost). */
@@ -350,10 +353,15 @@ FROM unnest($1::uuid[], $2::uuid[]) AS given("id", "ownerToken")
 WHERE t."id" = given."id" AND t."ownerToken" = given."ownerToken" AND t."status" = 'RUNNING'
 RETURNING t."id"`.trim();
   // complete / fail for many leases (a scheduler completing the runs that ended together, or
-  // giving back the occurrences it claimed ahead).
+  // giving back the occurrences it claimed ahead), each row with its own data ($3, JSON text or
+  // NULL beside its id and token: the scheduler records each run's handlerMs), each fenced as above.
   const finalizeManyText = (status: 'SUCCESS' | 'FAIL'): string =>
-    ownedManyText(`"status" = '${status}', "data" = $3::jsonb,
-  "finishedAt" = CURRENT_TIMESTAMP, "modifiedAt" = CURRENT_TIMESTAMP`);
+    `
+UPDATE ${table} AS t SET "status" = '${status}', "data" = given."data"::jsonb,
+  "finishedAt" = CURRENT_TIMESTAMP, "modifiedAt" = CURRENT_TIMESTAMP
+FROM unnest($1::uuid[], $2::uuid[], $3::text[]) AS given("id", "ownerToken", "data")
+WHERE t."id" = given."id" AND t."ownerToken" = given."ownerToken" AND t."status" = 'RUNNING'
+RETURNING t."id"`.trim();
   const completeManyText = finalizeManyText('SUCCESS');
   const failManyText = finalizeManyText('FAIL');
   // Gives leases up unfinished: each row stays RUNNING with its lease run out (by the database

@@ -36,6 +36,15 @@ export interface JobLease {
   ownerToken: string;
 }
 
+/**
+ * A lease given to completeMany / failMany with data of its own: its row gets `data` instead of
+ * the call's (undefined: the call's). The scheduler completes the runs that ended together so,
+ * each with its handler's run time.
+ */
+export interface JobLeaseWithData extends JobLease {
+  data?: unknown;
+}
+
 /** Options of complete and fail. */
 export interface JobFinalizeOptions {
   /**

@@ -1,4 +1,11 @@
-import type { JobAcquireOptions, JobAcquireResult, JobBatchAcquireOptions, JobFinalizeOptions, JobLease } from '../job-scheduler/job-scheduler.types';
+import type {
+  JobAcquireOptions,
+  JobAcquireResult,
+  JobBatchAcquireOptions,
+  JobFinalizeOptions,
+  JobLease,
+  JobLeaseWithData,
+} from '../job-scheduler/job-scheduler.types';
 import type { HoldClock } from '../job-scheduler/run/lease-hold';
 import type { InstantTimers } from '../job-scheduler/system-timers';
 import type { JobRunRecord } from './scheduling.types';
@@ -61,8 +68,11 @@ export interface SchedulerLease {
   fail(lease: JobLease, data?: unknown, options?: JobFinalizeOptions): Promise<boolean>;
   /** fail for many leases in few statements, whether each applied. Optional: without it, one fail each. */
   failMany?(leases: readonly JobLease[], data?: unknown): Promise<boolean[]>;
-  /** complete for many leases in few statements. Optional: without it, one complete each. */
-  completeMany?(leases: readonly JobLease[], data?: unknown): Promise<boolean[]>;
+  /**
+   * complete for many leases in few statements, a lease's own `data` in place of `data` (the
+   * scheduler's runs each record their handler's run time). Optional: without it, one complete each.
+   */
+  completeMany?(leases: readonly JobLeaseWithData[], data?: unknown): Promise<boolean[]>;
   /** Leases given up unfinished, left RUNNING with their lease run out: taken over elsewhere (JobSchedulerService.expireMany). */
   expireMany?(leases: readonly JobLease[]): Promise<boolean[]>;
 }

@@ -55,7 +55,12 @@ describe.each([
     await database.sql('DELETE FROM "job-scheduler-pause"');
     seeded = await seedRuns(database, [
       { code: 'reports.hourly-digest', runKey: hourAgo(1), status: 'SUCCESS' },
-      { code: 'reports.hourly-digest', runKey: hourAgo(2), status: 'FAIL', data: { error: { name: 'Error', message: 'ledger <locked> & "busy"' } } },
+      {
+        code: 'reports.hourly-digest',
+        runKey: hourAgo(2),
+        status: 'FAIL',
+        data: { error: { name: 'Error', message: 'ledger <locked> & "busy"' }, handlerMs: 1500 },
+      },
       { code: 'reports.hourly-digest', runKey: hourAgo(3), status: 'FAIL', data: { outcome: 'missed', missed: 1 } },
       { code: 'reports.hourly-digest', runKey: hourAgo(4), status: 'SUCCESS', attempts: 2 },
       // hours 5 and 6: nothing recorded (a gap)
@@ -233,7 +238,7 @@ describe.each([
     expect((await get('/api/runs/00000000-0000-4000-8000-000000000000')).status).toBe(404);
   });
 
-  it("shows a failed run's error as its error, the due instant and the claim apart (the handler's start is not recorded)", async () => {
+  it("shows a failed run's error as its error, the due instant, the claim and the handler's start apart", async () => {
     const detail = await get(`/api/runs/${seeded[1].id}`);
     expect(detail.json).toMatchObject({
       error: { name: 'Error', message: 'ledger <locked> & "busy"' },
@@ -242,12 +247,17 @@ describe.each([
       dueAt: hourAgo(2),
       outcome: null,
     });
-    const body = detail.json as { claimedAt: string; startedAt: string };
-    expect(body.claimedAt).toBe(body.startedAt);
+    // Started: the handler's start, finishedAt - data.handlerMs (the claim is seeded a minute before the finish).
+    const body = detail.json as { claimedAt: string; startedAt: string; finishedAt: string };
+    expect(Date.parse(body.finishedAt) - Date.parse(body.startedAt)).toBe(1500);
+    expect(Date.parse(body.startedAt) - Date.parse(body.claimedAt)).toBe(58_500);
     const missed = await get(`/api/runs/${seeded[2].id}`);
     expect(missed.json).toMatchObject({ outcome: 'missed', dueAt: hourAgo(3), error: { outcome: 'missed', missed: 1 } });
+    // A run that recorded no handlerMs: its handler's start is unknown (null), its claim still shown.
     const succeeded = await get(`/api/runs/${seeded[0].id}`);
-    expect(succeeded.json).toMatchObject({ error: null, errorMessage: null, outcome: null, dueAt: hourAgo(1) });
+    expect(succeeded.json).toMatchObject({ error: null, errorMessage: null, outcome: null, dueAt: hourAgo(1), startedAt: null, claimedAt: expect.any(String) });
+    const summary = ((await get('/api/runs?code=reports.hourly-digest')).json as { runs: { id: string; startedAt: string | null }[] }).runs;
+    expect(summary.find((run) => run.id === seeded[1].id)?.startedAt).toBe(body.startedAt);
   });
 
   it('searches the runs of a job by the start of their run key (and refuses it without a job, before any SQL)', async () => {

@@ -242,6 +242,18 @@ describeInBrowser('the dashboard in a real browser (chromium)', () => {
     } while ((rows.length === 0 || rows.some(([code]) => code !== 'billing.quarter-hour')) && Date.now() < deadline);
     expect(rows).toHaveLength(1);
     expect(rows[0][1]).toMatch(/^run-now /);
+    // A run the scheduler ran records its handler's run time: its start is shown apart from the claim.
+    const instant = /^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}/;
+    expect(await page.textContent('#runs tr[data-run] td[data-label="Claimed"]')).toMatch(instant);
+    expect(await page.textContent('#runs tr[data-run] td[data-label="Started"]')).toMatch(instant);
+    await page.click('#runs tr[data-run] button.link');
+    await page.waitForSelector('#run-detail[open]');
+    const fields = await page.textContent('#run-detail-fields');
+    expect(fields).toMatch(/Claimed \(lease acquired\)\d{4}-\d{2}-\d{2} /);
+    expect(fields).toMatch(/Started \(handler\)\d{4}-\d{2}-\d{2} /);
+    expect(fields).toMatch(/Handler ran\d+ ms/);
+    expect(await page.textContent('#run-detail-data')).toMatch(/"handlerMs": \d+/);
+    await page.click('#run-detail-close');
   });
 
   it('pause stops the job on a second instance, shown as disabled; resume restarts it', async () => {
@@ -322,7 +334,8 @@ describeInBrowser('the dashboard in a real browser (chromium)', () => {
     expect(await page.textContent('#run-detail-error')).toContain('<img src=x onerror=alert(1)>');
     const fields = await page.textContent('#run-detail-fields');
     expect(fields).toContain('Claimed (lease acquired)');
-    expect(fields).toMatch(/Handler startednot recorded/);
+    // Seeded without data.handlerMs: the handler's start is not known, the claim still is.
+    expect(fields).toMatch(/Started \(handler\)not recorded/);
     expect(fields).toContain('Due' + hourAgo(2).slice(0, 10) + ' ' + hourAgo(2).slice(11, 19) + ' UTC');
     expect(await page.$$('img')).toHaveLength(0);
     await page.click('#run-detail-close');

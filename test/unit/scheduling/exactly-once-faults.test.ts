@@ -1,4 +1,4 @@
-import { JobLeaseDatabaseError, JobSchedulerStatus } from '../../../src/features';
+import { JobLeaseDatabaseError, type JobLeaseWithData, JobSchedulerStatus } from '../../../src/features';
 import { JobScheduleEngine } from '../../../src/features/scheduling/job-schedule-engine';
 import { OccurrenceRunner } from '../../../src/features/scheduling/occurrence/occurrence-runner';
 import { occurrenceRunKey } from '../../../src/features/scheduling/occurrence/occurrence-keys';
@@ -394,21 +394,27 @@ describe('an instant claimed ahead and passed unrun (a stall past the next insta
 });
 
 describe('finalization is retried within the lease', () => {
-  it('a batched complete statement that fails once fails no run: each is completed on its own, and nothing runs again', async () => {
+  it('a batched complete statement that fails once fails no run: each is completed on its own with its own data, and nothing runs again', async () => {
     const fleet = new Fleet();
     let failures = 0;
+    const batched: JobLeaseWithData[][] = [];
+    const alone: { id: string; data: unknown; again: boolean }[] = [];
     const lease: SchedulerLease = {
       acquire: (options) => fleet.lease.acquire(options),
       acquireBatch: (options) => fleet.lease.acquireBatch(options),
       acquireMany: (runs) => fleet.lease.acquireMany(runs),
       heartbeat: (value) => fleet.lease.heartbeat(value),
-      complete: (value, data, options) => fleet.lease.complete(value, data, options),
+      complete: (value, data, options) => {
+        alone.push({ id: value.id, data, again: options?.again === true });
+        return fleet.lease.complete(value, data, options);
+      },
       fail: (value, data, options) => fleet.lease.fail(value, data, options),
       expireMany: (leases) => fleet.lease.expireMany(leases),
       // The first statement completing several runs meets a serialization failure.
       completeMany: async (leases) => {
+        batched.push([...leases]);
         if (failures++ === 0) throw new JobLeaseDatabaseError('could not serialize access', { operation: 'complete', sqlState: '40001', retryable: true });
-        return Promise.all(leases.map((value) => fleet.lease.complete(value)));
+        return Promise.all(leases.map((value) => fleet.lease.complete(value, value.data)));
       },
     };
     const names = ['reports.a', 'reports.b', 'reports.c'];
@@ -424,6 +430,11 @@ describe('finalization is retried within the lease', () => {
     await timers.advance(5_000); // take-over scans: nothing to take over
     await engine.stop();
     expect(failures).toBe(1);
+    // The statement carried each run's own handlerMs; after it failed, each was sent alone, as a
+    // retry (`again`), with the data its row had in the statement.
+    expect(batched[0]).toHaveLength(3);
+    for (const value of batched[0]) expect(value.data).toEqual({ handlerMs: expect.any(Number) });
+    expect(alone.map(({ id, data, again }) => [id, data, again]).sort()).toEqual(batched[0].map((value) => [value.id, value.data, true]).sort());
     expect(ran.sort()).toEqual(names);
     expect(records.map((record) => [record.name, record.outcome]).sort()).toEqual(names.map((name) => [name, 'succeeded']));
     for (const name of names) expect(fleet.lease.statusOf(name, occurrenceRunKey(MINUTE))).toBe(JobSchedulerStatus.SUCCESS);

@@ -4,6 +4,8 @@ import type { SchedulerLease } from '../scheduler-ports';
 
 interface PendingComplete {
   lease: JobLease;
+  /** This run's own data (its handler's run time), carried on its row of the statement. */
+  data: unknown;
   resolve(applied: boolean): void;
   reject(error: unknown): void;
 }
@@ -20,9 +22,10 @@ export const COMPLETE_LINGER_MS = 5;
  * The completes asked within COMPLETE_LINGER_MS of each other (the runs of occurrences due
  * together end together) go to the database as one statement (`completeMany`, each row fenced on its own id and
  * owner token), instead of one each: fewer round trips, pool checkouts and statements per run.
- * Each caller still learns whether its own complete applied; after a failed statement each
- * complete is sent alone, so that one statement's failure never fails the runs it carried.
- * Completes with data or options (a retry) go alone.
+ * Each caller still learns whether its own complete applied, and each row gets its own data (the
+ * run's handlerMs); after a failed statement each complete is sent alone with its data, so that
+ * one statement's failure never fails the runs it carried. Completes with options (a retry) go
+ * alone.
  */
 export const withCompleteBatching = (lease: SchedulerLease): SchedulerLease => {
   const port = bound(lease);
@@ -32,16 +35,16 @@ export const withCompleteBatching = (lease: SchedulerLease): SchedulerLease => {
   const send = async (batch: PendingComplete[]): Promise<void> => {
     if (batch.length === 1) {
       const [only] = batch;
-      return port.complete(only.lease).then(only.resolve, only.reject);
+      return port.complete(only.lease, only.data).then(only.resolve, only.reject);
     }
     let applied: boolean[];
     try {
-      applied = await completeMany(batch.map((entry) => entry.lease));
+      applied = await completeMany(batch.map((entry) => (entry.data === undefined ? entry.lease : { ...entry.lease, data: entry.data })));
     } catch {
       // The statement failed (a serialization failure, a dropped connection): it says nothing of
       // any one run. Each is completed on its own, as `again` (the statement may have committed
       // before its answer was lost); a run whose own complete fails is retried by its hold.
-      await Promise.all(batch.map((entry) => port.complete(entry.lease, undefined, { again: true }).then(entry.resolve, entry.reject)));
+      await Promise.all(batch.map((entry) => port.complete(entry.lease, entry.data, { again: true }).then(entry.resolve, entry.reject)));
       return;
     }
     batch.forEach((entry, index) => entry.resolve(applied[index]));
@@ -54,9 +57,9 @@ export const withCompleteBatching = (lease: SchedulerLease): SchedulerLease => {
   return {
     ...port,
     complete: (value, data, options) => {
-      if (data !== undefined || options !== undefined) return port.complete(value, data, options);
+      if (options !== undefined) return port.complete(value, data, options);
       return new Promise<boolean>((resolve, reject) => {
-        if (pending.push({ lease: { id: value.id, ownerToken: value.ownerToken }, resolve, reject }) === 1) setTimeout(flush, COMPLETE_LINGER_MS);
+        if (pending.push({ lease: { id: value.id, ownerToken: value.ownerToken }, data, resolve, reject }) === 1) setTimeout(flush, COMPLETE_LINGER_MS);
       });
     },
   };

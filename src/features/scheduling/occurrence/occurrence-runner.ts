@@ -157,14 +157,20 @@ export class OccurrenceRunner {
     // a long pause while runs due together start one after another) does not start it on a lease
     // that ran out meanwhile (another owner may run it by now).
     let frozen = false;
+    // The handler's run time, on the holder's monotonic clock: recorded with the run (data.handlerMs),
+    // so that its start reads as finishedAt - handlerMs on the database's clock.
+    const clock = this.clock;
+    let handlerStart = clock.now();
     const work = Promise.resolve().then(() => {
       if (!hold.proven) {
         frozen = true;
         return;
       }
+      handlerStart = clock.now();
       return this.span('scheduled_job.run', attributes, async () => withJobExecution(execution, () => request.handler(execution)));
     });
     const settlement = await this.settle(work, job);
+    const handlerMs = Math.max(0, Math.round(clock.now() - handlerStart));
     leave?.();
     request.onSettled?.(this.timers.now() - startedAt);
     if (frozen) {
@@ -175,7 +181,7 @@ export class OccurrenceRunner {
       finished();
       return { ...base, outcome: 'skipped-locked' };
     }
-    const record = await this.finalize(job, claim, settlement, started);
+    const record = await this.finalize(job, claim, settlement, started, handlerMs);
     // A run that timed out goes on behind (nothing stops a promise); its lease is already failed.
     work
       .then(ignore, (error: unknown) => {
@@ -322,21 +328,31 @@ export class OccurrenceRunner {
     return Promise.race([settled, timeout]).finally(cancel);
   }
 
-  /** complete or fail through the hold: retried within the lease (a retry counts "already done by this owner"). */
-  private async finalize(job: JobDeclaration, { hold, lease }: HeldClaim, settlement: Settlement, started: JobRunRecord): Promise<JobRunRecord> {
+  /**
+   * complete or fail through the hold: retried within the lease (a retry counts "already done by
+   * this owner"). Either records the handler's run time (`handlerMs`: from right before it started
+   * to its settlement, its timeout for one that timed out) in the row's data, beside a failure's error.
+   */
+  private async finalize(
+    job: JobDeclaration,
+    { hold, lease }: HeldClaim,
+    settlement: Settlement,
+    started: JobRunRecord,
+    handlerMs: number,
+  ): Promise<JobRunRecord> {
     const finish = (record: Partial<JobRunRecord>): JobRunRecord => {
       const finishedAt = this.timers.now();
       return { ...started, ...record, finishedAt: new Date(finishedAt), durationMs: finishedAt - (started.startedAt as Date).getTime() };
     };
     try {
       if (settlement.kind === 'returned') {
-        return (await hold.complete())
+        return (await hold.complete({ handlerMs }))
           ? finish({ outcome: 'succeeded' })
           : finish({ outcome: 'failed', errorCode: 'JOB_LEASE_LOST', error: new LostJobLeaseError(lease.id) });
       }
       const error = settlement.kind === 'threw' ? settlement.error : new JobTimeoutError(job.name, job.timeoutMs as number);
       if (settlement.kind === 'timed-out') hold.abort(error);
-      const recorded = await hold.fail(describeFailure(error));
+      const recorded = await hold.fail({ ...describeFailure(error), handlerMs });
       return finish({ outcome: 'failed', errorCode: failureCode(settlement, error, recorded), error });
     } catch (error) {
       return finish({ outcome: 'failed', errorCode: 'JOB_LEASE_UNAVAILABLE', error });

@@ -97,7 +97,10 @@ export interface RunSummary {
   fencingToken: number;
   ownerId: string | null;
   createdAt: string;
+  /** The lease's claim (the table's startedAt). */
   claimedAt: string | null;
+  /** The handler's start (finishedAt - data.handlerMs), or null: running, or not recorded. */
+  startedAt: string | null;
   dueAt: string | null;
   finishedAt: string | null;
   heartbeatAgeMs: number;

@@ -1,6 +1,6 @@
-// The run dialog: every field of one run (due, claimed and finished apart: the handler's own start
-// is not recorded), its error, its data and why a previous owner lost it, opened from a timeline
-// mark, a bucket or the runs list.
+// The run dialog: every field of one run (due, claimed, the handler's start and finish apart), its
+// error, its data and why a previous owner lost it, opened from a timeline mark, a bucket or the
+// runs list.
 
 import { api } from './api';
 import type { RunDetail } from './api-types';
@@ -19,8 +19,12 @@ const fieldsOf = (run: RunDetail): Array<[string, string | null]> => [
   ['Lease', run.leaseMs === null ? null : run.leaseMs + ' ms'],
   ['Due', run.dueAt === null ? null : when(run.dueAt)],
   ['Claimed (lease acquired)', when(run.claimedAt)],
-  ['Handler started', 'not recorded: the table keeps the claim time; the handler starts after it, at or after the due instant'],
+  [
+    'Started (handler)',
+    run.startedAt ? when(run.startedAt) : run.finishedAt ? 'not recorded (its data has no handlerMs: ended unrun, or not run by the scheduler)' : null,
+  ],
   ['Finished', when(run.finishedAt)],
+  ['Handler ran', run.startedAt && run.finishedAt ? age(Date.parse(run.finishedAt) - Date.parse(run.startedAt)) : null],
   ['Claim to finish', run.claimedAt && run.finishedAt ? age(Date.parse(run.finishedAt) - Date.parse(run.claimedAt)) : null],
   ['Last write', when(run.modifiedAt) + ' (' + age(run.heartbeatAgeMs) + ' ago)'],
 ];

@@ -40,6 +40,7 @@ const runRow = (run: RunSummary): HTMLTableRowElement =>
     cell(el('span', { title: run.runKey ?? '', text: runKeyText(run.runKey) ?? '—' })),
     cell(run.dueAt === null ? null : when(run.dueAt)),
     cell(when(run.claimedAt)),
+    cell(when(run.startedAt)),
     cell(when(run.finishedAt)),
     cell(String(run.attempts)),
     cell(String(run.fencingToken)),
@@ -52,7 +53,7 @@ const renderRuns = (page: RunsPage): void => {
   byId('runs-next', HTMLButtonElement).disabled = !page.nextCursor;
   const rows = page.runs.map(runRow);
   const content = rows.length
-    ? table(['Run', 'Job', 'Status', 'Run key', 'Due', 'Claimed', 'Finished', 'Attempts', 'Fencing token', 'Owner'], rows)
+    ? table(['Run', 'Job', 'Status', 'Run key', 'Due', 'Claimed', 'Started', 'Finished', 'Attempts', 'Fencing token', 'Owner'], rows)
     : el('p', { class: 'muted', text: 'No runs match.' });
   replaceContent(byId('runs', HTMLElement), content);
 };
