@@ -1,13 +1,10 @@
 import 'reflect-metadata';
-import { type DynamicModule, type INestApplication, Module } from '@nestjs/common';
-import { NestFactory } from '@nestjs/core';
-import { ExpressAdapter } from '@nestjs/platform-express';
-import { TypeOrmModule } from '@nestjs/typeorm';
-import { DynamicSchedulesModule, JobScheduler, JobSchedulerModule, Scheduled, ScheduleHandler, SchedulingModule } from '../../src/features';
-import { JobSchedulerDashboardModule } from '../../src/features/dashboard';
+import { Scheduled, ScheduleHandler } from '../../src/features';
 import { scheduleRunKeyPrefix } from '../../src/features/scheduling/occurrence/occurrence-keys';
 import type { TestDatabase } from '../../test/support/test-database';
 import { checkpoint, createBenchDatabase } from '../support/bench-database';
+import { dashboardGetter, startDashboardBenchApp } from '../support/dashboard-bench-app';
+import { measureJobsList } from '../support/dashboard-jobs-list';
 import { formatNumber } from '../support/format';
 import { percentile } from '../support/statistics';
 import type { Scenario } from './scenario';
@@ -121,37 +118,6 @@ export const seedDashboardRows = async (database: TestDatabase, rows: number): P
   await checkpoint(database);
 };
 
-/** An Express app with the dashboard; every request's server time (arrival to the response's end) is recorded. */
-const startApp = async (database: TestDatabase, times: Map<string, number[]>, label: () => string): Promise<INestApplication> => {
-  @Module({ providers: [EveryMinuteJob, EveryTwoSecondsJob, RareReportJob, TenantTaskHandler] })
-  class BenchJobs {}
-  class DashboardBenchModule {}
-  const root: DynamicModule = {
-    module: DashboardBenchModule,
-    imports: [
-      TypeOrmModule.forRoot({ type: 'postgres', url: database.url, entities: [JobScheduler], poolSize: 4 }),
-      JobSchedulerModule.forRoot({ nodeId: 'dashboard-bench' }),
-      SchedulingModule.forRoot({ start: false, metrics: false, retention: false }),
-      DynamicSchedulesModule.forRoot({ start: false, metrics: false, retention: false }),
-      BenchJobs,
-      JobSchedulerDashboardModule.forRoot({ path: '/jobs', authorize: () => 'bench' }),
-    ],
-  };
-  const app = await NestFactory.create<INestApplication>(root, new ExpressAdapter(), { logger: false });
-  app.use((_request: unknown, response: { on(event: 'finish', listener: () => void): void }, next: () => void) => {
-    const started = performance.now();
-    const name = label();
-    response.on('finish', () => {
-      const list = times.get(name) ?? [];
-      list.push(performance.now() - started);
-      times.set(name, list);
-    });
-    next();
-  });
-  await app.listen(0, '127.0.0.1');
-  return app;
-};
-
 export const dashboard: Scenario = {
   name: 'dashboard',
   title: 'Dashboard API server time on a large job-scheduler table',
@@ -166,13 +132,9 @@ export const dashboard: Scenario = {
     );
     const times = new Map<string, number[]>();
     let current = 'warm-up';
-    const app = cleanup.add(await startApp(database, times, () => current), (started) => started.close());
-    const base = `${(await app.getUrl()).replace('[::1]', '127.0.0.1')}/jobs`;
-    const get = async (path: string): Promise<unknown> => {
-      const response = await fetch(`${base}${path}`);
-      if (!response.ok) throw new Error(`dashboard bench: GET ${path} answered ${response.status}`);
-      return response.json();
-    };
+    const { app, base } = await startDashboardBenchApp(database, [EveryMinuteJob, EveryTwoSecondsJob, RareReportJob, TenantTaskHandler], times, () => current);
+    cleanup.add(app, (started) => started.close());
+    const get = dashboardGetter(base);
     const [someRun] = ((await get('/api/runs?limit=1')) as { runs: { id: string }[] }).runs;
     // A cursor deep in the table: 20 pages of 50 in.
     let deepCursor = '';
@@ -236,8 +198,9 @@ export const dashboard: Scenario = {
     sheet.note(
       'Server time: from the request reaching Express to the end of the response (JSON serialization included), on loopback, the app and PostgreSQL on the same machine. Dynamic schedules: ids tenant-000001/task..., every hour, one tenant each, created 30 days ago (DynamicSchedulesModule with start: false); tenant-000042/task ran every hour of those 30 days (720 rows besides the 1e6). Seeded rows: half one every-minute job (one row per past minute), a tenth a job every 2 s, 100 of a daily job, the rest 100 hand-acquired codes, 20 RUNNING past their lease; VACUUM ANALYZE, then CHECKPOINT.',
     );
+    const jobsList = await measureJobsList({ quick, cleanup, sheet, log });
     return {
-      sizes: `${formatNumber(sizes.rows)} rows, ${formatNumber(sizes.schedules)} dynamic schedules; ${sizes.warmUp} warm-up rounds, then ${sizes.calls} interleaved rounds of ${calls.length} calls, one at a time`,
+      sizes: `${formatNumber(sizes.rows)} rows, ${formatNumber(sizes.schedules)} dynamic schedules; ${sizes.warmUp} warm-up rounds, then ${sizes.calls} interleaved rounds of ${calls.length} calls, one at a time; ${jobsList}`,
       variants: { shipped: 'JobSchedulerDashboardModule under the Express adapter, the migrations as shipped' },
     };
   },

@@ -1,4 +1,4 @@
-import type { RecentOccurrenceRow } from '../job-scheduler/operations/occurrence-history.sql';
+import type { HealthWindowRow } from '../job-scheduler/operations/occurrence-history.sql';
 import { dueInstantOf } from '../scheduling/occurrence/occurrence-keys';
 
 /**
@@ -19,44 +19,50 @@ export interface JobHealthWindow {
   /** The newest failure in the window: when it was due, and its error message or recorded outcome. */
   lastError: { at: string; message: string } | null;
   /**
-   * Claim to finish of the finished occurrences of the last 24 h, in ms (the handler's own start is
-   * not recorded; the claim is at most a few seconds before the due instant).
+   * Durations of the finished occurrences of the last 24 h, in ms: the handler's run time where the
+   * run recorded it (data.handlerMs), else claim to finish (the claim is at most a few seconds
+   * before the due instant). p50 and p95 are nearest-rank; recent: the 30 newest, oldest first.
    */
   durationMs: { p50: number; p95: number; recent: number[] } | null;
 }
 
 /** Rows read per job for its window, the newest: the 24 h figures of a job more frequent than every ~5 min cover fewer than 24 h. */
 export const HEALTH_WINDOW_ROWS = 300;
-const DAY_MS = 86_400_000;
+/** The span of a window's "24 h" figures. */
+export const HEALTH_DAY_MS = 86_400_000;
 
-const percentile = (sorted: readonly number[], p: number): number => sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))];
+/** The instant a due runKey names, in ISO 8601 (the epoch for a key that names none). */
+const dueAt = (runKey: string): string => new Date(dueInstantOf(runKey) ?? 0).toISOString();
 
-/** The window of one job from its newest occurrence rows (newest first). */
-export const healthWindowOf = (rows: readonly RecentOccurrenceRow[], now: number): JobHealthWindow => {
-  const finished = rows.filter((row) => row.status !== 'RUNNING');
-  const last10 = finished.slice(0, 10);
-  const day = finished.filter((row) => (dueInstantOf(row.runKey) ?? 0) >= now - DAY_MS);
-  let consecutiveFailures = 0;
-  for (const row of finished) {
-    if (row.status !== 'FAIL') break;
-    consecutiveFailures++;
-  }
-  const failed = finished.find((row) => row.status === 'FAIL');
-  const durations = day.flatMap((row) => (row.durationMs === null ? [] : [row.durationMs]));
-  const sorted = [...durations].sort((a, b) => a - b);
+/** The window of a job without occurrences. */
+const EMPTY_WINDOW: JobHealthWindow = {
+  last10: { finished: 0, succeeded: 0 },
+  last24h: { finished: 0, succeeded: 0 },
+  consecutiveFailures: 0,
+  lastError: null,
+  durationMs: null,
+};
+
+/** The window of one job from the row PostgreSQL computed for it (JobRunsInspector.healthWindows; one per job asked). */
+export const healthWindowOf = (row: HealthWindowRow | undefined): JobHealthWindow => {
+  if (!row) return EMPTY_WINDOW;
   return {
-    last10: { finished: last10.length, succeeded: last10.filter((row) => row.status === 'SUCCESS').length },
-    last24h: { finished: day.length, succeeded: day.filter((row) => row.status === 'SUCCESS').length },
-    consecutiveFailures,
-    lastError: failed
-      ? {
-          at: new Date(dueInstantOf(failed.runKey) ?? 0).toISOString(),
-          message: failed.errorMessage ?? (failed.outcome ? `recorded ${failed.outcome}` : 'failed (no message recorded)'),
-        }
-      : null,
-    durationMs: sorted.length ? { p50: percentile(sorted, 50), p95: percentile(sorted, 95), recent: durations.slice(0, 30).reverse() } : null,
+    last10: { finished: row.last10Finished, succeeded: row.last10Succeeded },
+    last24h: { finished: row.dayFinished, succeeded: row.daySucceeded },
+    consecutiveFailures: row.consecutiveFailures,
+    lastError:
+      row.lastFailureKey === null
+        ? null
+        : {
+            at: dueAt(row.lastFailureKey),
+            message: row.lastFailureMessage ?? (row.lastFailureOutcome ? `recorded ${row.lastFailureOutcome}` : 'failed (no message recorded)'),
+          },
+    durationMs: row.durationPercentiles ? { p50: row.durationPercentiles[0], p95: row.durationPercentiles[1], recent: row.recentDurations ?? [] } : null,
   };
 };
+
+/** When the newest success in a window was due, or null without one. */
+export const lastSuccessOf = (row: HealthWindowRow | undefined): string | null => (row?.lastSuccessKey ? dueAt(row.lastSuccessKey) : null);
 
 /** The state a window gives (before late and disabled, which the caller knows). */
 export const windowState = (window: JobHealthWindow): 'ok' | 'degraded' | 'failing' => {

@@ -5,13 +5,12 @@ import { LibraryLogger } from '../job-scheduler/log-text';
 import type { DueSchedule } from '../scheduling/schedule/due-schedule';
 import { JobRunsInspector } from '../job-scheduler/operations/job-runs.inspector';
 import type { JobRunFilter } from '../job-scheduler/operations/job-run.types';
-import type { RecentOccurrenceRow } from '../job-scheduler/operations/occurrence-history.sql';
 import { ScheduledJobsService } from '../scheduling/scheduled-jobs.service';
 import { dueInstantOf } from '../scheduling/occurrence/occurrence-keys';
 import { schedulingErrors } from '../scheduling/scheduling.errors';
 import { JobSchedulerDashboardSchedules } from './dashboard-schedules';
 import { buildTimeline, type Timeline } from './dashboard-timeline';
-import { HEALTH_WINDOW_ROWS, healthWindowOf, type JobHealthState, windowState } from './dashboard-health';
+import { HEALTH_DAY_MS, HEALTH_WINDOW_ROWS, healthWindowOf, type JobHealthState, lastSuccessOf, windowState } from './dashboard-health';
 import {
   type DashboardExpiredLease,
   type DashboardJob,
@@ -43,16 +42,6 @@ const settledWithin = async (running: Promise<readonly { outcome: string }[]>, m
     },
   );
   return Promise.race([settled, waited]).finally(() => clearTimeout(timer));
-};
-
-const groupByCode = (rows: readonly RecentOccurrenceRow[]): Map<string, RecentOccurrenceRow[]> => {
-  const byCode = new Map<string, RecentOccurrenceRow[]>();
-  for (const row of rows) {
-    const list = byCode.get(row.code);
-    if (list) list.push(row);
-    else byCode.set(row.code, [row]);
-  }
-  return byCode;
 };
 
 /** A printable, bounded actor name for the log. */
@@ -95,22 +84,19 @@ export class JobSchedulerDashboardService {
   private async runOnceJobs(now: number): Promise<DashboardJob[]> {
     const methods = this.runOnceMethods();
     if (methods.length === 0) return [];
-    const recent = await this.inspector.recentOccurrences(
+    const windows = await this.healthWindows(
       methods.map((method) => method.name),
-      HEALTH_WINDOW_ROWS,
+      now,
     );
-    const rowsOf = groupByCode(recent);
     return methods.map(({ name, method, schedule }) => {
-      const rows = rowsOf.get(name) ?? [];
-      const window = healthWindowOf(rows, now);
-      const success = rows.find((row) => row.status === 'SUCCESS');
+      const window = healthWindowOf(windows.get(name));
       return {
         name,
         kind: 'run-once' as const,
         method,
         schedule: describeSchedule(schedule),
         nextDue: nextDueInstants(schedule, now).map((date) => date.toISOString()),
-        lastSuccessAt: success ? new Date(dueInstantOf(success.runKey) ?? 0).toISOString() : null,
+        lastSuccessAt: lastSuccessOf(windows.get(name)),
         health: windowState(window),
         window,
         paused: null,
@@ -120,27 +106,31 @@ export class JobSchedulerDashboardService {
     });
   }
 
+  /** Each job's health window over its newest HEALTH_WINDOW_ROWS occurrences, computed by PostgreSQL: one row per job. */
+  private healthWindows(names: readonly string[], now: number) {
+    return this.inspector.healthWindows(names, HEALTH_WINDOW_ROWS, new Date(now - HEALTH_DAY_MS));
+  }
+
   private async declaredJobs(now: number): Promise<DashboardJob[]> {
     const scheduled = this.scheduled;
     if (!scheduled) return [];
     const declarations = scheduled.declarations;
-    const [health, pauses, recent] = await Promise.all([
+    const [health, pauses, windows] = await Promise.all([
       scheduled.jobHealth(),
       scheduled.pausedJobs(),
-      this.inspector.recentOccurrences(
+      this.healthWindows(
         declarations.map((declaration) => declaration.name),
-        HEALTH_WINDOW_ROWS,
+        now,
       ),
     ]);
     const healthOf = new Map(health.map((entry) => [entry.name, entry]));
     const pauseOf = new Map(pauses.map((pause) => [pause.name, pause]));
-    const rowsOf = groupByCode(recent);
     return declarations.map((declaration) => {
       const { name } = declaration;
       const pause = pauseOf.get(name);
       const entry = healthOf.get(name);
       const enabled = scheduled.isEnabled(name) && !pause;
-      const window = healthWindowOf(rowsOf.get(name) ?? [], now);
+      const window = healthWindowOf(windows.get(name));
       let state: JobHealthState = windowState(window);
       if (!enabled) state = 'disabled';
       else if (state !== 'failing' && entry?.stale) state = 'late';

@@ -63,3 +63,27 @@ describe("the timeline's read of a dense job", () => {
     expect(schedulePlan).not.toMatch(/Sort|Bitmap/);
   }, 60_000);
 });
+
+describe("the jobs list's health windows", () => {
+  it('probe IDX_job_scheduler_code_run_key newest first for each job and aggregate each window in one pass, with no sort of rows', async () => {
+    // 300 jobs of 400 occurrence rows each beside the rows above: each window reads its job's
+    // newest 300 by one backward range scan (a Limit under a nested loop over the codes), never
+    // the table, and numbers them in the index's order (a WindowAgg with no Sort beneath it).
+    await database.sql(
+      `INSERT INTO "job-scheduler" ("lockKey", code, type, status, "runKey", "fencingToken", data, "createdAt", "modifiedAt", "startedAt", "finishedAt")
+       SELECT 'listed:' || j || ':' || i, 'listed.job-' || j, 'SCHEDULE', (CASE WHEN i % 7 = 0 THEN 'FAIL' ELSE 'SUCCESS' END)::"job-scheduler_status_enum",
+         to_char(k.at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'), i, CASE WHEN i % 3 = 0 THEN jsonb_build_object('handlerMs', i) END,
+         k.at, k.at, k.at - interval '2 seconds', k.at
+       FROM generate_series(1, 300) AS j CROSS JOIN generate_series(1, 400) AS i
+       CROSS JOIN LATERAL (SELECT date_trunc('minute', now()) - i * interval '5 minutes' AS at) AS k`,
+    );
+    await database.sql('ANALYZE "job-scheduler"');
+    const codes = [...Array.from({ length: 300 }, (_, index) => `listed.job-${index + 1}`), 'dense.job', 'minute.job'];
+    const statement = statements.healthWindows(codes, 300, new Date(Date.now() - 86_400_000).toISOString());
+    const plan = await customPlanOf({ text: statement.text, values: [`{${codes.join(',')}}`, 300, statement.values[2]] }, ['text[]', 'int', 'text']);
+    expect(plan).toMatch(
+      /Nested Loop[\s\S]*Function Scan on unnest[\s\S]*WindowAgg[\s\S]*Limit[\s\S]*Index Scan Backward using "IDX_job_scheduler_code_run_key"/,
+    );
+    expect(plan).not.toMatch(/Sort|Bitmap|Seq Scan|Hash/);
+  }, 60_000);
+});

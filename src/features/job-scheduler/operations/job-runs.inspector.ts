@@ -6,7 +6,7 @@ import { JobSchedulerExecutor } from '../job-scheduler.executor';
 import { JOB_SCHEDULER_MODULE_OPTIONS } from '../job-scheduler.module-definition';
 import type { JobSchedulerRuntimeOptions } from '../job-scheduler.options';
 import { InvalidJobQueryOptionsError } from '../job-scheduler.errors';
-import type { LatestOccurrenceRow, OccurrenceRow, RecentOccurrenceRow } from './occurrence-history.sql';
+import type { HealthWindowRow, LatestOccurrenceRow, OccurrenceRow } from './occurrence-history.sql';
 import type { RunRow } from './operations.sql';
 import type { JobAcquireOptions } from '../job-scheduler.types';
 import { resolveJobIdentity } from '../job-identity';
@@ -80,10 +80,16 @@ export class JobRunsInspector {
     return this.executor.rows<OccurrenceRow>(statement);
   }
 
-  /** The newest `limit` (1-1,000) occurrences of each of `codes`, newest first per code. */
-  async recentOccurrences(codes: readonly string[], limit: number): Promise<RecentOccurrenceRow[]> {
-    if (!Number.isSafeInteger(limit) || limit < 1 || limit > 1_000) throw new InvalidJobQueryOptionsError('recentOccurrences needs a limit from 1 to 1,000');
-    return this.executor.rows<RecentOccurrenceRow>(this.executor.statements.recentOccurrences(codes, limit));
+  /**
+   * The health window of each of `codes` over its newest `limit` (1-1,000) occurrences, the day
+   * starting at `dayFrom`: one row per code (zeros and nulls for a code without occurrences), in one
+   * statement computed by PostgreSQL.
+   */
+  async healthWindows(codes: readonly string[], limit: number, dayFrom: Date): Promise<Map<string, HealthWindowRow>> {
+    if (!Number.isSafeInteger(limit) || limit < 1 || limit > 1_000) throw new InvalidJobQueryOptionsError('healthWindows needs a limit from 1 to 1,000');
+    if (!(dayFrom instanceof Date) || Number.isNaN(dayFrom.getTime())) throw new InvalidJobQueryOptionsError('healthWindows needs a valid dayFrom');
+    const rows = await this.executor.rows<HealthWindowRow>(this.executor.statements.healthWindows(codes, limit, dayFrom.toISOString()));
+    return new Map(rows.map((row) => [row.code, row]));
   }
 
   /** The runKey of a job's oldest recorded occurrence (of a dynamic schedule's: after `runKeyPrefix`), or null when it has none. */

@@ -21,20 +21,31 @@ export interface OccurrenceRow {
   outcome: OccurrenceOutcome;
 }
 
-/** One of a job's recent occurrences (for the dashboard's health window). */
-export interface RecentOccurrenceRow {
+/**
+ * A job's health window, computed by the statement from its newest occurrence rows (the dashboard
+ * maps it to a JobHealthWindow). "Finished" rows are those not RUNNING; "of the day" those whose
+ * runKey (a due instant, plus a tenant suffix) sorts at or after the day's start.
+ */
+export interface HealthWindowRow {
   code: string;
-  runKey: string;
-  status: string;
-  /**
-   * From the claim (startedAt) to the finish, in ms, or null while running. One number rather than
-   * two timestamps: a health window reads 300 rows per job, and each timestamp is parsed into a Date.
-   */
-  durationMs: number | null;
-  /** A FAIL row's data.outcome (missed, skipped-overlap...), or null. */
-  outcome: string | null;
-  /** A FAIL row's data.error.message, or null. */
-  errorMessage: string | null;
+  /** Of the 10 newest finished rows: how many, and how many succeeded. */
+  last10Finished: number;
+  last10Succeeded: number;
+  /** Of the finished rows of the day: how many, and how many succeeded. */
+  dayFinished: number;
+  daySucceeded: number;
+  /** FAIL rows newer than the newest finished row that did not fail. */
+  consecutiveFailures: number;
+  /** The newest FAIL row's runKey, its data.error.message (500 characters at most) and data.outcome; null without one. */
+  lastFailureKey: string | null;
+  lastFailureMessage: string | null;
+  lastFailureOutcome: string | null;
+  /** The newest SUCCESS row's runKey, or null. */
+  lastSuccessKey: string | null;
+  /** p50 and p95 (nearest rank) of the day's durations in ms, or null without one. */
+  durationPercentiles: [number, number] | null;
+  /** The day's 30 newest durations in ms, oldest first, or null without one. */
+  recentDurations: number[] | null;
 }
 
 /** The latest occurrence of a job, with its status (for the dashboard's health). */
@@ -58,8 +69,11 @@ export interface OccurrenceHistoryStatements {
   scheduleOccurrencesBetween(code: string, prefix: string, from: string, to: string, limit: number): SqlStatement;
   /** The latest occurrence of each of `codes` that has one, with its status: rows `{ code, runKey, status }`. */
   latestOccurrences(codes: readonly string[]): SqlStatement;
-  /** The newest `limit` occurrence rows of each of `codes` ('' prefix: declared jobs' keys), newest first per code. */
-  recentOccurrences(codes: readonly string[], limit: number): SqlStatement;
+  /**
+   * The health window of each of `codes` over its newest `limit` occurrence rows (keys that start
+   * with a digit: due instants), the day starting at `dayFrom` (an ISO 8601 instant): one row per code.
+   */
+  healthWindows(codes: readonly string[], limit: number, dayFrom: string): SqlStatement;
   /** The oldest occurrence runKey of a code (of a dynamic schedule: after `prefix`; '' for a declared job): rows `{ runKey }`, at most one. */
   firstOccurrence(code: string, prefix: string): SqlStatement;
 }
@@ -133,21 +147,57 @@ CROSS JOIN LATERAL (
   LIMIT 1
 ) AS latest`.trim();
 
-  // The dashboard's health window: each job's newest occurrences, one backward range scan of
-  // IDX_job_scheduler_code_run_key per job (keys that start with a digit: due instants).
-  const recentOccurrencesText = `
-SELECT wanted."code", recent.*
+  // The dashboard's health window: each job's newest $2 occurrences (keys that start with a digit:
+  // due instants), one backward range scan of IDX_job_scheduler_code_run_key per job, aggregated
+  // here into one row per job (whatever $2, one row of a few numbers is sent per job, not $2 rows).
+  // The finished rows (not RUNNING) come newest first from the index, so one window pass, with no
+  // sort, numbers them (row_number), counts the failures so far (the newest failure is the one at
+  // count 1) and the day's durations so far (the 30 newest are those at count <= 30). Failures in
+  // a row: the rank of the newest finished row that did not fail, less one (all of them if none).
+  // A duration is the handler's run time where the finish recorded it (data.handlerMs, a number),
+  // else claim (startedAt) to finish. "Of the day": the runKey sorts at or after $3 (ISO 8601 sorts
+  // chronologically in the "C" collation; a tenant suffix sorts after its instant).
+  const healthWindowsText = `
+SELECT wanted."code", window_of."last10Finished", window_of."last10Succeeded", window_of."dayFinished", window_of."daySucceeded",
+  window_of."consecutiveFailures", window_of."lastFailureKey", window_of."lastFailureMessage", window_of."lastFailureOutcome",
+  window_of."lastSuccessKey", window_of."durationPercentiles", window_of."recentDurations"
 FROM unnest($1::text[]) AS wanted("code")
 CROSS JOIN LATERAL (
-  SELECT "runKey", "status"::text AS "status",
-    round(EXTRACT(EPOCH FROM ("finishedAt" - "startedAt")) * 1000)::float8 AS "durationMs",
-    CASE WHEN "status" = 'FAIL' THEN "data"->>'outcome' END AS "outcome",
-    CASE WHEN "status" = 'FAIL' THEN left("data"->'error'->>'message', 500) END AS "errorMessage"
-  FROM ${table}
-  WHERE "code" = wanted."code" AND "type" = 'SCHEDULE' AND "runKey" COLLATE "C" >= '0' AND "runKey" COLLATE "C" < ':'
-  ORDER BY "runKey" COLLATE "C" DESC
-  LIMIT $2
-) AS recent`.trim();
+  SELECT
+    count(*) FILTER (WHERE "rank" <= 10)::int AS "last10Finished",
+    count(*) FILTER (WHERE "rank" <= 10 AND "status" = 'SUCCESS')::int AS "last10Succeeded",
+    count(*) FILTER (WHERE "ofDay")::int AS "dayFinished",
+    count(*) FILTER (WHERE "ofDay" AND "status" = 'SUCCESS')::int AS "daySucceeded",
+    COALESCE(min("rank") FILTER (WHERE "status" <> 'FAIL') - 1, count(*))::int AS "consecutiveFailures",
+    max("runKey") FILTER (WHERE "status" = 'FAIL' AND "failures" = 1) AS "lastFailureKey",
+    max("errorMessage") FILTER (WHERE "status" = 'FAIL' AND "failures" = 1) AS "lastFailureMessage",
+    max("outcome") FILTER (WHERE "status" = 'FAIL' AND "failures" = 1) AS "lastFailureOutcome",
+    max("runKey") FILTER (WHERE "status" = 'SUCCESS') AS "lastSuccessKey",
+    percentile_disc(ARRAY[0.5, 0.95]::float8[]) WITHIN GROUP (ORDER BY "durationMs") FILTER (WHERE "ofDay") AS "durationPercentiles",
+    array_agg("durationMs" ORDER BY "rank" DESC) FILTER (WHERE "ofDay" AND "durationMs" IS NOT NULL AND "dayDurations" <= 30) AS "recentDurations"
+  FROM (
+    SELECT finished.*,
+      row_number() OVER newest AS "rank",
+      count(*) FILTER (WHERE finished."status" = 'FAIL') OVER newest AS "failures",
+      count(finished."durationMs") FILTER (WHERE finished."ofDay") OVER newest AS "dayDurations"
+    FROM (
+      SELECT "runKey" COLLATE "C" AS "runKey", "status"::text AS "status",
+        "runKey" COLLATE "C" >= $3::text COLLATE "C" AS "ofDay",
+        round(COALESCE(
+          CASE WHEN jsonb_typeof("data"->'handlerMs') = 'number' THEN ("data"->>'handlerMs')::float8 END,
+          EXTRACT(EPOCH FROM ("finishedAt" - "startedAt")) * 1000
+        ))::float8 AS "durationMs",
+        CASE WHEN "status" = 'FAIL' THEN "data"->>'outcome' END AS "outcome",
+        CASE WHEN "status" = 'FAIL' THEN left("data"->'error'->>'message', 500) END AS "errorMessage"
+      FROM ${table}
+      WHERE "code" = wanted."code" AND "type" = 'SCHEDULE' AND "runKey" COLLATE "C" >= '0' AND "runKey" COLLATE "C" < ':'
+      ORDER BY "runKey" COLLATE "C" DESC
+      LIMIT $2
+    ) AS finished
+    WHERE finished."status" <> 'RUNNING'
+    WINDOW newest AS (ORDER BY finished."runKey" DESC ROWS UNBOUNDED PRECEDING)
+  ) AS ranked
+) AS window_of`.trim();
 
   // The oldest recorded occurrence: one forward probe of IDX_job_scheduler_code_run_key within the
   // keys that start with a digit after the prefix (':' sorts right after '9').
@@ -169,7 +219,7 @@ LIMIT 1`.trim();
       operation: 'inspect',
     }),
     latestOccurrences: (codes) => ({ text: latestOccurrencesText, values: [codes], operation: 'inspect' }),
-    recentOccurrences: (codes, limit) => ({ text: recentOccurrencesText, values: [codes, limit], operation: 'inspect' }),
+    healthWindows: (codes, limit, dayFrom) => ({ text: healthWindowsText, values: [codes, limit, dayFrom], operation: 'inspect' }),
     firstOccurrence: (code, prefix) => ({ text: firstOccurrenceText, values: [code, prefix], operation: 'inspect' }),
   };
 };

@@ -1,6 +1,6 @@
 // A job's health as the page shows it: the badge, the window's figures in words (success ratio
 // over the last 10 occurrences and 24 h, failures in a row, last error), and a small chart of its
-// recent durations (claim to finish) with p50 / p95.
+// recent durations (the handler's run time where recorded, else claim to finish) with p50 / p95.
 
 import type { HealthWindow, Job } from './api-types';
 import { el, svg } from './dom';
@@ -45,7 +45,7 @@ export const healthCell = (job: Job): HTMLTableCellElement => {
         durationChart(window.durationMs.recent),
         el('small', {
           class: 'muted',
-          title: 'claim to finish, over the last 24 h (the handler start is not recorded)',
+          title: "the handler's run time where recorded, else claim to finish, over the last 24 h",
           text: 'p50 ' + age(window.durationMs.p50) + ', p95 ' + age(window.durationMs.p95),
         }),
       ]),
