@@ -128,8 +128,9 @@ describe.each([
       },
     });
     const durations = (hourly as unknown as { window: { durationMs: { p50: number; p95: number; recent: number[] } } }).window.durationMs;
-    // Each seeded run was claimed a minute before it finished.
-    expect(durations).toEqual({ p50: 60_000, p95: 60_000, recent: [60_000, 60_000, 60_000, 60_000, 60_000] });
+    // Each seeded run was claimed a minute before it finished; the failed one recorded its
+    // handler's run time (handlerMs 1,500), which is its duration (oldest first: it is the 4th).
+    expect(durations).toEqual({ p50: 60_000, p95: 60_000, recent: [60_000, 60_000, 60_000, 1_500, 60_000] });
     expect(hourly?.nextDue).toHaveLength(3);
     expect(jobs.find((job) => job.name === 'billing.every-second')?.schedule).toMatchObject({ words: 'every second', timeZone: null });
   });
