@@ -11,6 +11,7 @@ export type {
   JobLease,
   JobLeaseHold,
   JobLeaseWithData,
+  JobRunAcquiredOptions,
   RunExclusiveResult,
 } from './job-scheduler/job-scheduler.types';
 export { DEFAULT_HEARTBEAT_MS, DEFAULT_LEASE_MS } from './job-scheduler/job-scheduler.constants';

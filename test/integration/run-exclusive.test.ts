@@ -1,4 +1,4 @@
-import { JobSchedulerService, JobSchedulerStatus, LostJobLeaseError } from '../../src/features';
+import { InvalidJobLeaseOptionsError, JobSchedulerService, JobSchedulerStatus, LostJobLeaseError } from '../../src/features';
 import { Client } from 'pg';
 import { sleep, startLeaseNodes } from '../support/lease-nodes';
 import { startNestNode } from '../support/nest-node';
@@ -228,6 +228,43 @@ describe('runAcquired', () => {
     const error = new Error('export refused');
     await expect(nodes[0].runAcquired(failed, async () => Promise.reject(error))).rejects.toBe(error);
     expect(await rowByKey(failed.idempotencyKey)).toMatchObject({ status: JobSchedulerStatus.FAIL, data: { error: { message: 'export refused' } } });
+  });
+
+  it('with recordHandlerMs, records how long the callback ran beside SUCCESS or the error; without it, the 1.x data', async () => {
+    const [slow, failing, plain] = await nodes[0].acquireBatch({ code: 'nightly-export', runKeys: [1, 2, 3].map(() => `tick-${++sequence}`) });
+    if (!slow.acquired || !failing.acquired || !plain.acquired) throw new Error('not acquired');
+    const started = performance.now();
+    await nodes[0].runAcquired(slow, () => sleep(250), { recordHandlerMs: true });
+    const elapsed = performance.now() - started;
+    const { data } = await rowByKey(slow.idempotencyKey);
+    expect(data).toEqual({ handlerMs: expect.any(Number) });
+    const { handlerMs } = data as { handlerMs: number };
+    expect(Number.isInteger(handlerMs)).toBe(true);
+    expect(handlerMs).toBeGreaterThanOrEqual(240);
+    expect(handlerMs).toBeLessThanOrEqual(Math.ceil(elapsed));
+    await expect(nodes[0].runAcquired(failing, () => Promise.reject(new Error('late')), { recordHandlerMs: true })).rejects.toThrow('late');
+    expect((await rowByKey(failing.idempotencyKey)).data).toEqual({ error: { name: 'Error', message: 'late' }, handlerMs: expect.any(Number) });
+    await nodes[0].runAcquired(plain, async () => undefined, { recordHandlerMs: false });
+    expect((await rowByKey(plain.idempotencyKey)).data).toBeNull();
+  });
+
+  it('refuses options other than { recordHandlerMs?: boolean } before any SQL, leaving the lease held', async () => {
+    const [lock] = await nodes[0].acquireBatch({ code: 'nightly-export', runKeys: [`tick-${++sequence}`] });
+    if (!lock.acquired) throw new Error('not acquired');
+    for (const bad of [null, 'yes', { recordHandlerMs: 'true' }, { recordHandlerMs: true, extra: 1 }]) {
+      let called = false;
+      await expect(
+        nodes[0].runAcquired(
+          lock,
+          async () => {
+            called = true;
+          },
+          bad as never,
+        ),
+      ).rejects.toBeInstanceOf(InvalidJobLeaseOptionsError);
+      expect(called).toBe(false);
+    }
+    expect(await rowByKey(lock.idempotencyKey)).toMatchObject({ status: JobSchedulerStatus.RUNNING });
   });
 
   it('throws LostJobLeaseError when the run was taken over before it completed', async () => {

@@ -208,6 +208,7 @@ export const leaseErrors = {
     new InvalidJobLeaseOptionsError(`heartbeatMs (${heartbeatMs}) must be less than half of leaseMs (${leaseMs}), or 0 to disable heartbeats`),
   statementTimeoutMs: (value: unknown) => new InvalidJobLeaseOptionsError(`timeoutMs must be a positive safe integer of milliseconds, got ${describe(value)}`),
   reclaimFailed: (value: unknown) => new InvalidJobLeaseOptionsError(`reclaimFailed must be a boolean when given, got ${describe(value)}`),
+  recordHandlerMs: (value: unknown) => new InvalidJobLeaseOptionsError(`runAcquired options are { recordHandlerMs?: boolean }, got ${describe(value)}`),
   again: (value: unknown) =>
     new InvalidJobLeaseOptionsError(`again must be a boolean when given (the options of complete or fail are { again?: boolean }), got ${describe(value)}`),
 };

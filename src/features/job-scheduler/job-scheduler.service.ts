@@ -25,6 +25,7 @@ import type {
   JobLease,
   JobLeaseHold,
   JobLeaseWithData,
+  JobRunAcquiredOptions,
   RunExclusiveResult,
 } from './job-scheduler.types';
 import { resolvePruneOptions } from './operations/job-run-arguments';
@@ -398,10 +399,11 @@ export class JobSchedulerService implements OnModuleInit, OnApplicationBootstrap
   /**
    * Runs `fn` under a lease this node already acquired (a run of acquireBatch, an occurrence the
    * take-over claimed), as runExclusive runs it once acquired: heartbeats, the local deadline,
-   * SUCCESS or FAIL, the signal, shutdown. Throws what runExclusive throws.
+   * SUCCESS or FAIL, the signal, shutdown. Throws what runExclusive throws. With
+   * `{ recordHandlerMs: true }` the row's data records how long `fn` ran (`handlerMs`).
    */
-  runAcquired<T>(lock: JobAcquiredLease, fn: (lease: JobExecutionLease) => Promise<T>): Promise<T> {
-    return this.runs.runAcquired(lock, fn);
+  runAcquired<T>(lock: JobAcquiredLease, fn: (lease: JobExecutionLease) => Promise<T>, options?: JobRunAcquiredOptions): Promise<T> {
+    return this.runs.runAcquired(lock, fn, options);
   }
 
   /**

@@ -55,6 +55,16 @@ export interface JobFinalizeOptions {
 }
 
 /** What a winner knows about the run it owns. */
+/** Options of runAcquired. */
+export interface JobRunAcquiredOptions {
+  /**
+   * Record how long the callback ran in the row's data as `handlerMs` (whole ms, monotonic clock):
+   * `{ handlerMs }` on SUCCESS instead of null, `handlerMs` beside `error` on FAIL. The dashboard
+   * shows the callback's start as finishedAt - handlerMs. Default false (the 1.x row data).
+   */
+  recordHandlerMs?: boolean;
+}
+
 export interface JobAcquiredLease extends JobLease {
   /** Stable for the logical run across reclaims; begins with `v2:`. */
   idempotencyKey: string;

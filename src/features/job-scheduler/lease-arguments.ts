@@ -64,6 +64,16 @@ const isError = (value: unknown): value is Error => {
  * Never throws, whatever was thrown (an object without prototype, a throwing getter or
  * toString), so that the FAIL of such a callback is still recorded.
  */
+/** runAcquired's options, checked: whether to record the callback's run time. Throws InvalidJobLeaseOptionsError. */
+export const checkRunAcquiredOptions = (options: unknown): boolean => {
+  if (options === undefined) return false;
+  if (typeof options !== 'object' || options === null) throw leaseErrors.recordHandlerMs(options);
+  for (const key of Object.keys(options)) if (key !== 'recordHandlerMs') throw leaseErrors.recordHandlerMs(options);
+  const record = ownValue(options, 'recordHandlerMs');
+  if (record !== undefined && typeof record !== 'boolean') throw leaseErrors.recordHandlerMs(options);
+  return record === true;
+};
+
 export const describeFailure = (error: unknown): { error: { name: string; message: string } } => {
   const thrownError = isError(error);
   const name = thrownError ? textOf(() => error.name, 'Error') : typeof error;

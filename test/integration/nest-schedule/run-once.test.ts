@@ -96,6 +96,8 @@ describe('a tick', () => {
     expect(reports[0].calls + reports[1].calls).toBe(1);
     const [row] = await leaseRows('hourly-report.build');
     expect(row).toMatchObject({ status: 'SUCCESS', name: 'HourlyReport.build', leaseMs: 30_000, attempts: 1 });
+    // How long the method ran (the dashboard shows its start as finishedAt - handlerMs).
+    expect(row.data).toEqual({ handlerMs: expect.any(Number) });
     // The due instant of the hourly cron (Paris is a whole number of hours from UTC).
     const scheduledAt = new Date(Math.floor(Date.now() / HOUR) * HOUR);
     expect([new Date(before).toISOString(), scheduledAt.toISOString()]).toContain(row.runKey);
@@ -125,7 +127,7 @@ describe('a tick', () => {
     const [first, second] = [await startNode(), await startNode()];
     await expect(first.app.get(HourlyReport).failing()).rejects.toThrow('boom');
     const [row] = await leaseRows('reports.failing');
-    expect(row).toMatchObject({ status: 'FAIL', data: { error: { name: 'Error', message: 'boom' } } });
+    expect(row).toMatchObject({ status: 'FAIL', data: { error: { name: 'Error', message: 'boom' }, handlerMs: expect.any(Number) } });
     await expect(second.app.get(HourlyReport).failing()).resolves.toBeUndefined();
     expect(second.app.get(HourlyReport).calls).toBe(0);
     expect(await leaseRows('reports.failing')).toEqual([row]);

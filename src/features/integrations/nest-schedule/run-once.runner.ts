@@ -148,7 +148,8 @@ export class RunOnceRunner {
       }
       // A tick that reclaimed an expired row (its holder vanished or stalled past its lease) runs it again: a take-over.
       if (lock.reclaimed) runTrigger = 'take-over';
-      const result = await this.jobs.runAcquired(lock, tick);
+      // Its handler's run time in the row (data.handlerMs): the dashboard shows when the method started.
+      const result = await this.jobs.runAcquired(lock, tick, { recordHandlerMs: true });
       this.write(this.failures.succeeded(plan.code));
       return result;
     } catch (error) {

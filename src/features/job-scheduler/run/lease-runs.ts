@@ -7,10 +7,12 @@ import type {
   JobExecutionLease,
   JobLease,
   JobLeaseHold,
+  JobRunAcquiredOptions,
   RunExclusiveResult,
 } from '../job-scheduler.types';
-import { checkAcquiredLease, describeFailure } from '../lease-arguments';
+import { checkAcquiredLease, checkRunAcquiredOptions, describeFailure } from '../lease-arguments';
 import { type HoldStatements, LeaseHold } from './lease-hold';
+import { monotonicNow } from './lease-deadline';
 
 /**
  * What the run machinery needs of the lease: its single-statement operations (JobSchedulerService
@@ -92,10 +94,11 @@ export class LeaseRuns {
   }
 
   /** JobSchedulerService.runAcquired: run `fn` under a lease this node already acquired. */
-  async runAcquired<T>(lock: JobAcquiredLease, fn: (lease: JobExecutionLease) => Promise<T>): Promise<T> {
+  async runAcquired<T>(lock: JobAcquiredLease, fn: (lease: JobExecutionLease) => Promise<T>, options?: JobRunAcquiredOptions): Promise<T> {
     if (typeof fn !== 'function') throw callbackErrors.notAFunction(fn);
+    const recordHandlerMs = checkRunAcquiredOptions(options);
     const checked = checkAcquiredLease(lock);
-    return this.runHeld({ ...lock, ...checked }, fn);
+    return this.runHeld({ ...lock, ...checked }, fn, recordHandlerMs);
   }
 
   /**
@@ -133,11 +136,11 @@ export class LeaseRuns {
     if (stuck.length > 0) this.logger.warn(`Released ${stuck.length} job lease(s) still running after the shutdown grace`);
   }
 
-  private runHeld<T>(lock: JobAcquiredLease, fn: (lease: JobExecutionLease) => Promise<T>): Promise<T> {
+  private runHeld<T>(lock: JobAcquiredLease, fn: (lease: JobExecutionLease) => Promise<T>, recordHandlerMs = false): Promise<T> {
     const lease: JobLease = { id: lock.id, ownerToken: lock.ownerToken };
     const hold = this.hold(lock, lease);
     const run: ActiveRun = { lease, hold, settled: Promise.resolve(), done: false };
-    const outcome = this.finishRun(lock, lease, hold, fn).finally(() => {
+    const outcome = this.finishRun(lock, lease, hold, fn, recordHandlerMs).finally(() => {
       run.done = true;
       this.active.delete(run);
     });
@@ -178,6 +181,7 @@ export class LeaseRuns {
     lease: JobLease,
     hold: LeaseHold,
     fn: (lease: JobExecutionLease) => Promise<T>,
+    recordHandlerMs: boolean,
   ): Promise<T> {
     if (hold.signal.aborted) {
       // The acquire answered after the deadline it proved: the run may be taken over any moment.
@@ -187,6 +191,9 @@ export class LeaseRuns {
       throw hold.signal.reason;
     }
     let result: T;
+    const startedAt = monotonicNow();
+    // The callback's run time, when asked to record it (runAcquired's recordHandlerMs).
+    const handlerMs = (): { handlerMs: number } | undefined => (recordHandlerMs ? { handlerMs: Math.round(monotonicNow() - startedAt) } : undefined);
     try {
       result = await fn({
         id: lease.id,
@@ -197,10 +204,10 @@ export class LeaseRuns {
         signal: hold.signal,
       });
     } catch (error) {
-      throw (await this.recordFailure(lease, hold, error)).thrown;
+      throw (await this.recordFailure(lease, hold, error, handlerMs())).thrown;
     }
     const lostBeforeCompleting = () => new LostJobLeaseError(lease.id, { reason: 'another owner took the run over before it completed' });
-    if (!(await hold.finalize('complete', undefined, lostBeforeCompleting))) {
+    if (!(await hold.finalize('complete', handlerMs(), lostBeforeCompleting))) {
       this.lease.lost();
       const reason: unknown = hold.signal.reason;
       throw reason instanceof LostJobLeaseError ? reason : lostBeforeCompleting();
@@ -212,14 +219,14 @@ export class LeaseRuns {
    * Records FAIL for a callback error and returns what runExclusive must throw, wrapped: an async
    * function that returned a thrown thenable would have it adopted instead of rethrown.
    */
-  private async recordFailure(lease: JobLease, hold: LeaseHold, error: unknown): Promise<{ thrown: unknown }> {
+  private async recordFailure(lease: JobLease, hold: LeaseHold, error: unknown, handlerMs?: { handlerMs: number }): Promise<{ thrown: unknown }> {
     const lostBeforeFailing = () =>
       error instanceof LostJobLeaseError
         ? error
         : new LostJobLeaseError(lease.id, { cause: error, reason: 'another owner took the run over before it failed' });
     let recorded: boolean;
     try {
-      recorded = await hold.finalize('fail', describeFailure(error), lostBeforeFailing);
+      recorded = await hold.finalize('fail', { ...describeFailure(error), ...handlerMs }, lostBeforeFailing);
     } catch (recordError) {
       this.logger.error(`Could not record FAIL for job lease ${lease.id}: ${String(recordError)}`);
       attachCause(error, recordError);
