@@ -1,4 +1,4 @@
-import type { HealthWindowRow } from '../job-scheduler/operations/occurrence-history.sql';
+import type { HealthStateRow, HealthWindowRow } from '../job-scheduler/operations/occurrence-history.sql';
 import { dueInstantOf } from '../scheduling/occurrence/occurrence-keys';
 
 /**
@@ -64,10 +64,18 @@ export const healthWindowOf = (row: HealthWindowRow | undefined): JobHealthWindo
 /** When the newest success in a window was due, or null without one. */
 export const lastSuccessOf = (row: HealthWindowRow | undefined): string | null => (row?.lastSuccessKey ? dueAt(row.lastSuccessKey) : null);
 
-/** The state a window gives (before late and disabled, which the caller knows). */
-export const windowState = (window: JobHealthWindow): 'ok' | 'degraded' | 'failing' => {
-  const failures10 = window.last10.finished - window.last10.succeeded;
-  if (window.consecutiveFailures >= 2 || failures10 >= 3) return 'failing';
+/** The rule: failing at two failures in a row or three of the last ten; degraded at one of ten. */
+const judged = (finished: number, succeeded: number, inARow: number): 'ok' | 'degraded' | 'failing' => {
+  const failures10 = finished - succeeded;
+  if (inARow >= 2 || failures10 >= 3) return 'failing';
   if (failures10 > 0) return 'degraded';
   return 'ok';
 };
+
+/** The state a window gives (before late and disabled, which the caller knows). */
+export const windowState = (window: JobHealthWindow): 'ok' | 'degraded' | 'failing' =>
+  judged(window.last10.finished, window.last10.succeeded, window.consecutiveFailures);
+
+/** The same state from a job's 10 newest finished occurrences alone (JobRunsInspector.healthStates): the rule needs no more. */
+export const stateOf = (row: HealthStateRow | undefined): 'ok' | 'degraded' | 'failing' =>
+  row ? judged(row.finished, row.succeeded, row.failuresInARow) : 'ok';

@@ -67,6 +67,31 @@ export const scheduleQueryOf = (query: QueryValues): ScheduleQuery => {
   return result;
 };
 
+/** The jobs list's query: a page (`after`: the previous page's cursor, `limit` 1-100) of the jobs whose name holds `q`. */
+export interface JobsQuery {
+  after?: string;
+  q?: string;
+  limit?: number;
+}
+
+/** The jobs list's query string (after, q: at most 512 characters each; limit: 1 to 100). Throws InvalidJobQueryOptionsError. */
+export const jobsQueryOf = (query: QueryValues): JobsQuery => {
+  const result: JobsQuery = {};
+  for (const name of ['after', 'q'] as const) {
+    const value = one(query, name);
+    if (value === undefined) continue;
+    if (value.length > 512) throw new InvalidJobQueryOptionsError(`${name} must be at most 512 characters`);
+    result[name] = value;
+  }
+  const limitText = one(query, 'limit');
+  if (limitText !== undefined) {
+    const limit = Number(limitText);
+    if (!/^\d{1,3}$/.test(limitText) || limit < 1 || limit > 100) throw new InvalidJobQueryOptionsError('limit must be a whole number from 1 to 100');
+    result.limit = limit;
+  }
+  return result;
+};
+
 /** The timeline spans offered: the last hour, 6 hours, 24 hours or 7 days. */
 export const TIMELINE_SPANS: Readonly<Record<string, number>> = { '1h': 3_600_000, '6h': 6 * 3_600_000, '24h': 86_400_000, '7d': 7 * 86_400_000 };
 

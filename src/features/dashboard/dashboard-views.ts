@@ -26,6 +26,19 @@ export interface DashboardJob {
   actions: { runNow: boolean; pause: boolean; why: string | null };
 }
 
+/** A page of the jobs list, with the failing jobs among all of them. */
+export interface DashboardJobsPage {
+  jobs: DashboardJob[];
+  /** The cursor of the next page (`after`), or null on the last. */
+  nextCursor: string | null;
+  /** Jobs that match the search (all of them without one). */
+  total: number;
+  /** The failing jobs among all (not only this page or search), the first 25 by name. */
+  failing: DashboardJob[];
+  /** How many jobs are failing in all. */
+  failingTotal: number;
+}
+
 /** A run in the list: what identifies it and how it stands. */
 export interface DashboardRunSummary {
   id: string;

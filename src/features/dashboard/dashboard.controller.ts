@@ -19,7 +19,7 @@ import { DeclarationError, SchedulingError } from '../scheduling/scheduling.erro
 import { authorizeRequest, checkCsrf, csrfCookie, csrfCookieOf, newCsrfToken } from './dashboard-access';
 import { COMMON_HEADERS, type DashboardAssets, renderDashboardPage } from './dashboard-assets';
 import { RefusedPageFilter } from './refused-page.filter';
-import { fencingTokenOf, type QueryValues, runFilterOf, scheduleQueryOf, timelineSpanOf } from './dashboard-query';
+import { fencingTokenOf, jobsQueryOf, type QueryValues, runFilterOf, scheduleQueryOf, timelineSpanOf } from './dashboard-query';
 import { DASHBOARD_OPTIONS, type DashboardAction, type DashboardRequest, type ResolvedDashboardOptions } from './dashboard.options';
 import { JobSchedulerDashboardSchedules } from './dashboard-schedules';
 import { JobSchedulerDashboardService } from './dashboard.service';
@@ -75,9 +75,9 @@ export class JobSchedulerDashboardController {
   }
 
   @Get('api/jobs')
-  async jobs(@Req() request: DashboardRequest, @Res({ passthrough: true }) response: unknown) {
+  async jobs(@Req() request: DashboardRequest, @Res({ passthrough: true }) response: unknown, @Query() query: QueryValues) {
     await this.access(request, response, 'read');
-    return { now: new Date().toISOString(), jobs: await this.dashboard.jobs() };
+    return this.answer(async () => ({ now: new Date().toISOString(), ...(await this.dashboard.jobs(jobsQueryOf(query))) }));
   }
 
   @Get('api/jobs/:name/timeline')

@@ -6,7 +6,7 @@ import { JobSchedulerExecutor } from '../job-scheduler.executor';
 import { JOB_SCHEDULER_MODULE_OPTIONS } from '../job-scheduler.module-definition';
 import type { JobSchedulerRuntimeOptions } from '../job-scheduler.options';
 import { InvalidJobQueryOptionsError } from '../job-scheduler.errors';
-import type { HealthWindowRow, LatestOccurrenceRow, OccurrenceRow } from './occurrence-history.sql';
+import type { HealthStateRow, HealthWindowRow, LatestOccurrenceRow, OccurrenceRow } from './occurrence-history.sql';
 import type { RunRow } from './operations.sql';
 import type { JobAcquireOptions } from '../job-scheduler.types';
 import { resolveJobIdentity } from '../job-identity';
@@ -89,6 +89,16 @@ export class JobRunsInspector {
     if (!Number.isSafeInteger(limit) || limit < 1 || limit > 1_000) throw new InvalidJobQueryOptionsError('healthWindows needs a limit from 1 to 1,000');
     if (!(dayFrom instanceof Date) || Number.isNaN(dayFrom.getTime())) throw new InvalidJobQueryOptionsError('healthWindows needs a valid dayFrom');
     const rows = await this.executor.rows<HealthWindowRow>(this.executor.statements.healthWindows(codes, limit, dayFrom.toISOString()));
+    return new Map(rows.map((row) => [row.code, row]));
+  }
+
+  /**
+   * The health state of each of `codes` over its 10 newest finished occurrences: one row per code
+   * (zeros for a code without any), in one statement that reads about 10 index entries per code.
+   */
+  async healthStates(codes: readonly string[]): Promise<Map<string, HealthStateRow>> {
+    if (codes.length === 0) return new Map();
+    const rows = await this.executor.rows<HealthStateRow>(this.executor.statements.healthStates(codes));
     return new Map(rows.map((row) => [row.code, row]));
   }
 

@@ -33,6 +33,10 @@ export interface Job {
 
 export interface JobsAnswer {
   jobs: Job[];
+  nextCursor: string | null;
+  total: number;
+  failing: Job[];
+  failingTotal: number;
 }
 
 export interface Schedule {

@@ -32,7 +32,7 @@ export const api = async <T>(path: string, options: ApiOptions = {}): Promise<T>
 };
 
 /** Answers that arrive after a newer request's are dropped (a refresh must not undo a filter). */
-const latest = { runs: 0, timeline: 0, schedules: 0 };
+const latest = { runs: 0, timeline: 0, schedules: 0, jobs: 0 };
 
 export const newest = <T>(kind: keyof typeof latest, handle: (value: T) => void): ((value: T) => void) => {
   const ticket = ++latest[kind];

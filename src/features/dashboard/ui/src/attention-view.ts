@@ -12,9 +12,8 @@ import { showTimeline } from './timeline-view';
 
 const DAY_MS = 86400000;
 
-/** The failing jobs of the jobs answer: a line each, with what it failed with and its timeline. */
-export const renderFailing = (jobs: readonly Job[]): void => {
-  const failing = jobs.filter((job) => job.health === 'failing');
+/** The failing jobs among all (the jobs answer's, not only its page): a line each, with what it failed with and its timeline. */
+export const renderFailing = (failing: readonly Job[], failingTotal: number): void => {
   const content = failing.length
     ? el(
         'ul',
@@ -28,6 +27,10 @@ export const renderFailing = (jobs: readonly Job[]): void => {
       )
     : el('p', { class: 'muted', text: 'None.' });
   replaceContent(byId('failing', HTMLElement), content);
+  if (failingTotal > failing.length)
+    byId('failing', HTMLElement).appendChild(
+      el('p', { class: 'muted', text: failingTotal + ' failing in all; the first ' + failing.length + ' by name are listed.' }),
+    );
 };
 
 const missedItem = (run: RunSummary): HTMLLIElement =>

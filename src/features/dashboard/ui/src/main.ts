@@ -8,7 +8,7 @@ import { onActionDone } from './actions';
 import { loadMissed } from './attention-view';
 import { byId } from './dom';
 import { clockOf, currentZone, setZone, zoneName } from './format';
-import { loadJobs } from './jobs-view';
+import { loadJobs, wireJobs } from './jobs-view';
 import { loadLeases } from './leases-view';
 import { wireRunDetail } from './run-detail-view';
 import { reloadRuns, wireRuns } from './runs-view';
@@ -56,6 +56,7 @@ document.addEventListener('DOMContentLoaded', () => {
   wireZone();
   wireTimeline();
   wireRuns();
+  wireJobs();
   wireSchedules();
   wireRunDetail();
   onActionDone(() => void refresh());
