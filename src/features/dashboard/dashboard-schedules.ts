@@ -6,6 +6,7 @@ import { dueInstantOf, scheduleRunKeyPrefix } from '../scheduling/occurrence/occ
 import { compileSchedule } from '../scheduling/schedule/job-declaration';
 import type { DueSchedule } from '../scheduling/schedule/due-schedule';
 import { DeclarationError, SchedulingError } from '../scheduling/scheduling.errors';
+import { HEALTH_DAY_MS, HEALTH_WINDOW_ROWS, healthWindowOf, type JobHealthState, type JobHealthWindow, lastSuccessOf, windowState } from './dashboard-health';
 import { buildTimeline, type Timeline } from './dashboard-timeline';
 import { describeSchedule, nextDueInstants, type ScheduleDescription } from './schedule-words';
 
@@ -19,6 +20,16 @@ export interface DashboardSchedule {
   enabled: boolean;
   tenantId: string | null;
   modifiedAt: string;
+  /** When its newest success (among its newest HEALTH_WINDOW_ROWS occurrences) was due, or null. */
+  lastSuccessAt: string | null;
+  /** How its newest finished occurrence ended, or null before one finished. */
+  lastOutcome: 'succeeded' | 'failed' | 'missed' | 'taken-over' | null;
+  /**
+   * As a job's: disabled while paused; failing, degraded or ok by its window; late when two or more
+   * occurrences were due since its last success (or its last change, if later) and it is not failing.
+   */
+  health: JobHealthState;
+  window: JobHealthWindow;
 }
 
 /** The schedules list's query: a keyset cursor, an id prefix, a handler, a tenant. */
@@ -39,7 +50,7 @@ const dueScheduleOf = (view: DynamicScheduleView): DueSchedule =>
  * How the list shows a schedule: in words with its next instants, or, for a row stored by an
  * earlier release that today's checks refuse (an interval past 8 years), why no instance runs it.
  */
-const listedSchedule = (view: DynamicScheduleView, now: number): Pick<DashboardSchedule, 'schedule' | 'nextDue'> => {
+const listedSchedule = (view: DynamicScheduleView, now: number): Pick<DashboardSchedule, 'schedule' | 'nextDue'> & { due: DueSchedule | null } => {
   let schedule: DueSchedule;
   try {
     schedule = dueScheduleOf(view);
@@ -50,9 +61,31 @@ const listedSchedule = (view: DynamicScheduleView, now: number): Pick<DashboardS
     return {
       schedule: { kind: view.every === undefined ? 'cron' : 'every', expression, words: `not run: ${reason}`, timeZone: view.timeZone ?? null },
       nextDue: [],
+      due: null,
     };
   }
-  return { schedule: describeSchedule(schedule), nextDue: view.enabled ? nextDueInstants(schedule, now).map((date) => date.toISOString()) : [] };
+  return { schedule: describeSchedule(schedule), nextDue: view.enabled ? nextDueInstants(schedule, now).map((date) => date.toISOString()) : [], due: schedule };
+};
+
+/**
+ * Late: two occurrences due since the last success, or since the schedule's last change when that
+ * is later (a schedule resumed after a long pause is not late at once), as a declared job's stale.
+ */
+const isLate = (due: DueSchedule, lastSuccessAt: string | null, modifiedAt: Date, now: number): boolean => {
+  let cursor = Math.max(lastSuccessAt === null ? Number.NEGATIVE_INFINITY : Date.parse(lastSuccessAt), modifiedAt.getTime());
+  for (let dueSince = 0; dueSince < 2; dueSince++) {
+    const next = due.next(cursor);
+    if (next === null || next > now) return false;
+    cursor = next;
+  }
+  return true;
+};
+
+/** A schedule's health: disabled while paused, else its window's state, late as isLate says (failing first). */
+const scheduleHealth = (view: DynamicScheduleView, due: DueSchedule | null, window: JobHealthWindow, lastSuccessAt: string | null, now: number) => {
+  if (!view.enabled) return 'disabled' as const;
+  const state = windowState(window);
+  return state !== 'failing' && due !== null && isLate(due, lastSuccessAt, view.modifiedAt, now) ? ('late' as const) : state;
 };
 
 /** The dynamic schedules (DynamicSchedulesModule), when the application has them: a page of them, and one's timeline. */
@@ -67,14 +100,29 @@ export class JobSchedulerDashboardSchedules {
   async page(query: ScheduleQuery, now = Date.now()): Promise<{ schedules: DashboardSchedule[]; nextCursor: string | null }> {
     if (!this.dynamic) return { schedules: [], nextCursor: null };
     const page = await this.dynamic.list({ ...query, limit: 100 });
-    const schedules = page.schedules.map((view) => ({
-      id: view.id,
-      handler: view.handler,
-      ...listedSchedule(view, now),
-      enabled: view.enabled,
-      tenantId: view.tenantId ?? null,
-      modifiedAt: view.modifiedAt.toISOString(),
-    }));
+    // Every schedule's window in one statement: its handler's code, its runKey prefix.
+    const rows = await this.inspector.prefixedHealthWindows(
+      page.schedules.map((view) => ({ code: view.handler, prefix: scheduleRunKeyPrefix(view.id) })),
+      HEALTH_WINDOW_ROWS,
+      new Date(now - HEALTH_DAY_MS),
+    );
+    const schedules = page.schedules.map((view, index): DashboardSchedule => {
+      const { due, ...listed } = listedSchedule(view, now);
+      const window = healthWindowOf(rows[index]);
+      const lastSuccessAt = lastSuccessOf(rows[index]);
+      return {
+        id: view.id,
+        handler: view.handler,
+        ...listed,
+        enabled: view.enabled,
+        tenantId: view.tenantId ?? null,
+        modifiedAt: view.modifiedAt.toISOString(),
+        lastSuccessAt,
+        lastOutcome: rows[index]?.lastOutcome ?? null,
+        health: scheduleHealth(view, due, window, lastSuccessAt, now),
+        window,
+      };
+    });
     return { schedules, nextCursor: page.nextCursor ?? null };
   }
 

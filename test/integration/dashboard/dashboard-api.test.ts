@@ -363,13 +363,32 @@ describe('dynamic schedules in the dashboard', () => {
     const day = (days: number) => new Date(Math.floor(Date.now() / 86_400_000) * 86_400_000 - days * 86_400_000).toISOString();
     await seedRuns(database, [
       { code: 'reports.tenant-export', runKey: `schedule=tenant-42%2Fweekly ${day(2)}`, status: 'SUCCESS' },
-      { code: 'reports.tenant-export', runKey: `schedule=tenant-42%2Fweekly ${day(3)}`, status: 'FAIL' },
-      { code: 'reports.tenant-export', runKey: `schedule=other ${day(2)}`, status: 'FAIL' },
+      { code: 'reports.tenant-export', runKey: `schedule=tenant-42%2Fweekly ${day(3)}`, status: 'FAIL', data: { error: { message: 'export refused' } } },
+      // Another schedule's failure, and the handler's own (as a declared job's key): not this schedule's.
+      { code: 'reports.tenant-export', runKey: `schedule=other ${day(1)}`, status: 'FAIL' },
+      { code: 'reports.tenant-export', runKey: day(1), status: 'FAIL' },
     ]);
     const listed = await call(app, '/jobs/api/schedules', { headers: { authorization: READER } });
     expect(listed.json).toMatchObject({
       schedules: [
-        { id: 'tenant-42/weekly', handler: 'reports.tenant-export', enabled: true, tenantId: '42', schedule: { words: 'Monday at 03:00 (America/New_York)' } },
+        {
+          id: 'tenant-42/weekly',
+          handler: 'reports.tenant-export',
+          enabled: true,
+          tenantId: '42',
+          schedule: { words: 'Monday at 03:00 (America/New_York)' },
+          // Its last success and outcome, and its health by its own window (just made: not late).
+          lastSuccessAt: day(2),
+          lastOutcome: 'succeeded',
+          health: 'degraded',
+          window: {
+            last10: { finished: 2, succeeded: 1 },
+            last24h: { finished: 0, succeeded: 0 },
+            consecutiveFailures: 0,
+            lastError: { at: day(3), message: 'export refused' },
+            durationMs: null,
+          },
+        },
       ],
       nextCursor: null,
     });
@@ -391,7 +410,7 @@ describe('dynamic schedules in the dashboard', () => {
     expect([paused.status, paused.json]).toEqual([200, { applied: true }]);
     expect(await schedules.get('tenant-42/weekly')).toMatchObject({ enabled: false, cron: '0 3 * * 1', timeZone: 'America/New_York', tenantId: '42' });
     expect((await call(app, '/jobs/api/schedules', { headers: { authorization: READER } })).json).toMatchObject({
-      schedules: [{ id: 'tenant-42/weekly', enabled: false, nextDue: [] }],
+      schedules: [{ id: 'tenant-42/weekly', enabled: false, nextDue: [], lastOutcome: 'succeeded', health: 'disabled' }],
     });
     const resumed = await call(app, `/jobs/api/schedules/${encodeURIComponent('tenant-42/weekly')}/resume`, { method: 'POST', headers });
     expect([resumed.status, resumed.json]).toEqual([200, { applied: true }]);

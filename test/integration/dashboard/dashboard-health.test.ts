@@ -1,5 +1,10 @@
 import { JobRunsInspector } from '../../../src/features/job-scheduler/operations/job-runs.inspector';
 import { HEALTH_DAY_MS, HEALTH_WINDOW_ROWS, healthWindowOf, lastSuccessOf, windowState } from '../../../src/features/dashboard/dashboard-health';
+import { JobSchedulerDashboardSchedules } from '../../../src/features/dashboard/dashboard-schedules';
+import { InvalidJobQueryOptionsError } from '../../../src/features/job-scheduler/job-scheduler.errors';
+import type { DynamicSchedules } from '../../../src/features/scheduling/dynamic/dynamic-schedules.service';
+import type { DynamicScheduleView } from '../../../src/features/scheduling/dynamic/dynamic-schedule.types';
+import { scheduleRunKeyPrefix } from '../../../src/features/scheduling/occurrence/occurrence-keys';
 import { createTestDatabase, type TestDatabase } from '../../support/test-database';
 
 let database: TestDatabase;
@@ -23,6 +28,8 @@ interface Seeded {
   data?: unknown;
   /** From the claim (startedAt) to the finish. */
   claimToFinishMs?: number;
+  /** 2 and more: taken over from a vanished first owner (1 unless told). */
+  attempts?: number;
 }
 
 /** Rows as the scheduler leaves them: claimed (startedAt), finished `claimToFinishMs` later unless RUNNING. */
@@ -31,15 +38,16 @@ const seed = async (rows: readonly Seeded[]): Promise<void> => {
     `INSERT INTO "job-scheduler" ("lockKey", code, type, status, "ownerToken", "runKey", "leaseMs", "ownerId", "fencingToken", attempts, data,
        "startedAt", "finishedAt", "createdAt", "modifiedAt")
      SELECT 'seed:' || r.code || ':' || r."runKey", r.code, 'SCHEDULE', r.status::"job-scheduler_status_enum", gen_random_uuid(), r."runKey", 60000, 'seed-node',
-       nextval('"job-scheduler_fencingToken_seq"'), 1, r.data, now() - interval '1 hour',
+       nextval('"job-scheduler_fencingToken_seq"'), r.attempts, r.data, now() - interval '1 hour',
        CASE WHEN r.status = 'RUNNING' THEN NULL ELSE now() - interval '1 hour' + r.ms * interval '1 millisecond' END, now(), now()
-     FROM unnest($1::text[], $2::text[], $3::text[], $4::jsonb[], $5::int[]) AS r(code, "runKey", status, data, ms)`,
+     FROM unnest($1::text[], $2::text[], $3::text[], $4::jsonb[], $5::int[], $6::int[]) AS r(code, "runKey", status, data, ms, attempts)`,
     [
       rows.map((row) => row.code),
       rows.map((row) => row.runKey),
       rows.map((row) => row.status),
       rows.map((row) => (row.data === undefined ? null : JSON.stringify(row.data))),
       rows.map((row) => row.claimToFinishMs ?? 1_000),
+      rows.map((row) => row.attempts ?? 1),
     ],
   );
 };
@@ -179,5 +187,154 @@ describe("a job's health window, computed by PostgreSQL", () => {
       'ok',
       'failing',
     ]);
+  });
+});
+
+describe("dynamic schedules' health windows: each schedule's runKey range under its handler's code", () => {
+  const HANDLER = 'report.send';
+  /** A schedule's occurrence key: its prefix, then the due instant. */
+  const keyOf = (id: string, minutesAgo: number): string => `${scheduleRunKeyPrefix(id)}${dueAgo(minutesAgo)}`;
+  const HOUR = 3_600_000;
+  /** A schedule last changed `modifiedAgoMs` ago (a day unless told): late counts the occurrences due since then, or since its last success if later. */
+  const view = (id: string, every: number, enabled = true, modifiedAgoMs = 86_400_000): DynamicScheduleView => ({
+    id,
+    handler: HANDLER,
+    every,
+    data: null,
+    enabled,
+    overlap: 'skip',
+    missed: 'drop',
+    version: 1,
+    createdAt: new Date(now - 2 * 86_400_000),
+    modifiedAt: new Date(now - modifiedAgoMs),
+  });
+  // The page's schedules, as DynamicSchedules.list gives them (their stored rows are not what is
+  // tested here: their occurrence rows, in PostgreSQL, are).
+  const views = [
+    view('report/a', HOUR),
+    view('report-b', HOUR),
+    view('report-b2', HOUR, true, 30 * MINUTE),
+    view('report-never', HOUR),
+    view('report-c', HOUR, false),
+    view('report-late', MINUTE),
+    view('report-taken', HOUR),
+    view('report-new', HOUR, true, 30 * MINUTE),
+  ];
+  const pages = { list: () => Promise.resolve({ schedules: views }) } as unknown as DynamicSchedules;
+
+  beforeAll(async () => {
+    await seed([
+      // The handler run as a declared job of the same name: bare instants, all failed. None of it is a schedule's.
+      ...Array.from({ length: 5 }, (_, index): Seeded => ({
+        code: HANDLER,
+        runKey: dueAgo(index + 1),
+        status: 'FAIL',
+        data: { error: { message: 'declared' } },
+      })),
+      // report/a: failed twice in a row after a success; a runNow of it failed too (no occurrence).
+      { code: HANDLER, runKey: keyOf('report/a', 1), status: 'FAIL', data: { error: { name: 'Error', message: 'smtp down' } } },
+      { code: HANDLER, runKey: keyOf('report/a', 2), status: 'FAIL', data: { error: { name: 'Error', message: 'smtp slow' } } },
+      { code: HANDLER, runKey: keyOf('report/a', 3), status: 'SUCCESS', data: { handlerMs: 20 } },
+      { code: HANDLER, runKey: `run-now ${dueAgo(0)} 00000000-0000-4000-8000-000000000000 schedule=report%2Fa`, status: 'FAIL' },
+      // report-b: running now, succeeded before.
+      { code: HANDLER, runKey: keyOf('report-b', 1), status: 'RUNNING' },
+      { code: HANDLER, runKey: keyOf('report-b', 2), status: 'SUCCESS', data: { handlerMs: 30 } },
+      { code: HANDLER, runKey: keyOf('report-b', 3), status: 'SUCCESS', data: { handlerMs: 50 } },
+      // report-b2 (whose id starts with report-b's): failed; not in report-b's range.
+      { code: HANDLER, runKey: keyOf('report-b2', 1), status: 'FAIL', data: { error: { message: 'b2' } } },
+      // report-c (paused): its last occurrence missed.
+      { code: HANDLER, runKey: keyOf('report-c', 5), status: 'FAIL', data: { outcome: 'missed', missed: 1 } },
+      // report-late, every minute: its last success 10 minutes ago, nothing since.
+      { code: HANDLER, runKey: keyOf('report-late', 10), status: 'SUCCESS' },
+      // report-taken: taken over from a vanished first owner.
+      { code: HANDLER, runKey: keyOf('report-taken', 1), status: 'SUCCESS', attempts: 2 },
+    ]);
+  });
+
+  it("reads one window per (code, prefix) pair in one statement, the handler's declared-job rows and other schedules' rows apart", async () => {
+    const pairs = views.map((candidate) => ({ code: HANDLER, prefix: scheduleRunKeyPrefix(candidate.id) }));
+    const rows = await inspector.prefixedHealthWindows([...pairs, { code: HANDLER, prefix: '' }], HEALTH_WINDOW_ROWS, new Date(now - HEALTH_DAY_MS));
+    expect(rows.map((row) => [row.prefix, row.lastOutcome])).toEqual([
+      ['schedule=report%2Fa ', 'failed'],
+      ['schedule=report-b ', 'succeeded'],
+      ['schedule=report-b2 ', 'failed'],
+      ['schedule=report-never ', null],
+      ['schedule=report-c ', 'missed'],
+      ['schedule=report-late ', 'succeeded'],
+      ['schedule=report-taken ', 'taken-over'],
+      ['schedule=report-new ', null],
+      ['', 'failed'],
+    ]);
+    // The keys come without the prefix.
+    expect(rows[0]?.lastSuccessKey).toBe(dueAgo(3));
+    expect(rows[0]?.lastFailureKey).toBe(dueAgo(1));
+    expect(healthWindowOf(rows[8]).last10).toEqual({ finished: 5, succeeded: 0 });
+  });
+
+  it('lists each schedule with its window, last success, last outcome and health', async () => {
+    const page = await new JobSchedulerDashboardSchedules(inspector, pages).page({}, now);
+    const byId = new Map(page.schedules.map((schedule) => [schedule.id, schedule]));
+    expect(byId.get('report/a')).toMatchObject({
+      lastSuccessAt: dueAgo(3),
+      lastOutcome: 'failed',
+      health: 'failing',
+      window: {
+        last10: { finished: 3, succeeded: 1 },
+        last24h: { finished: 3, succeeded: 1 },
+        consecutiveFailures: 2,
+        lastError: { at: dueAgo(1), message: 'smtp down' },
+        durationMs: { p50: 1_000, p95: 1_000, recent: [20, 1_000, 1_000] },
+      },
+    });
+    expect(byId.get('report-b')).toMatchObject({
+      lastSuccessAt: dueAgo(2),
+      lastOutcome: 'succeeded',
+      health: 'ok',
+      window: {
+        last10: { finished: 2, succeeded: 2 },
+        last24h: { finished: 2, succeeded: 2 },
+        consecutiveFailures: 0,
+        lastError: null,
+        durationMs: { p50: 30, p95: 50, recent: [50, 30] },
+      },
+    });
+    expect(byId.get('report-b2')).toMatchObject({ lastSuccessAt: null, lastOutcome: 'failed', health: 'degraded' });
+    // Hourly, changed a day ago, never run: late (as the declared job of its name is not counted).
+    expect(byId.get('report-never')).toMatchObject({ lastSuccessAt: null, lastOutcome: null, health: 'late' });
+    expect(byId.get('report-c')).toMatchObject({
+      lastOutcome: 'missed',
+      health: 'disabled',
+      window: { lastError: { at: dueAgo(5), message: 'recorded missed' } },
+    });
+    expect(byId.get('report-late')).toMatchObject({ lastSuccessAt: dueAgo(10), lastOutcome: 'succeeded', health: 'late' });
+    expect(byId.get('report-taken')).toMatchObject({ lastOutcome: 'taken-over', health: 'ok' });
+    expect(byId.get('report-new')).toMatchObject({
+      lastSuccessAt: null,
+      lastOutcome: null,
+      health: 'ok',
+      window: { last10: { finished: 0, succeeded: 0 }, last24h: { finished: 0, succeeded: 0 }, consecutiveFailures: 0, lastError: null, durationMs: null },
+    });
+  });
+
+  it('refuses bad pairs, limits and days with InvalidJobQueryOptionsError, before any SQL', async () => {
+    const dayFrom = new Date(now - HEALTH_DAY_MS);
+    const refused = [
+      () => inspector.prefixedHealthWindows([{ code: '', prefix: '' }], 300, dayFrom),
+      () => inspector.prefixedHealthWindows([{ code: 'x'.repeat(65), prefix: '' }], 300, dayFrom),
+      () => inspector.prefixedHealthWindows([{ code: 'a', prefix: 7 as unknown as string }], 300, dayFrom),
+      () => inspector.prefixedHealthWindows([{ code: 'a', prefix: 'nul\u0000' }], 300, dayFrom),
+      () => inspector.prefixedHealthWindows([null as unknown as { code: string; prefix: string }], 300, dayFrom),
+      () => inspector.prefixedHealthWindows('a' as unknown as [], 300, dayFrom),
+      () =>
+        inspector.prefixedHealthWindows(
+          Array.from({ length: 10_001 }, () => ({ code: 'a', prefix: '' })),
+          300,
+          dayFrom,
+        ),
+      () => inspector.prefixedHealthWindows([{ code: 'a', prefix: '' }], 0, dayFrom),
+      () => inspector.prefixedHealthWindows([{ code: 'a', prefix: '' }], 300, new Date(Number.NaN)),
+    ];
+    for (const call of refused) await expect(call()).rejects.toBeInstanceOf(InvalidJobQueryOptionsError);
+    await expect(inspector.prefixedHealthWindows([], 300, dayFrom)).resolves.toEqual([]);
   });
 });

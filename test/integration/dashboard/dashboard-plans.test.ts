@@ -79,11 +79,55 @@ describe("the jobs list's health windows", () => {
     );
     await database.sql('ANALYZE "job-scheduler"');
     const codes = [...Array.from({ length: 300 }, (_, index) => `listed.job-${index + 1}`), 'dense.job', 'minute.job'];
-    const statement = statements.healthWindows(codes, 300, new Date(Date.now() - 86_400_000).toISOString());
-    const plan = await customPlanOf({ text: statement.text, values: [`{${codes.join(',')}}`, 300, statement.values[2]] }, ['text[]', 'int', 'text']);
+    const statement = statements.healthWindows(
+      codes,
+      codes.map(() => ''),
+      300,
+      new Date(Date.now() - 86_400_000).toISOString(),
+    );
+    const plan = await customPlanOf(
+      { text: statement.text, values: [`{${codes.join(',')}}`, 300, statement.values[2], `{${codes.map(() => '""').join(',')}}`] },
+      ['text[]', 'int', 'text', 'text[]'],
+    );
     expect(plan).toMatch(
-      /Nested Loop[\s\S]*Function Scan on unnest[\s\S]*WindowAgg[\s\S]*Limit[\s\S]*Index Scan Backward using "IDX_job_scheduler_code_run_key"/,
+      /Nested Loop[\s\S]*Function Scan on wanted[\s\S]*WindowAgg[\s\S]*Limit[\s\S]*Index Scan Backward using "IDX_job_scheduler_code_run_key"/,
     );
     expect(plan).not.toMatch(/Sort|Bitmap|Seq Scan|Hash/);
+  }, 60_000);
+});
+
+describe("the schedules page's health windows", () => {
+  it("probe each schedule's runKey range (its handler's code, its prefix) newest first, one backward index scan per pair, no sort of rows", async () => {
+    // 100 dynamic schedules of one handler, 300 occurrences each under `schedule=<id> <instant>`,
+    // beside the handler's own declared-job keys (the instants alone) and the rows above: each
+    // window is one backward range scan of IDX_job_scheduler_code_run_key within its prefix.
+    await database.sql(
+      `INSERT INTO "job-scheduler" ("lockKey", code, type, status, "runKey", "fencingToken", "createdAt", "modifiedAt", "startedAt", "finishedAt")
+       SELECT 'sched:' || j || ':' || i, 'report.handler', 'SCHEDULE', (CASE WHEN i % 7 = 0 THEN 'FAIL' ELSE 'SUCCESS' END)::"job-scheduler_status_enum",
+         CASE WHEN j = 0 THEN '' ELSE 'schedule=report-' || j || ' ' END || to_char(k.at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'), i,
+         k.at, k.at, k.at - interval '2 seconds', k.at
+       FROM generate_series(0, 100) AS j CROSS JOIN generate_series(1, 300) AS i
+       CROSS JOIN LATERAL (SELECT date_trunc('minute', now()) - i * interval '5 minutes' AS at) AS k`,
+    );
+    await database.sql('ANALYZE "job-scheduler"');
+    const pairs = Array.from({ length: 100 }, (_, index) => ({ code: 'report.handler', prefix: `schedule=report-${index + 1} ` }));
+    const statement = statements.healthWindows(
+      pairs.map((pair) => pair.code),
+      pairs.map((pair) => pair.prefix),
+      300,
+      new Date(Date.now() - 86_400_000).toISOString(),
+    );
+    const array = (values: readonly string[]) => `{${values.map((value) => `"${value}"`).join(',')}}`;
+    const plan = await customPlanOf(
+      { text: statement.text, values: [array(pairs.map((pair) => pair.code)), 300, statement.values[2], array(pairs.map((pair) => pair.prefix))] },
+      ['text[]', 'int', 'text', 'text[]'],
+    );
+    expect(plan).toMatch(
+      /Nested Loop[\s\S]*Function Scan on wanted[\s\S]*WindowAgg[\s\S]*Limit[\s\S]*Index Scan Backward using "IDX_job_scheduler_code_run_key"/,
+    );
+    expect(plan.match(/Index Scan Backward/g)).toHaveLength(1);
+    expect(plan).not.toMatch(/Sort|Bitmap|Seq Scan|Hash/);
+    // Its index condition is the pair's range: the code, and the prefix then a digit.
+    expect(plan).toMatch(/Index Cond: .*code.* = wanted\.code\) AND .*"runKey".* >= .*wanted\.prefix \|\| '0'.* AND .*"runKey".* < .*wanted\.prefix \|\| ':'/);
   }, 60_000);
 });

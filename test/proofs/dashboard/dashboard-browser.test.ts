@@ -72,6 +72,15 @@ describeInBrowser('the dashboard in a real browser (chromium)', () => {
     await first.app
       .get(DynamicSchedules)
       .upsert({ id: 'tenant-42/weekly', handler: 'reports.tenant-export', cron: '0 3 * * 1', timeZone: 'America/New_York', tenantId: '42' });
+    // The schedule's one occurrence, 8 days ago (outside the timeline's 7 days), failed.
+    await seedRuns(database, [
+      {
+        code: 'reports.tenant-export',
+        runKey: `schedule=tenant-42%2Fweekly ${new Date(Math.floor(Date.now() / 60_000) * 60_000 - 8 * 86_400_000).toISOString()}`,
+        status: 'FAIL',
+        data: { error: { name: 'Error', message: 'export refused' } },
+      },
+    ]);
     second = await startDashboardApp(database, { name: 'b' });
     browser = await launchBrowser();
     page = await browser.page({ headers: { authorization: OPERATOR } });
@@ -101,6 +110,14 @@ describeInBrowser('the dashboard in a real browser (chromium)', () => {
     expect(names).toEqual(['reports.hourly-digest', 'billing.every-second', 'billing.quarter-hour', 'reports.nightly-export @RunOnce NightlyExport.export']);
     expect(await page.textContent('tr[data-job="reports.hourly-digest"]')).toContain('every hour at minute 0 (Europe/Paris)');
     expect(await page.textContent('tr[data-schedule="tenant-42/weekly"]')).toContain('Monday at 03:00 (America/New_York)');
+    // Each schedule with its last outcome and health (the jobs' health cell: badge, window, last error).
+    const headings = await page.$$eval('#schedules thead th', (cells) => cells.map((cell) => cell.textContent));
+    expect(headings).toEqual(expect.arrayContaining(['Last outcome', 'Health']));
+    const schedule = 'tr[data-schedule="tenant-42/weekly"]';
+    expect(await page.textContent(`${schedule} td[data-label="Last outcome"]`)).toBe('failed');
+    expect(await page.textContent(`${schedule} td[data-label="Health"] .badge`)).toBe('degraded');
+    expect(await page.textContent(`${schedule} td[data-label="Health"]`)).toContain('last 10: 0/1 succeeded');
+    expect(await page.textContent(`${schedule} td[data-label="Health"] .error-line`)).toContain('export refused');
     expect(problems).toEqual([]);
   });
 
@@ -413,8 +430,13 @@ describeInBrowser('the dashboard in a real browser (chromium)', () => {
     await open(narrow);
     // The page itself does not scroll sideways: wide tables scroll inside their frame.
     expect(await narrow.evaluate('document.documentElement.scrollWidth <= window.innerWidth + 1')).toBe(true);
-    // Every job's health and actions are in view at 390 px, without scrolling sideways.
-    for (const selector of ['tr[data-job="reports.hourly-digest"] td.health .badge', 'tr[data-job="reports.hourly-digest"] button:text("Run now")']) {
+    // Every job's and schedule's health and actions are in view at 390 px, without scrolling sideways.
+    for (const selector of [
+      'tr[data-job="reports.hourly-digest"] td.health .badge',
+      'tr[data-job="reports.hourly-digest"] button:text("Run now")',
+      'tr[data-schedule="tenant-42/weekly"] td.health .badge',
+      'tr[data-schedule="tenant-42/weekly"] button:text("Run now")',
+    ]) {
       const box = await narrow.locator(selector).boundingBox();
       expect(box).not.toBeNull();
       expect((box?.x ?? 0) + (box?.width ?? 0)).toBeLessThanOrEqual(390);

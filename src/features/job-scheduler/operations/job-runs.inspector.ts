@@ -9,16 +9,29 @@ import { InvalidJobQueryOptionsError } from '../job-scheduler.errors';
 import type { HealthStateRow, HealthWindowRow, LatestOccurrenceRow, OccurrenceRow } from './occurrence-history.sql';
 import type { RunRow } from './operations.sql';
 import type { JobAcquireOptions } from '../job-scheduler.types';
-import { resolveJobIdentity } from '../job-identity';
+import { MAX_CODE_LENGTH, MAX_RUN_KEY_LENGTH, resolveJobIdentity, UNSTORABLE_TEXT } from '../job-identity';
 import type { JobSchedulerDatabase } from '../lease-database';
 import { resolveTimingDefaults } from '../lease-timing';
 import { UUID } from '../lease-arguments';
+
+/** Pairs one health-window statement reads at most (as many codes as a run search takes; a page of schedules is 100). */
+const MAX_HEALTH_PAIRS = 10_000;
 
 const checkRunId = (id: unknown): string => {
   if (typeof id !== 'string' || !UUID.test(id))
     throw new InvalidJobQueryOptionsError(`a run id must be a UUID, got ${JSON.stringify(String(id).slice(0, 80))}`);
   return id;
 };
+
+/** A job code as the health reads take it (else InvalidJobQueryOptionsError, before any SQL). */
+const checkCode = (code: unknown, method: string): void => {
+  if (typeof code !== 'string' || code === '' || code.length > MAX_CODE_LENGTH || UNSTORABLE_TEXT.test(code)) {
+    throw new InvalidJobQueryOptionsError(`${method} needs job codes of 1 to ${MAX_CODE_LENGTH} characters, got ${JSON.stringify(String(code).slice(0, 80))}`);
+  }
+};
+
+/** Jobs whose state one healthStates call reads at most (about 10 index entries each). */
+const MAX_HEALTH_STATES = 100_000;
 
 /**
  * Views of the lease table for operators: runs by code / status / time with keyset pagination,
@@ -86,10 +99,46 @@ export class JobRunsInspector {
    * statement computed by PostgreSQL.
    */
   async healthWindows(codes: readonly string[], limit: number, dayFrom: Date): Promise<Map<string, HealthWindowRow>> {
+    const rows = await this.prefixedHealthWindows(
+      codes.map((code) => ({ code, prefix: '' })),
+      limit,
+      dayFrom,
+    );
+    return new Map(rows.map((row) => [row.code, row]));
+  }
+
+  /**
+   * As healthWindows, for (code, runKey prefix) pairs: a dynamic schedule's window is its handler's
+   * code with its prefix (`schedule=<encoded id> `), a declared job's the code with ''. One row per
+   * pair, in the order asked, its keys without the prefix; at most 10,000 pairs, each checked (else
+   * InvalidJobQueryOptionsError, before any SQL).
+   */
+  async prefixedHealthWindows(pairs: readonly { code: string; prefix: string }[], limit: number, dayFrom: Date): Promise<HealthWindowRow[]> {
     if (!Number.isSafeInteger(limit) || limit < 1 || limit > 1_000) throw new InvalidJobQueryOptionsError('healthWindows needs a limit from 1 to 1,000');
     if (!(dayFrom instanceof Date) || Number.isNaN(dayFrom.getTime())) throw new InvalidJobQueryOptionsError('healthWindows needs a valid dayFrom');
-    const rows = await this.executor.rows<HealthWindowRow>(this.executor.statements.healthWindows(codes, limit, dayFrom.toISOString()));
-    return new Map(rows.map((row) => [row.code, row]));
+    const listed: unknown = pairs;
+    if (!Array.isArray(listed) || listed.length > MAX_HEALTH_PAIRS) {
+      throw new InvalidJobQueryOptionsError(`healthWindows needs a list of at most ${MAX_HEALTH_PAIRS.toLocaleString('en-US')} jobs`);
+    }
+    const codes: string[] = [];
+    const prefixes: string[] = [];
+    for (const pair of listed as unknown[]) {
+      const { code, prefix } = (typeof pair === 'object' && pair !== null ? pair : {}) as { code?: unknown; prefix?: unknown };
+      checkCode(code, 'healthWindows');
+      if (typeof prefix !== 'string' || prefix.length > MAX_RUN_KEY_LENGTH || UNSTORABLE_TEXT.test(prefix)) {
+        throw new InvalidJobQueryOptionsError(
+          `healthWindows needs runKey prefixes of at most ${MAX_RUN_KEY_LENGTH} storable characters, got ${JSON.stringify(String(prefix).slice(0, 80))}`,
+        );
+      }
+      codes.push(code as string);
+      prefixes.push(prefix);
+    }
+    if (codes.length === 0) return [];
+    const statement = this.executor.statements.healthWindows(codes, prefixes, limit, dayFrom.toISOString());
+    const rows = await this.executor.rows<HealthWindowRow>(statement);
+    const ordered: HealthWindowRow[] = new Array<HealthWindowRow>(codes.length);
+    for (const row of rows) ordered[row.ordinal - 1] = row;
+    return ordered;
   }
 
   /**
@@ -97,6 +146,11 @@ export class JobRunsInspector {
    * (zeros for a code without any), in one statement that reads about 10 index entries per code.
    */
   async healthStates(codes: readonly string[]): Promise<Map<string, HealthStateRow>> {
+    const listed: unknown = codes;
+    if (!Array.isArray(listed) || listed.length > MAX_HEALTH_STATES) {
+      throw new InvalidJobQueryOptionsError(`healthStates needs a list of at most ${MAX_HEALTH_STATES.toLocaleString('en-US')} jobs`);
+    }
+    for (const code of listed as unknown[]) checkCode(code, 'healthStates');
     if (codes.length === 0) return new Map();
     const rows = await this.executor.rows<HealthStateRow>(this.executor.statements.healthStates(codes));
     return new Map(rows.map((row) => [row.code, row]));

@@ -28,6 +28,10 @@ export interface OccurrenceRow {
  */
 export interface HealthWindowRow {
   code: string;
+  /** The runKey prefix asked with the code: '' for a declared job, `schedule=<encoded id> ` for a dynamic schedule. */
+  prefix: string;
+  /** The pair's place in the statement's input, from 1. */
+  ordinal: number;
   /** Of the 10 newest finished rows: how many, and how many succeeded. */
   last10Finished: number;
   last10Succeeded: number;
@@ -40,8 +44,10 @@ export interface HealthWindowRow {
   lastFailureKey: string | null;
   lastFailureMessage: string | null;
   lastFailureOutcome: string | null;
-  /** The newest SUCCESS row's runKey, or null. */
+  /** The newest SUCCESS row's runKey, or null. Both keys come without the prefix. */
   lastSuccessKey: string | null;
+  /** How the newest finished row ended, or null without one. */
+  lastOutcome: Exclude<OccurrenceOutcome, 'running'> | null;
   /** p50 and p95 (nearest rank) of the day's durations in ms, or null without one. */
   durationPercentiles: [number, number] | null;
   /** The day's 30 newest durations in ms, oldest first, or null without one. */
@@ -83,10 +89,12 @@ export interface OccurrenceHistoryStatements {
   /** The latest occurrence of each of `codes` that has one, with its status: rows `{ code, runKey, status }`. */
   latestOccurrences(codes: readonly string[]): SqlStatement;
   /**
-   * The health window of each of `codes` over its newest `limit` occurrence rows (keys that start
-   * with a digit: due instants), the day starting at `dayFrom` (an ISO 8601 instant): one row per code.
+   * The health window of each (code, runKey prefix) pair over its newest `limit` occurrence rows
+   * (keys that are the prefix then a digit: due instants), the day starting at `dayFrom` (an ISO
+   * 8601 instant): one row per pair. A declared job's prefix is '', a dynamic schedule's
+   * `schedule=<encoded id> ` (its handler's code). `codes` and `prefixes` are as long.
    */
-  healthWindows(codes: readonly string[], limit: number, dayFrom: string): SqlStatement;
+  healthWindows(codes: readonly string[], prefixes: readonly string[], limit: number, dayFrom: string): SqlStatement;
   /** The health state of each of `codes` over its 10 newest finished occurrences: one row per code. */
   healthStates(codes: readonly string[]): SqlStatement;
   /** The oldest occurrence runKey of a code (of a dynamic schedule: after `prefix`; '' for a declared job): rows `{ runKey }`, at most one. */
@@ -167,21 +175,28 @@ CROSS JOIN LATERAL (
   LIMIT 1
 ) AS latest`.trim();
 
-  // The dashboard's health window: each job's newest $2 occurrences (keys that start with a digit:
-  // due instants), one backward range scan of IDX_job_scheduler_code_run_key per job, aggregated
-  // here into one row per job (whatever $2, one row of a few numbers is sent per job, not $2 rows).
+  // The dashboard's health window: each (code, prefix) pair's newest $2 occurrences (keys that are
+  // the prefix then a digit: due instants; the prefix is '' for a declared job, a dynamic schedule's
+  // `schedule=<encoded id> ` under its handler's code, from $4), one backward range scan of
+  // IDX_job_scheduler_code_run_key per pair, aggregated here into one row per pair (whatever $2,
+  // one row of a few numbers is sent per pair, not $2 rows). The keys returned are without the
+  // prefix; the ordinal is the pair's place in the input (no sort needed to keep it).
   // The finished rows (not RUNNING) come newest first from the index, so one window pass, with no
   // sort, numbers them (row_number), counts the failures so far (the newest failure is the one at
   // count 1) and the day's durations so far (the 30 newest are those at count <= 30). Failures in
   // a row: the rank of the newest finished row that did not fail, less one (all of them if none).
   // A duration is the handler's run time where the finish recorded it (data.handlerMs, a number),
-  // else claim (startedAt) to finish. "Of the day": the runKey sorts at or after $3 (ISO 8601 sorts
-  // chronologically in the "C" collation; a tenant suffix sorts after its instant).
+  // else claim (startedAt) to finish. "Of the day": the runKey sorts at or after the prefix then $3
+  // (ISO 8601 sorts chronologically in the "C" collation; a tenant suffix sorts after its instant).
+  // lastOutcome: how the newest finished row ended (rank 1), as the timeline names it.
   const healthWindowsText = `
-SELECT wanted."code", window_of."last10Finished", window_of."last10Succeeded", window_of."dayFinished", window_of."daySucceeded",
-  window_of."consecutiveFailures", window_of."lastFailureKey", window_of."lastFailureMessage", window_of."lastFailureOutcome",
-  window_of."lastSuccessKey", window_of."durationPercentiles", window_of."recentDurations"
-FROM unnest($1::text[]) AS wanted("code")
+SELECT wanted."code", wanted."prefix", wanted."ordinal"::int AS "ordinal",
+  window_of."last10Finished", window_of."last10Succeeded", window_of."dayFinished", window_of."daySucceeded",
+  window_of."consecutiveFailures", substr(window_of."lastFailureKey", char_length(wanted."prefix") + 1) AS "lastFailureKey",
+  window_of."lastFailureMessage", window_of."lastFailureOutcome",
+  substr(window_of."lastSuccessKey", char_length(wanted."prefix") + 1) AS "lastSuccessKey", window_of."lastOutcome",
+  window_of."durationPercentiles", window_of."recentDurations"
+FROM unnest($1::text[], $4::text[]) WITH ORDINALITY AS wanted("code", "prefix", "ordinal")
 CROSS JOIN LATERAL (
   SELECT
     count(*) FILTER (WHERE "rank" <= 10)::int AS "last10Finished",
@@ -193,6 +208,7 @@ CROSS JOIN LATERAL (
     max("errorMessage") FILTER (WHERE "status" = 'FAIL' AND "failures" = 1) AS "lastFailureMessage",
     max("outcome") FILTER (WHERE "status" = 'FAIL' AND "failures" = 1) AS "lastFailureOutcome",
     max("runKey") FILTER (WHERE "status" = 'SUCCESS') AS "lastSuccessKey",
+    max("finishedOutcome") FILTER (WHERE "rank" = 1) AS "lastOutcome",
     percentile_disc(ARRAY[0.5, 0.95]::float8[]) WITHIN GROUP (ORDER BY "durationMs") FILTER (WHERE "ofDay") AS "durationPercentiles",
     array_agg("durationMs" ORDER BY "rank" DESC) FILTER (WHERE "ofDay" AND "durationMs" IS NOT NULL AND "dayDurations" <= 30) AS "recentDurations"
   FROM (
@@ -202,15 +218,18 @@ CROSS JOIN LATERAL (
       count(finished."durationMs") FILTER (WHERE finished."ofDay") OVER newest AS "dayDurations"
     FROM (
       SELECT "runKey" COLLATE "C" AS "runKey", "status"::text AS "status",
-        "runKey" COLLATE "C" >= $3::text COLLATE "C" AS "ofDay",
+        "runKey" COLLATE "C" >= (wanted."prefix" || $3::text) COLLATE "C" AS "ofDay",
         round(COALESCE(
           CASE WHEN jsonb_typeof("data"->'handlerMs') = 'number' THEN ("data"->>'handlerMs')::float8 END,
           EXTRACT(EPOCH FROM ("finishedAt" - "startedAt")) * 1000
         ))::float8 AS "durationMs",
         CASE WHEN "status" = 'FAIL' THEN "data"->>'outcome' END AS "outcome",
+        CASE WHEN "status" = 'FAIL' THEN CASE WHEN "data"->>'outcome' = 'missed' THEN 'missed' ELSE 'failed' END
+          WHEN "attempts" > 1 THEN 'taken-over' ELSE 'succeeded' END AS "finishedOutcome",
         CASE WHEN "status" = 'FAIL' THEN left("data"->'error'->>'message', 500) END AS "errorMessage"
       FROM ${table}
-      WHERE "code" = wanted."code" AND "type" = 'SCHEDULE' AND "runKey" COLLATE "C" >= '0' AND "runKey" COLLATE "C" < ':'
+      WHERE "code" = wanted."code" AND "type" = 'SCHEDULE'
+        AND "runKey" COLLATE "C" >= (wanted."prefix" || '0') COLLATE "C" AND "runKey" COLLATE "C" < (wanted."prefix" || ':') COLLATE "C"
       ORDER BY "runKey" COLLATE "C" DESC
       LIMIT $2
     ) AS finished
@@ -268,7 +287,7 @@ LIMIT 1`.trim();
       operation: 'inspect',
     }),
     latestOccurrences: (codes) => ({ text: latestOccurrencesText, values: [codes], operation: 'inspect' }),
-    healthWindows: (codes, limit, dayFrom) => ({ text: healthWindowsText, values: [codes, limit, dayFrom], operation: 'inspect' }),
+    healthWindows: (codes, prefixes, limit, dayFrom) => ({ text: healthWindowsText, values: [codes, limit, dayFrom, prefixes], operation: 'inspect' }),
     healthStates: (codes) => ({ text: healthStatesText, values: [codes], operation: 'inspect' }),
     firstOccurrence: (code, prefix) => ({ text: firstOccurrenceText, values: [code, prefix], operation: 'inspect' }),
   };

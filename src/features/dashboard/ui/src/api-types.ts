@@ -46,6 +46,12 @@ export interface Schedule {
   nextDue: string[];
   enabled: boolean;
   tenantId: string | null;
+  lastSuccessAt: string | null;
+  /** succeeded | failed | missed | taken-over (the newest finished occurrence), or null: the badge's class. */
+  lastOutcome: string | null;
+  /** ok | degraded | late | failing | disabled: the badge's class. */
+  health: string;
+  window: HealthWindow;
 }
 
 export interface SchedulesPage {

@@ -32,11 +32,11 @@ const durationChart = (recent: readonly number[]): SVGSVGElement => {
   return chart;
 };
 
-/** The health cell: badge, window in words, last error, durations. */
-export const healthCell = (job: Job): HTMLTableCellElement => {
-  const window = job.window;
-  const children: Array<Node | string> = [el('span', { class: 'badge health-' + job.health, text: job.health })];
-  if (job.paused) children.push(el('small', { class: 'muted', text: ' paused by ' + job.paused.by }));
+/** The health cell of a job or a dynamic schedule: badge, window in words, last error, durations. */
+export const healthCell = (subject: Pick<Job, 'health' | 'window'> & { paused?: Job['paused'] }): HTMLTableCellElement => {
+  const window = subject.window;
+  const children: Array<Node | string> = [el('span', { class: 'badge health-' + subject.health, text: subject.health })];
+  if (subject.paused) children.push(el('small', { class: 'muted', text: ' paused by ' + subject.paused.by }));
   children.push(el('div', { class: 'muted window', text: windowText(window) }));
   if (window.lastError) children.push(el('div', { class: 'error-line', title: window.lastError.message, text: 'last error ' + lastErrorText(window) }));
   if (window.durationMs) {

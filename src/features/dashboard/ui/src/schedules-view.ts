@@ -1,10 +1,12 @@
 // The dynamic schedules (shown only when the application has some): searchable by id prefix,
-// handler and tenant, 100 a page in id order (keyset paging), with the same actions as a job.
+// handler and tenant, 100 a page in id order (keyset paging), with their last outcome and health
+// (the jobs' health cell) and the same actions as a job.
 
 import { action } from './actions';
 import { api, newest } from './api';
 import type { Schedule, SchedulesPage } from './api-types';
 import { offerChoices } from './choices';
+import { healthCell } from './health';
 import { byId, cell, el, replaceContent, table } from './dom';
 import { when } from './format';
 import { declaredJobs } from './jobs-view';
@@ -21,6 +23,12 @@ const scheduleRow = (schedule: Schedule): HTMLTableRowElement => {
     cell(schedule.nextDue.length ? el('span', { title: schedule.nextDue.map(when).join('\n'), text: when(schedule.nextDue[0]) }) : null),
     el('td', {}, [el('span', { class: 'badge health-' + (schedule.enabled ? 'ok' : 'disabled'), text: schedule.enabled ? 'enabled' : 'disabled' })]),
     cell(schedule.tenantId),
+    cell(
+      schedule.lastOutcome
+        ? el('span', { class: 'outcome outcome-' + schedule.lastOutcome, title: 'last success ' + when(schedule.lastSuccessAt), text: schedule.lastOutcome })
+        : null,
+    ),
+    healthCell(schedule),
     el('td', { class: 'actions' }, [
       action('Run now', path + 'run-now'),
       schedule.enabled ? action('Pause', path + 'pause', 'Pause the schedule ' + schedule.id + ' on every instance?') : action('Resume', path + 'resume'),
@@ -49,7 +57,7 @@ const renderSchedules = (page: SchedulesPage): void => {
   replaceContent(
     target,
     page.schedules.length
-      ? table(['Id', 'Handler', 'Schedule', 'Time zone', 'Next due', 'State', 'Tenant', 'Actions'], page.schedules.map(scheduleRow))
+      ? table(['Id', 'Handler', 'Schedule', 'Time zone', 'Next due', 'State', 'Tenant', 'Last outcome', 'Health', 'Actions'], page.schedules.map(scheduleRow))
       : el('p', { class: 'muted', text: 'No schedule matches.' }),
   );
   // The first job's timeline is shown at first; the first schedule's only when there is no job.
