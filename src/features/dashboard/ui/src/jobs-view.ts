@@ -12,14 +12,12 @@ import { offerChoices } from './choices';
 import { healthCell } from './health';
 import { byId, cell, el, replaceContent, table } from './dom';
 import { when } from './format';
+import { keysetPages } from './keyset-pages';
 import { messageOf, say } from './status';
 import { showTimeline } from './timeline-view';
 
 /** The jobs of the last answer's page ([] until one arrives). */
 let jobs: readonly Job[] = [];
-
-/** The search applied, the cursors of the pages walked through, and the next page's. */
-const state: { q: string; cursors: string[]; nextCursor: string | null } = { q: '', cursors: [], nextCursor: null };
 
 export const declaredJobs = (): readonly Job[] => jobs;
 
@@ -45,26 +43,37 @@ const jobRow = (job: Job): HTMLTableRowElement => {
   ]);
 };
 
-const renderJobs = (answer: JobsAnswer): void => {
+const pages = keysetPages({
+  path: 'jobs',
+  form: 'job-filters',
+  first: 'jobs-first',
+  next: 'jobs-next',
+  fields: ['q'],
+  load: (path) =>
+    api<JobsAnswer>(path).then(newest('jobs', renderJobs), (error: unknown) => {
+      say('Jobs: ' + messageOf(error), true);
+    }),
+});
+
+function renderJobs(answer: JobsAnswer): void {
   jobs = answer.jobs;
-  state.nextCursor = answer.nextCursor;
-  byId('jobs-next', HTMLButtonElement).disabled = !answer.nextCursor;
-  const first = state.cursors.length * 50;
+  pages.answered(answer.nextCursor);
+  const depth = pages.depth();
   byId('jobs-page', HTMLElement).textContent =
-    answer.total > jobs.length || state.cursors.length
+    answer.total > jobs.length || depth
       ? 'page ' +
-        (state.cursors.length + 1) +
+        (depth + 1) +
         ' of ' +
         Math.max(1, Math.ceil(answer.total / 50)) +
         ' (' +
         answer.total +
         ' jobs' +
-        (state.q ? ' match' : '') +
+        (pages.searching() ? ' match' : '') +
         ', 50 a page)'
       : '';
   const content = jobs.length
     ? table(['Job', 'Schedule', 'Time zone', 'Next due', 'Last success', 'Health', 'Actions'], jobs.map(jobRow))
-    : el('p', { class: 'muted', text: state.q ? 'No job matches.' : first ? 'No more jobs.' : 'No declared jobs.' });
+    : el('p', { class: 'muted', text: pages.searching() ? 'No job matches.' : depth ? 'No more jobs.' : 'No declared jobs.' });
   replaceContent(byId('jobs', HTMLElement), content);
   renderFailing(answer.failing, answer.failingTotal);
   offerChoices(
@@ -72,40 +81,10 @@ const renderJobs = (answer: JobsAnswer): void => {
     [...jobs, ...answer.failing].map((job) => job.name),
     true,
   );
-};
-
-const jobsPath = (cursor: string | undefined): string => {
-  const parts: string[] = [];
-  if (state.q) parts.push('q=' + encodeURIComponent(state.q));
-  if (cursor) parts.push('after=' + encodeURIComponent(cursor));
-  return 'jobs' + (parts.length ? '?' + parts.join('&') : '');
-};
-
-const loadPage = (cursor?: string): Promise<void> =>
-  api<JobsAnswer>(jobsPath(cursor)).then(newest('jobs', renderJobs), (error: unknown) => {
-    say('Jobs: ' + messageOf(error), true);
-  });
+}
 
 /** The page the reader is on, again (a refresh). */
-export const loadJobs = (): Promise<void> => loadPage(state.cursors[state.cursors.length - 1]);
+export const loadJobs = (): Promise<void> => pages.reload();
 
 /** The search form (its first page) and the First / Next page buttons. */
-export const wireJobs = (): void => {
-  const form = byId('job-filters', HTMLFormElement);
-  form.addEventListener('submit', (event) => {
-    event.preventDefault();
-    const field = form.elements.namedItem('q');
-    state.q = field instanceof HTMLInputElement ? field.value.trim() : '';
-    state.cursors = [];
-    void loadPage();
-  });
-  byId('jobs-next', HTMLButtonElement).addEventListener('click', () => {
-    if (!state.nextCursor) return;
-    state.cursors.push(state.nextCursor);
-    void loadPage(state.nextCursor);
-  });
-  byId('jobs-first', HTMLButtonElement).addEventListener('click', () => {
-    state.cursors = [];
-    void loadPage();
-  });
-};
+export const wireJobs = (): void => pages.wire();

@@ -10,6 +10,7 @@ import { healthCell } from './health';
 import { byId, cell, el, replaceContent, table } from './dom';
 import { when } from './format';
 import { declaredJobs } from './jobs-view';
+import { keysetPages } from './keyset-pages';
 import { messageOf, say } from './status';
 import { showTimeline } from './timeline-view';
 
@@ -37,22 +38,26 @@ const scheduleRow = (schedule: Schedule): HTMLTableRowElement => {
   ]);
 };
 
-/** The search applied, the cursors of the pages walked through, and the next page's. */
-const state: { query: Record<string, string>; cursors: string[]; nextCursor: string | null; everShown: boolean } = {
-  query: {},
-  cursors: [],
-  nextCursor: null,
-  everShown: false,
-};
+/** Whether any schedule was ever listed (the section stays hidden in an application without any). */
+let everShown = false;
 
-const searching = (): boolean => Object.values(state.query).some((value) => value !== '');
+const pages = keysetPages({
+  path: 'schedules',
+  form: 'schedule-filters',
+  first: 'schedules-first',
+  next: 'schedules-next',
+  fields: ['q', 'handler', 'tenant'],
+  load: (path) =>
+    api<SchedulesPage>(path).then(newest('schedules', renderSchedules), (error: unknown) => {
+      say('Schedules: ' + messageOf(error), true);
+    }),
+});
 
-const renderSchedules = (page: SchedulesPage): void => {
-  state.everShown ||= page.schedules.length > 0;
-  byId('schedules-section', HTMLElement).hidden = !state.everShown && !searching();
-  state.nextCursor = page.nextCursor;
-  byId('schedules-next', HTMLButtonElement).disabled = !page.nextCursor;
-  byId('schedules-page', HTMLElement).textContent = 'page ' + (state.cursors.length + 1) + ' (100 a page, by id)' + (searching() ? ', filtered' : '');
+function renderSchedules(page: SchedulesPage): void {
+  everShown ||= page.schedules.length > 0;
+  byId('schedules-section', HTMLElement).hidden = !everShown && !pages.searching();
+  pages.answered(page.nextCursor);
+  byId('schedules-page', HTMLElement).textContent = 'page ' + (pages.depth() + 1) + ' (100 a page, by id)' + (pages.searching() ? ', filtered' : '');
   const target = byId('schedules', HTMLElement);
   replaceContent(
     target,
@@ -66,43 +71,10 @@ const renderSchedules = (page: SchedulesPage): void => {
     page.schedules.map((schedule) => schedule.handler),
     declaredJobs().length === 0,
   );
-};
-
-const schedulesPath = (cursor: string | undefined): string => {
-  const parts: string[] = [];
-  for (const [name, value] of Object.entries(state.query)) if (value) parts.push(name + '=' + encodeURIComponent(value));
-  if (cursor) parts.push('after=' + encodeURIComponent(cursor));
-  return 'schedules' + (parts.length ? '?' + parts.join('&') : '');
-};
-
-const loadPage = (cursor?: string): Promise<void> =>
-  api<SchedulesPage>(schedulesPath(cursor)).then(newest('schedules', renderSchedules), (error: unknown) => {
-    say('Schedules: ' + messageOf(error), true);
-  });
+}
 
 /** The page the reader is on, again (a refresh). */
-export const loadSchedules = (): Promise<void> => loadPage(state.cursors[state.cursors.length - 1]);
+export const loadSchedules = (): Promise<void> => pages.reload();
 
 /** The search form (its first page) and the First / Next page buttons: keyset paging by id. */
-export const wireSchedules = (): void => {
-  const form = byId('schedule-filters', HTMLFormElement);
-  form.addEventListener('submit', (event) => {
-    event.preventDefault();
-    const value = (name: string): string => {
-      const field = form.elements.namedItem(name);
-      return field instanceof HTMLInputElement ? field.value.trim() : '';
-    };
-    state.query = { q: value('q'), handler: value('handler'), tenant: value('tenant') };
-    state.cursors = [];
-    void loadPage();
-  });
-  byId('schedules-next', HTMLButtonElement).addEventListener('click', () => {
-    if (!state.nextCursor) return;
-    state.cursors.push(state.nextCursor);
-    void loadPage(state.nextCursor);
-  });
-  byId('schedules-first', HTMLButtonElement).addEventListener('click', () => {
-    state.cursors = [];
-    void loadPage();
-  });
-};
+export const wireSchedules = (): void => pages.wire();
