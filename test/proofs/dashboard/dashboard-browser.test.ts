@@ -107,7 +107,8 @@ describeInBrowser('the dashboard in a real browser (chromium)', () => {
     const response = await open();
     expect(response?.status()).toBe(200);
     const names = await page.$$eval('tr[data-job] th', (cells) => cells.map((cell) => cell.textContent));
-    expect(names).toEqual(['reports.hourly-digest', 'billing.every-second', 'billing.quarter-hour', 'reports.nightly-export @RunOnce NightlyExport.export']);
+    // Declared jobs, then @RunOnce methods, each by name.
+    expect(names).toEqual(['billing.every-second', 'billing.quarter-hour', 'reports.hourly-digest', 'reports.nightly-export @RunOnce NightlyExport.export']);
     expect(await page.textContent('tr[data-job="reports.hourly-digest"]')).toContain('every hour at minute 0 (Europe/Paris)');
     expect(await page.textContent('tr[data-schedule="tenant-42/weekly"]')).toContain('Monday at 03:00 (America/New_York)');
     // Each schedule with its last outcome and health (the jobs' health cell: badge, window, last error).
@@ -121,8 +122,14 @@ describeInBrowser('the dashboard in a real browser (chromium)', () => {
     expect(problems).toEqual([]);
   });
 
+  /** Shows the hourly digest's timeline (the first job listed, billing.every-second, is shown at first). */
+  const showHourlyDigest = async () => {
+    await page.selectOption('#timeline-job', 'job:reports.hourly-digest');
+    await page.waitForSelector('#timeline svg[aria-label$="occurrences of reports.hourly-digest"]');
+  };
+
   it('draws one mark per occurrence, each in its outcome colour, and the gap', async () => {
-    await page.waitForSelector('#timeline svg');
+    await showHourlyDigest();
     const marks = await page.$$eval('#timeline .mark', (elements) =>
       elements.map((element) => ({
         at: element.getAttribute('data-at'),
@@ -187,6 +194,22 @@ describeInBrowser('the dashboard in a real browser (chromium)', () => {
     await page.click('button.span[data-span="24h"]');
     await page.waitForSelector('button.span[data-span="24h"][aria-pressed="true"]');
     await database.sql(`DELETE FROM "job-scheduler" WHERE "lockKey" LIKE 'dense:%'`);
+  });
+
+  it('searches the jobs by a part of their name, and back', async () => {
+    const names = () => page.$$eval('#jobs tr[data-job]', (rows) => rows.map((row) => row.getAttribute('data-job')));
+    await page.fill('#job-filters input[name="q"]', 'BILLING');
+    await page.click('#job-filters button[type="submit"]');
+    await page.waitForSelector('#jobs tr[data-job="reports.hourly-digest"]', { state: 'detached' });
+    expect(await names()).toEqual(['billing.every-second', 'billing.quarter-hour']);
+    expect(await page.isDisabled('#jobs-next')).toBe(true);
+    await page.fill('#job-filters input[name="q"]', 'no-such-job');
+    await page.click('#job-filters button[type="submit"]');
+    await page.waitForSelector('#jobs p:text("No job matches.")');
+    await page.fill('#job-filters input[name="q"]', '');
+    await page.click('#job-filters button[type="submit"]');
+    await page.waitForSelector('#jobs tr[data-job="reports.hourly-digest"]');
+    expect(await names()).toHaveLength(4);
   });
 
   it('searches the dynamic schedules and pages through them by id', async () => {
@@ -346,6 +369,7 @@ describeInBrowser('the dashboard in a real browser (chromium)', () => {
   });
 
   it("shows a failed run's error where it says Error, and the claim apart from the handler's start", async () => {
+    await showHourlyDigest();
     await page.click(`#timeline .mark[data-at="${hourAgo(2)}"]`);
     await page.waitForSelector('#run-detail[open]');
     expect(await page.textContent('#run-detail-error')).toContain('<img src=x onerror=alert(1)>');
