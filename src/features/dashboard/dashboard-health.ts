@@ -43,6 +43,26 @@ const EMPTY_WINDOW: JobHealthWindow = {
   durationMs: null,
 };
 
+/** The newest failure a row names: when it was due, and its message (or its recorded outcome). */
+const lastErrorOf = (row: Pick<HealthWindowRow, 'lastFailureKey' | 'lastFailureMessage' | 'lastFailureOutcome'>): JobHealthWindow['lastError'] =>
+  row.lastFailureKey === null
+    ? null
+    : {
+        at: dueAt(row.lastFailureKey),
+        message: row.lastFailureMessage ?? (row.lastFailureOutcome ? `recorded ${row.lastFailureOutcome}` : 'failed (no message recorded)'),
+      };
+
+/**
+ * What the failing list shows of a job, from its 10 newest finished occurrences alone: successes
+ * among them, failures in a row (at most 10: 10 means ten or more), and the newest failure.
+ */
+export type JobStateWindow = Pick<JobHealthWindow, 'last10' | 'consecutiveFailures' | 'lastError'>;
+
+export const stateWindowOf = (row: HealthStateRow | undefined): JobStateWindow =>
+  row
+    ? { last10: { finished: row.finished, succeeded: row.succeeded }, consecutiveFailures: row.failuresInARow, lastError: lastErrorOf(row) }
+    : { last10: { finished: 0, succeeded: 0 }, consecutiveFailures: 0, lastError: null };
+
 /** The window of one job from the row PostgreSQL computed for it (JobRunsInspector.healthWindows; one per job asked). */
 export const healthWindowOf = (row: HealthWindowRow | undefined): JobHealthWindow => {
   if (!row) return EMPTY_WINDOW;
@@ -50,13 +70,7 @@ export const healthWindowOf = (row: HealthWindowRow | undefined): JobHealthWindo
     last10: { finished: row.last10Finished, succeeded: row.last10Succeeded },
     last24h: { finished: row.dayFinished, succeeded: row.daySucceeded },
     consecutiveFailures: row.consecutiveFailures,
-    lastError:
-      row.lastFailureKey === null
-        ? null
-        : {
-            at: dueAt(row.lastFailureKey),
-            message: row.lastFailureMessage ?? (row.lastFailureOutcome ? `recorded ${row.lastFailureOutcome}` : 'failed (no message recorded)'),
-          },
+    lastError: lastErrorOf(row),
     durationMs: row.durationPercentiles ? { p50: row.durationPercentiles[0], p95: row.durationPercentiles[1], recent: row.recentDurations ?? [] } : null,
   };
 };

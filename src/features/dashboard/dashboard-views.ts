@@ -3,7 +3,7 @@ import type { ExpiredJobLease, JobRunView } from '../job-scheduler/operations/jo
 export type { JobHealthState } from './dashboard-health';
 import type { ScheduleDescription } from './schedule-words';
 
-import type { JobHealthState, JobHealthWindow } from './dashboard-health';
+import type { JobHealthState, JobHealthWindow, JobStateWindow } from './dashboard-health';
 
 export interface DashboardJob {
   name: string;
@@ -26,6 +26,13 @@ export interface DashboardJob {
   actions: { runNow: boolean; pause: boolean; why: string | null };
 }
 
+/** A failing job as "Needs attention" lists it: what its 10 newest finished occurrences say. */
+export interface DashboardFailingJob {
+  name: string;
+  kind: 'declared' | 'run-once';
+  window: JobStateWindow;
+}
+
 /** A page of the jobs list, with the failing jobs among all of them. */
 export interface DashboardJobsPage {
   jobs: DashboardJob[];
@@ -34,7 +41,7 @@ export interface DashboardJobsPage {
   /** Jobs that match the search (all of them without one). */
   total: number;
   /** The failing jobs among all (not only this page or search), the first 25 by name. */
-  failing: DashboardJob[];
+  failing: DashboardFailingJob[];
   /** How many jobs are failing in all. */
   failingTotal: number;
 }

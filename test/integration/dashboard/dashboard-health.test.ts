@@ -1,5 +1,13 @@
 import { JobRunsInspector } from '../../../src/features/job-scheduler/operations/job-runs.inspector';
-import { HEALTH_DAY_MS, HEALTH_WINDOW_ROWS, healthWindowOf, lastSuccessOf, windowState } from '../../../src/features/dashboard/dashboard-health';
+import {
+  HEALTH_DAY_MS,
+  HEALTH_WINDOW_ROWS,
+  healthWindowOf,
+  lastSuccessOf,
+  stateOf,
+  stateWindowOf,
+  windowState,
+} from '../../../src/features/dashboard/dashboard-health';
 import { JobSchedulerDashboardSchedules } from '../../../src/features/dashboard/dashboard-schedules';
 import { InvalidJobQueryOptionsError } from '../../../src/features/job-scheduler/job-scheduler.errors';
 import type { DynamicSchedules } from '../../../src/features/scheduling/dynamic/dynamic-schedules.service';
@@ -187,6 +195,52 @@ describe("a job's health window, computed by PostgreSQL", () => {
       'ok',
       'failing',
     ]);
+  });
+});
+
+describe("every job's state from its 10 newest finished occurrences (the failing list over all jobs)", () => {
+  it('agrees with the window on ok, degraded and failing, skips running rows, caps failures in a row at 10, and names the newest failure', async () => {
+    await seed([
+      // Alternately failed and succeeded (failing), one failure among 20 (degraded), none (ok).
+      ...Array.from({ length: 30 }, (_, index): Seeded => ({
+        code: 'state.alternating',
+        runKey: dueAgo(index + 1),
+        status: index % 2 === 0 ? 'FAIL' : 'SUCCESS',
+      })),
+      { code: 'state.once', runKey: dueAgo(3), status: 'FAIL' },
+      ...Array.from({ length: 20 }, (_, index): Seeded => ({ code: 'state.once', runKey: dueAgo(index + 4), status: 'SUCCESS' })),
+      ...Array.from({ length: 20 }, (_, index): Seeded => ({ code: 'state.never', runKey: dueAgo(index + 1), status: 'SUCCESS' })),
+      // Running now, after 12 failures in a row: the running rows are not counted.
+      { code: 'state.down', runKey: dueAgo(1), status: 'RUNNING' },
+      { code: 'state.down', runKey: dueAgo(2), status: 'RUNNING' },
+      { code: 'state.down', runKey: dueAgo(3), status: 'FAIL', data: { error: { name: 'Error', message: 'db down' } } },
+      ...Array.from({ length: 11 }, (_, index): Seeded => ({
+        code: 'state.down',
+        runKey: dueAgo(index + 4),
+        status: 'FAIL',
+        data: { outcome: 'missed', missed: 1 },
+      })),
+      { code: 'state.down', runKey: dueAgo(15), status: 'SUCCESS' },
+    ]);
+    const codes = ['state.alternating', 'state.once', 'state.never', 'state.down', 'state.none'];
+    const [states, windows] = await Promise.all([inspector.healthStates(codes), windowsOf(codes)]);
+    expect(codes.map((code) => stateOf(states.get(code)))).toEqual(['failing', 'degraded', 'ok', 'failing', 'ok']);
+    expect(codes.map((code) => stateOf(states.get(code)))).toEqual(codes.map((code) => windowState(healthWindowOf(windows.get(code)))));
+    expect(stateWindowOf(states.get('state.down'))).toEqual({
+      last10: { finished: 10, succeeded: 0 },
+      consecutiveFailures: 10,
+      lastError: { at: dueAgo(3), message: 'db down' },
+    });
+    // The window reads further: 12 in a row.
+    expect(healthWindowOf(windows.get('state.down')).consecutiveFailures).toBe(12);
+    expect(stateWindowOf(states.get('state.alternating')).lastError).toEqual({ at: dueAgo(1), message: 'failed (no message recorded)' });
+    expect(stateWindowOf(states.get('state.none'))).toEqual({ last10: { finished: 0, succeeded: 0 }, consecutiveFailures: 0, lastError: null });
+  });
+
+  it('refuses bad codes with InvalidJobQueryOptionsError, before any SQL', async () => {
+    for (const codes of [[''], ['x'.repeat(65)], ['nul\u0000'], [7 as unknown as string], 'a' as unknown as string[]]) {
+      await expect(inspector.healthStates(codes)).rejects.toThrow(InvalidJobQueryOptionsError);
+    }
   });
 });
 

@@ -6,9 +6,11 @@ import { call, csrfFrom, type DashboardApp, OPERATOR, READER, seedRuns, startDas
 
 let database: TestDatabase;
 let app: DashboardApp;
+/** The due instant of the quarter hour `back` quarters before the test started. */
+const START = Math.floor(Date.now() / 900_000) * 900_000;
+const quarter = (back: number): string => new Date(START - back * 900_000).toISOString();
 beforeAll(async () => {
   database = await createTestDatabase();
-  const quarter = (back: number): string => new Date(Math.floor(Date.now() / 900_000) * 900_000 - back * 900_000).toISOString();
   await seedRuns(database, [
     // billing.quarter-hour failed its last two occurrences: failing.
     { code: 'billing.quarter-hour', runKey: quarter(1), status: 'FAIL', data: { error: { name: 'Error', message: 'card network down' } } },
@@ -35,13 +37,18 @@ interface ListedJob {
   name: string;
   kind: string;
   health: string;
-  window: { consecutiveFailures: number; lastError: { message: string } | null };
+  window: { consecutiveFailures: number; lastError: { at: string; message: string } | null };
+}
+interface FailingJob {
+  name: string;
+  kind: string;
+  window: { last10: { finished: number; succeeded: number }; consecutiveFailures: number; lastError: { at: string; message: string } | null };
 }
 interface JobsAnswer {
   jobs: ListedJob[];
   nextCursor: string | null;
   total: number;
-  failing: ListedJob[];
+  failing: FailingJob[];
   failingTotal: number;
 }
 
@@ -81,15 +88,21 @@ describe('the jobs list', () => {
     expect((await jobsAt('?q=nothing-like-it')).jobs).toEqual([]);
   });
 
-  it('lists the failing jobs among all of them, with their windows, whatever the page or search', async () => {
+  it('lists the failing jobs among all of them, whatever the page or search', async () => {
     const answer = await jobsAt('?q=hourly');
     expect(answer.jobs.map((job) => [job.name, job.health])).toEqual([['reports.hourly-digest', 'degraded']]);
     expect(answer.failingTotal).toBe(2);
-    expect(answer.failing.map((job) => [job.name, job.health])).toEqual([
-      ['billing.quarter-hour', 'failing'],
-      ['reports.nightly-export', 'failing'],
+    expect(answer.failing.map((job) => [job.name, job.kind])).toEqual([
+      ['billing.quarter-hour', 'declared'],
+      ['reports.nightly-export', 'run-once'],
     ]);
-    expect(answer.failing[0].window).toMatchObject({ consecutiveFailures: 2, lastError: { message: 'card network down' } });
+    // What its 10 newest finished occurrences say: successes, failures in a row, the newest failure.
+    expect(answer.failing[0].window).toEqual({
+      last10: { finished: 3, succeeded: 1 },
+      consecutiveFailures: 2,
+      lastError: { at: quarter(1), message: 'card network down' },
+    });
+    expect(answer.failing[1].window).toMatchObject({ last10: { finished: 7, succeeded: 4 }, consecutiveFailures: 0 });
   });
 
   it('takes a paused job off the failing list (it is disabled), and puts it back on resume', async () => {

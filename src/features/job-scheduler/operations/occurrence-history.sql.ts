@@ -56,15 +56,20 @@ export interface HealthWindowRow {
 
 /**
  * A job's state over its newest finished occurrences (at most 10): enough to tell ok, degraded
- * and failing apart (JobHealthState) for every job at once, without reading a whole window.
+ * and failing apart (JobHealthState) for every job at once, without reading a whole window, and
+ * what a failing job failed with (a failing job failed within its last 10).
  */
 export interface HealthStateRow {
   code: string;
   /** Finished occurrences read (at most 10), and how many succeeded. */
   finished: number;
   succeeded: number;
-  /** FAIL rows newer than the newest finished row that did not fail, within those read. */
+  /** FAIL rows newer than the newest finished row that did not fail, within those read (10: ten or more). */
   failuresInARow: number;
+  /** The newest FAIL row read: its runKey, data.error.message (500 characters at most) and data.outcome; null without one. */
+  lastFailureKey: string | null;
+  lastFailureMessage: string | null;
+  lastFailureOutcome: string | null;
 }
 
 /** The latest occurrence of a job, with its status (for the dashboard's health). */
@@ -245,16 +250,23 @@ CROSS JOIN LATERAL (
   // About 10 rows per job instead of 300: 1,000 jobs are ~10,000 index entries, and the planner's
   // cost stays under jit_above_cost, where the windows of 1,000 jobs spent 320 ms compiling.
   const healthStatesText = `
-SELECT wanted."code", state."finished", state."succeeded", state."failuresInARow"
+SELECT wanted."code", state."finished", state."succeeded", state."failuresInARow",
+  state."lastFailureKey", state."lastFailureMessage", state."lastFailureOutcome"
 FROM unnest($1::text[]) AS wanted("code")
 CROSS JOIN LATERAL (
   SELECT count(*)::int AS "finished",
     count(*) FILTER (WHERE newest."status" = 'SUCCESS')::int AS "succeeded",
-    COALESCE(min(newest."rank") FILTER (WHERE newest."status" <> 'FAIL') - 1, count(*))::int AS "failuresInARow"
+    COALESCE(min(newest."rank") FILTER (WHERE newest."status" <> 'FAIL') - 1, count(*))::int AS "failuresInARow",
+    (array_agg(newest."runKey" ORDER BY newest."rank") FILTER (WHERE newest."status" = 'FAIL'))[1] AS "lastFailureKey",
+    (array_agg(newest."errorMessage" ORDER BY newest."rank") FILTER (WHERE newest."status" = 'FAIL'))[1] AS "lastFailureMessage",
+    (array_agg(newest."outcome" ORDER BY newest."rank") FILTER (WHERE newest."status" = 'FAIL'))[1] AS "lastFailureOutcome"
   FROM (
-    SELECT "status", row_number() OVER (ORDER BY "runKey" COLLATE "C" DESC) AS "rank"
+    SELECT finished.*, row_number() OVER (ORDER BY finished."runKey" DESC) AS "rank"
     FROM (
-      SELECT "runKey", "status" FROM ${table}
+      SELECT "runKey" COLLATE "C" AS "runKey", "status"::text AS "status",
+        CASE WHEN "status" = 'FAIL' THEN left("data"->'error'->>'message', 500) END AS "errorMessage",
+        CASE WHEN "status" = 'FAIL' THEN "data"->>'outcome' END AS "outcome"
+      FROM ${table}
       WHERE "code" = wanted."code" AND "type" = 'SCHEDULE' AND "runKey" COLLATE "C" >= '0' AND "runKey" COLLATE "C" < ':'
         AND "status" <> 'RUNNING'
       ORDER BY "runKey" COLLATE "C" DESC

@@ -31,11 +31,18 @@ export interface Job {
   paused: { by: string } | null;
 }
 
+/** A failing job in "Needs attention": its 10 newest finished occurrences (failures in a row: 10 means ten or more). */
+export interface FailingJob {
+  name: string;
+  kind: string;
+  window: Pick<HealthWindow, 'last10' | 'consecutiveFailures' | 'lastError'>;
+}
+
 export interface JobsAnswer {
   jobs: Job[];
   nextCursor: string | null;
   total: number;
-  failing: Job[];
+  failing: FailingJob[];
   failingTotal: number;
 }
 

@@ -2,7 +2,7 @@
 // the jobs whose health is failing, and the occurrences recorded as missed in the last 24 hours.
 
 import { api } from './api';
-import type { Job, RunSummary, RunsPage } from './api-types';
+import type { FailingJob, RunSummary, RunsPage } from './api-types';
 import { byId, el, replaceContent } from './dom';
 import { when } from './format';
 import { lastErrorText, windowText } from './health';
@@ -13,7 +13,7 @@ import { showTimeline } from './timeline-view';
 const DAY_MS = 86400000;
 
 /** The failing jobs among all (the jobs answer's, not only its page): a line each, with what it failed with and its timeline. */
-export const renderFailing = (failing: readonly Job[], failingTotal: number): void => {
+export const renderFailing = (failing: readonly FailingJob[], failingTotal: number): void => {
   const content = failing.length
     ? el(
         'ul',

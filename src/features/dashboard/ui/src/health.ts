@@ -8,15 +8,21 @@ import { age, when } from './format';
 
 const ratio = (part: { finished: number; succeeded: number }): string => (part.finished ? part.succeeded + '/' + part.finished : '—');
 
-/** "9/10 succeeded (24 h: 143/144); 1 failure in a row". */
-export const windowText = (window: HealthWindow): string => {
-  const parts = ['last 10: ' + ratio(window.last10) + ' succeeded', '24 h: ' + ratio(window.last24h)];
-  if (window.consecutiveFailures) parts.push(window.consecutiveFailures + ' failure(s) in a row');
+/**
+ * "last 10: 9/10 succeeded; 24 h: 143/144; 1 failure(s) in a row". A failing job's line has no
+ * 24 h figures (it is read from its 10 newest occurrences alone: 10 in a row means ten or more).
+ */
+export const windowText = (window: Pick<HealthWindow, 'last10' | 'consecutiveFailures'> & { last24h?: HealthWindow['last24h'] }): string => {
+  const parts = ['last 10: ' + ratio(window.last10) + ' succeeded'];
+  if (window.last24h) parts.push('24 h: ' + ratio(window.last24h));
+  const atLeast = !window.last24h && window.consecutiveFailures >= 10 ? ' or more' : '';
+  if (window.consecutiveFailures) parts.push(window.consecutiveFailures + atLeast + ' failure(s) in a row');
   return parts.join('; ');
 };
 
 /** The last error, with when it was due. */
-export const lastErrorText = (window: HealthWindow): string => (window.lastError ? when(window.lastError.at) + ': ' + window.lastError.message : '');
+export const lastErrorText = (window: Pick<HealthWindow, 'lastError'>): string =>
+  window.lastError ? when(window.lastError.at) + ': ' + window.lastError.message : '';
 
 /** Recent durations as bars (oldest left), scaled to the largest. */
 const durationChart = (recent: readonly number[]): SVGSVGElement => {
