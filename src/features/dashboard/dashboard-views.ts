@@ -15,6 +15,8 @@ export interface DashboardJob {
   /** The next three due instants (none while disabled). */
   nextDue: string[];
   lastSuccessAt: string | null;
+  /** How its newest finished occurrence ended (null without one). */
+  lastOutcome: 'succeeded' | 'failed' | 'missed' | 'taken-over' | null;
   health: JobHealthState;
   /** The window the health is judged over (last 10 occurrences, last 24 h). */
   window: JobHealthWindow;

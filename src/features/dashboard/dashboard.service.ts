@@ -118,7 +118,8 @@ export class JobSchedulerDashboardService {
       const row = windows.get(job.name);
       const window = healthWindowOf(row);
       let health: JobHealthState = windowState(window);
-      if (job.kind === 'run-once') return { ...this.runOnceJob(job, now), lastSuccessAt: lastSuccessOf(row), health, window };
+      const lastOutcome = row?.lastOutcome ?? null;
+      if (job.kind === 'run-once') return { ...this.runOnceJob(job, now), lastSuccessAt: lastSuccessOf(row), lastOutcome, health, window };
       const pause = pauseOf.get(job.name);
       const entry = staleOf.get(job.name);
       if (!enabled(job)) health = 'disabled';
@@ -130,6 +131,7 @@ export class JobSchedulerDashboardService {
         schedule: describeSchedule(job.schedule),
         nextDue: enabled(job) ? nextDueInstants(job.schedule, now).map((date) => date.toISOString()) : [],
         lastSuccessAt: entry?.lastSuccessAt?.toISOString() ?? lastSuccessOf(row),
+        lastOutcome,
         health,
         window,
         paused: pause ? { by: pause.pausedBy, at: pause.pausedAt.toISOString() } : null,
@@ -165,7 +167,7 @@ export class JobSchedulerDashboardService {
   }
 
   /** A @RunOnce method as a job (health set by the caller); no run now or pause: its timer is @nestjs/schedule's. */
-  private runOnceJob(job: ListedJob, now: number): Omit<DashboardJob, 'lastSuccessAt' | 'health' | 'window'> {
+  private runOnceJob(job: ListedJob, now: number): Omit<DashboardJob, 'lastSuccessAt' | 'lastOutcome' | 'health' | 'window'> {
     return {
       name: job.name,
       kind: 'run-once',

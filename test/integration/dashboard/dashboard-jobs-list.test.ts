@@ -36,6 +36,7 @@ afterAll(async () => {
 interface ListedJob {
   name: string;
   kind: string;
+  lastOutcome: string | null;
   health: string;
   window: { consecutiveFailures: number; lastError: { at: string; message: string } | null };
 }
@@ -76,9 +77,15 @@ describe('the jobs list', () => {
       'declared reports.hourly-digest',
       'run-once reports.nightly-export',
     ]);
-    // Without a limit, one page of up to 50 holds them all.
+    // Without a limit, one page of up to 50 holds them all, each with how its newest finished occurrence ended.
     const all = await jobsAt('');
     expect([all.jobs.length, all.nextCursor, all.total]).toEqual([4, null, 4]);
+    expect(all.jobs.map((job) => [job.name, job.lastOutcome])).toEqual([
+      ['billing.every-second', null],
+      ['billing.quarter-hour', 'failed'],
+      ['reports.hourly-digest', 'succeeded'],
+      ['reports.nightly-export', 'succeeded'],
+    ]);
   });
 
   it('searches a part of the name, in any case', async () => {

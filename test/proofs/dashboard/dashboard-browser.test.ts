@@ -110,6 +110,9 @@ describeInBrowser('the dashboard in a real browser (chromium)', () => {
     // Declared jobs, then @RunOnce methods, each by name.
     expect(names).toEqual(['billing.every-second', 'billing.quarter-hour', 'reports.hourly-digest', 'reports.nightly-export @RunOnce NightlyExport.export']);
     expect(await page.textContent('tr[data-job="reports.hourly-digest"]')).toContain('every hour at minute 0 (Europe/Paris)');
+    // Each job with its last outcome beside its health, as the schedules below.
+    expect(await page.$$eval('#jobs thead th', (cells) => cells.map((cell) => cell.textContent))).toEqual(expect.arrayContaining(['Last outcome', 'Health']));
+    expect(await page.textContent('tr[data-job="reports.hourly-digest"] td[data-label="Last outcome"]')).toBe('succeeded');
     expect(await page.textContent('tr[data-schedule="tenant-42/weekly"]')).toContain('Monday at 03:00 (America/New_York)');
     // Each schedule with its last outcome and health (the jobs' health cell: badge, window, last error).
     const headings = await page.$$eval('#schedules thead th', (cells) => cells.map((cell) => cell.textContent));

@@ -25,6 +25,8 @@ export interface Job {
   schedule: ScheduleDescription;
   nextDue: string[];
   lastSuccessAt: string | null;
+  /** succeeded | failed | missed | taken-over, or null. */
+  lastOutcome: string | null;
   /** ok | degraded | late | failing | disabled: the badge's class. */
   health: string;
   window: HealthWindow;

@@ -3,7 +3,7 @@
 // recent durations (the handler's run time where recorded, else claim to finish) with p50 / p95.
 
 import type { HealthWindow, Job } from './api-types';
-import { el, svg } from './dom';
+import { cell, el, svg } from './dom';
 import { age, when } from './format';
 
 const ratio = (part: { finished: number; succeeded: number }): string => (part.finished ? part.succeeded + '/' + part.finished : '—');
@@ -37,6 +37,14 @@ const durationChart = (recent: readonly number[]): SVGSVGElement => {
   });
   return chart;
 };
+
+/** The last outcome cell: how the newest finished occurrence ended, with the last success as its title. */
+export const outcomeCell = (item: { lastOutcome: string | null; lastSuccessAt: string | null }): HTMLTableCellElement =>
+  cell(
+    item.lastOutcome
+      ? el('span', { class: 'outcome outcome-' + item.lastOutcome, title: 'last success ' + when(item.lastSuccessAt), text: item.lastOutcome })
+      : null,
+  );
 
 /** The health cell of a job or a dynamic schedule: badge, window in words, last error, durations. */
 export const healthCell = (subject: Pick<Job, 'health' | 'window'> & { paused?: Job['paused'] }): HTMLTableCellElement => {

@@ -9,7 +9,7 @@ import { api, newest } from './api';
 import type { Job, JobsAnswer } from './api-types';
 import { renderFailing } from './attention-view';
 import { offerChoices } from './choices';
-import { healthCell } from './health';
+import { healthCell, outcomeCell } from './health';
 import { byId, cell, el, replaceContent, table } from './dom';
 import { when } from './format';
 import { keysetPages } from './keyset-pages';
@@ -38,6 +38,7 @@ const jobRow = (job: Job): HTMLTableRowElement => {
     cell(job.schedule.timeZone),
     cell(job.nextDue.length ? el('span', { title: job.nextDue.map(when).join('\n'), text: when(job.nextDue[0]) }) : null),
     cell(when(job.lastSuccessAt)),
+    outcomeCell(job),
     healthCell(job),
     el('td', { class: 'actions' }, buttons),
   ]);
@@ -72,7 +73,7 @@ function renderJobs(answer: JobsAnswer): void {
         ', 50 a page)'
       : '';
   const content = jobs.length
-    ? table(['Job', 'Schedule', 'Time zone', 'Next due', 'Last success', 'Health', 'Actions'], jobs.map(jobRow))
+    ? table(['Job', 'Schedule', 'Time zone', 'Next due', 'Last success', 'Last outcome', 'Health', 'Actions'], jobs.map(jobRow))
     : el('p', { class: 'muted', text: pages.searching() ? 'No job matches.' : depth ? 'No more jobs.' : 'No declared jobs.' });
   replaceContent(byId('jobs', HTMLElement), content);
   renderFailing(answer.failing, answer.failingTotal);

@@ -6,7 +6,7 @@ import { action } from './actions';
 import { api, newest } from './api';
 import type { Schedule, SchedulesPage } from './api-types';
 import { offerChoices } from './choices';
-import { healthCell } from './health';
+import { healthCell, outcomeCell } from './health';
 import { byId, cell, el, replaceContent, table } from './dom';
 import { when } from './format';
 import { declaredJobs } from './jobs-view';
@@ -24,11 +24,7 @@ const scheduleRow = (schedule: Schedule): HTMLTableRowElement => {
     cell(schedule.nextDue.length ? el('span', { title: schedule.nextDue.map(when).join('\n'), text: when(schedule.nextDue[0]) }) : null),
     el('td', {}, [el('span', { class: 'badge health-' + (schedule.enabled ? 'ok' : 'disabled'), text: schedule.enabled ? 'enabled' : 'disabled' })]),
     cell(schedule.tenantId),
-    cell(
-      schedule.lastOutcome
-        ? el('span', { class: 'outcome outcome-' + schedule.lastOutcome, title: 'last success ' + when(schedule.lastSuccessAt), text: schedule.lastOutcome })
-        : null,
-    ),
+    outcomeCell(schedule),
     healthCell(schedule),
     el('td', { class: 'actions' }, [
       action('Run now', path + 'run-now'),
