@@ -1,4 +1,4 @@
-import { mkdir, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { createTestDatabase, type TestDatabase } from '../../test/support/test-database';
 import { createBenchDatabase } from '../support/bench-database';
@@ -8,7 +8,14 @@ import { describeMachine } from '../support/machine';
 import { installedPackages } from '../support/packages';
 import { type ExpectedOccurrences, ranExactlyOnce, startDelayPercentiles, tallyRuns } from '../support/peer-runs';
 import { PEER_SCHEDULERS, type PeerScheduler, workerEntryOf } from '../support/peer-schedulers';
-import { type PeerCaseResult, type PeerIdleResult, type PeersReport, renderPeersMarkdown } from '../support/peers-markdown';
+import {
+  type PeerCaseResult,
+  type PeerIdleResult,
+  type PeersReport,
+  renderPeersMarkdown,
+  renderReadmeComparison,
+  withReadmeComparison,
+} from '../support/peers-markdown';
 import { PeersProcess } from '../support/peers-process';
 import type { PeersCaseFigures, PeersWindow, PeersWorkerCase } from '../support/peers-worker';
 import { type DatabaseWal, openWalByDatabase, type WalByDatabase } from '../support/wal-by-database';
@@ -229,7 +236,9 @@ export const peers: Scenario = {
       await mkdir(join(ROOT, 'bench', 'results'), { recursive: true });
       await writeFile(join(ROOT, 'bench', 'results', 'peers.json'), `${JSON.stringify(report, null, 2)}\n`);
       await writeFile(join(ROOT, 'docs', 'peers.md'), renderPeersMarkdown(report));
-      log('peers: wrote bench/results/peers.json and docs/peers.md');
+      const readme = join(ROOT, 'README.md');
+      await writeFile(readme, withReadmeComparison(await readFile(readme, 'utf8'), renderReadmeComparison(report)));
+      log("peers: wrote bench/results/peers.json, docs/peers.md and the README's comparison table");
     }
     return {
       sizes: `one job due on ${[...sizes.early, ...sizes.late, ...sizes.separate].join(' / ')} nodes (pool ${SMALL_POOL} each), ${formatNumber(sizes.jobs)} jobs on ${sizes.jobsNodes} nodes (pool ${JOBS_POOL} each), idle on ${IDLE_NODES} nodes; one measured minute per case, ${WINDOW_SECONDS} s windows`,
