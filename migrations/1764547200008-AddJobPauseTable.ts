@@ -10,7 +10,8 @@ import { jobSchedulerTableNames } from './support/job-scheduler-table-names';
  * - IDX_job_scheduler_code_created_at: the runs of one code, newest first (the runs list filtered
  *   by job, JobRunsInspector.findRuns({ code })). Without it a rare code's page walks the
  *   "createdAt" index across most of the table (0.3 s cold at 1e6 rows). Neither column ever
- *   changes after the insert, so heartbeats and finalization keep their HOT updates. Built inside
+ *   changes after the insert, so this index adds no cost to heartbeats and finalization (which
+ *   are not HOT anyway since 0006's index on "modifiedAt" WHERE status = 'RUNNING'; docs/limits.md). Built inside
  *   the migration transaction like the others: on a large table, create it beforehand with
  *   CONCURRENTLY and this becomes a no-op.
  */

@@ -96,7 +96,8 @@ SELECT pg_is_in_recovery() AS "inRecovery",
   // on the locked version, so a row reclaimed meanwhile (RUNNING again) is kept.
   // The "createdAt" bound adds no condition (a row is created before its last write; a clock
   // stepping back could only delay a deletion) but lets IDX_job_scheduler_created_at find the old rows: "modifiedAt" changes on every heartbeat and
-  // complete, and an index on it would cost those updates their HOT path. Planned for its values
+  // complete, and an index on it would cost those updates their HOT path (0006's partial index on
+  // it, for the take-over scan, already does: docs/limits.md). Planned for its values
   // each time (planEachTime): a cached generic plan does not see the cutoff and scans the table.
   // The status and type conditions are written as literals, one text per shape (validated
   // values only): compared as text ("status"::text = ANY($1)), the planner had no statistics,
