@@ -9,7 +9,7 @@ import { BENCH_LEASE_MS } from '../support/lease-node';
 import { SHIPPED, startLibraryNode } from '../support/library-variants';
 import type { FigureSheet } from '../support/report';
 import { pairedRatios, percentile } from '../support/statistics';
-import { BEFORE_TUNING, TUNED } from '../support/table-setups';
+import { BEFORE_TUNING, SHIPPED_TABLE, TUNED } from '../support/table-setups';
 import type { Scenario } from './scenario';
 
 const SIZES = {
@@ -131,6 +131,7 @@ export const tableGrowth: Scenario = {
         [SHIPPED.name]: SHIPPED.description,
         [BEFORE_TUNING.name]: BEFORE_TUNING.description,
         [TUNED.name]: TUNED.description,
+        [SHIPPED_TABLE.name]: SHIPPED_TABLE.description,
       },
     };
   },

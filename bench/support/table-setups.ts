@@ -21,3 +21,9 @@ export const TUNED: TableSetup = {
   description: `migrations up to TuneJobSchedulerTableForChurn1764547200004: ${JOB_SCHEDULER_STORAGE_PARAMETERS.map(([name, value]) => `${name}=${value}`).join(', ')}, and ${JOB_SCHEDULER_CREATED_AT_INDEX}`,
   migrations: JobSchedulerMigrations.slice(0, TUNING + 1),
 };
+
+export const SHIPPED_TABLE: TableSetup = {
+  name: 'every migration',
+  description: "every migration of the library (the table an application gets), with 0006's take-over index on \"modifiedAt\" WHERE status = 'RUNNING'",
+  migrations: JobSchedulerMigrations,
+};
