@@ -32,6 +32,12 @@ const lengthOf = (text: string): number => {
   return count;
 };
 
+/**
+ * lengthOf where it can matter: a text of at most `max` UTF-16 units has at most `max` code points
+ * (and none only when empty), so its exact count is not needed to judge it against 1..max.
+ */
+const lengthWithin = (text: string, max: number): number => (text.length <= max ? text.length : lengthOf(text));
+
 /** Reads an own property only, so a polluted prototype cannot supply identity fields. */
 export const ownValue = (source: object, key: string): unknown =>
   Object.prototype.hasOwnProperty.call(source, key) ? (source as Record<string, unknown>)[key] : undefined;
@@ -54,7 +60,7 @@ export const resolveJobIdentity = (options: unknown): JobIdentity => {
   const rawCode = ownValue(options, 'code');
   if (typeof rawCode !== 'string') throw identityErrors.codeNotString(rawCode);
   const code = rawCode.trim();
-  const codeLength = lengthOf(code);
+  const codeLength = lengthWithin(code, MAX_CODE_LENGTH);
   if (codeLength < 1 || codeLength > MAX_CODE_LENGTH) throw identityErrors.codeLength(codeLength);
   if (UNSTORABLE_TEXT.test(code)) throw identityErrors.unstorableText('code');
 
@@ -71,7 +77,7 @@ export const resolveJobIdentity = (options: unknown): JobIdentity => {
     if (typeof rawRunKey !== 'string') throw identityErrors.runKeyNotString(rawRunKey);
     runKey = rawRunKey.trim();
     if (runKey.length === 0) throw identityErrors.runKeyRequired();
-    const runKeyLength = lengthOf(runKey);
+    const runKeyLength = lengthWithin(runKey, MAX_RUN_KEY_LENGTH);
     if (runKeyLength > MAX_RUN_KEY_LENGTH) throw identityErrors.runKeyLength(runKeyLength);
     if (UNSTORABLE_TEXT.test(runKey)) throw identityErrors.unstorableText('runKey');
   }
@@ -79,7 +85,7 @@ export const resolveJobIdentity = (options: unknown): JobIdentity => {
   const rawName = ownValue(options, 'name');
   let name: string | null = null;
   if (rawName !== undefined) {
-    if (typeof rawName !== 'string' || lengthOf(rawName) > MAX_NAME_LENGTH) throw identityErrors.nameInvalid(rawName);
+    if (typeof rawName !== 'string' || lengthWithin(rawName, MAX_NAME_LENGTH) > MAX_NAME_LENGTH) throw identityErrors.nameInvalid(rawName);
     if (UNSTORABLE_TEXT.test(rawName)) throw identityErrors.unstorableText('name');
     name = rawName;
   }
