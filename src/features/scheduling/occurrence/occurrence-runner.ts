@@ -183,13 +183,18 @@ export class OccurrenceRunner {
     }
     const record = await this.finalize(job, claim, settlement, started, handlerMs);
     // A run that timed out goes on behind (nothing stops a promise); its lease is already failed.
+    const done = (): void => {
+      this.forget(active);
+      finished();
+    };
+    // then(done, rethrow) rather than finally(done): the same ends with fewer promises.
     work
       .then(ignore, (error: unknown) => {
         if (settlement.kind === 'timed-out') this.logger.warn(`${job.name} failed after its timeout: ${String(error)}`);
       })
-      .finally(() => {
-        this.forget(active);
-        finished();
+      .then(done, (error: unknown) => {
+        done();
+        throw error;
       });
     return record;
   }
@@ -246,7 +251,8 @@ export class OccurrenceRunner {
       (error: unknown): ClaimOutcome => ({ kind: 'unavailable', error }),
     );
     this.acquiring.add(outcome);
-    void outcome.finally(() => this.acquiring.delete(outcome));
+    // outcome never rejects: one reaction (finally made two promises).
+    void outcome.then(() => this.acquiring.delete(outcome));
     return outcome;
   }
 
