@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import * as crypto from 'node:crypto';
 import { JobSchedulerType } from './job-scheduler.entity';
 import { identityErrors } from './job-scheduler.errors';
 
@@ -42,11 +42,19 @@ const lengthWithin = (text: string, max: number): number => (text.length <= max 
 export const ownValue = (source: object, key: string): unknown =>
   Object.prototype.hasOwnProperty.call(source, key) ? (source as Record<string, unknown>)[key] : undefined;
 
-/** The v2 key: `v2:` + unpadded base64url SHA-256 of `{"version":2,"type","code","runKey"}`. */
+/** crypto.hash (Node 20.12 and later): a one-shot digest, without a Hash object per key. */
+const oneShotHash = (crypto as { hash?: (algorithm: string, data: string, outputEncoding: 'base64url') => string }).hash;
+
+/** Unpadded base64url SHA-256 of the UTF-8 of `text`. */
+const sha256Base64url = (text: string): string =>
+  oneShotHash ? oneShotHash('sha256', text, 'base64url') : crypto.createHash('sha256').update(text, 'utf8').digest('base64url');
+
+/**
+ * The v2 key: `v2:` + unpadded base64url SHA-256 of `{"version":2,"type","code","runKey"}` (the
+ * text JSON.stringify writes for that object, written field by field: one key per claim).
+ */
 export const buildLockKey = (type: JobSchedulerType, code: string, runKey: string | null): string =>
-  `v2:${createHash('sha256')
-    .update(JSON.stringify({ version: 2, type, code, runKey }), 'utf8')
-    .digest('base64url')}`;
+  `v2:${sha256Base64url(`{"version":2,"type":${JSON.stringify(type)},"code":${JSON.stringify(code)},"runKey":${JSON.stringify(runKey)}}`)}`;
 
 /**
  * Validates the identity fields of acquire options, also for untyped callers, and builds the key.
