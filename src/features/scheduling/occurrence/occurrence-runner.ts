@@ -137,8 +137,9 @@ export class OccurrenceRunner {
       fencingToken: lock.fencingToken,
       correlationId,
       trigger,
-      ...(schedule ? { schedule } : {}),
     };
+    // Set after, not spread in: the same fields in the same order, without copying an object per run.
+    if (schedule) (execution as { schedule?: typeof schedule }).schedule = schedule;
     let finished: () => void = ignore;
     const active: ActiveJobRun = { name: job.name, lease, hold, settled: new Promise((resolve) => (finished = resolve)), done: false };
     this.active.add(active);
@@ -150,9 +151,9 @@ export class OccurrenceRunner {
       'job.scheduled_at': execution.scheduledAt.toISOString(),
       'job.idempotency_key': execution.idempotencyKey,
       'job.trigger': trigger,
-      ...(execution.tenantId === undefined ? {} : { 'job.tenant_id': execution.tenantId }),
-      ...(schedule ? { 'job.schedule_id': schedule.id } : {}),
     };
+    if (execution.tenantId !== undefined) attributes['job.tenant_id'] = execution.tenantId;
+    if (schedule) attributes['job.schedule_id'] = schedule.id;
     // Proven again in the very turn the handler starts: a process frozen after the proof (a SIGSTOP,
     // a long pause while runs due together start one after another) does not start it on a lease
     // that ran out meanwhile (another owner may run it by now).
