@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import * as crypto from 'node:crypto';
 import { JobSchedulerType } from './job-scheduler.entity';
 import { identityErrors } from './job-scheduler.errors';
 
@@ -32,15 +32,29 @@ const lengthOf = (text: string): number => {
   return count;
 };
 
+/**
+ * lengthOf where it can matter: a text of at most `max` UTF-16 units has at most `max` code points
+ * (and none only when empty), so its exact count is not needed to judge it against 1..max.
+ */
+const lengthWithin = (text: string, max: number): number => (text.length <= max ? text.length : lengthOf(text));
+
 /** Reads an own property only, so a polluted prototype cannot supply identity fields. */
 export const ownValue = (source: object, key: string): unknown =>
   Object.prototype.hasOwnProperty.call(source, key) ? (source as Record<string, unknown>)[key] : undefined;
 
-/** The v2 key: `v2:` + unpadded base64url SHA-256 of `{"version":2,"type","code","runKey"}`. */
+/** crypto.hash (Node 20.12 and later): a one-shot digest, without a Hash object per key. */
+const oneShotHash = (crypto as { hash?: (algorithm: string, data: string, outputEncoding: 'base64url') => string }).hash;
+
+/** Unpadded base64url SHA-256 of the UTF-8 of `text`. */
+const sha256Base64url = (text: string): string =>
+  oneShotHash ? oneShotHash('sha256', text, 'base64url') : crypto.createHash('sha256').update(text, 'utf8').digest('base64url');
+
+/**
+ * The v2 key: `v2:` + unpadded base64url SHA-256 of `{"version":2,"type","code","runKey"}` (the
+ * text JSON.stringify writes for that object, written field by field: one key per claim).
+ */
 export const buildLockKey = (type: JobSchedulerType, code: string, runKey: string | null): string =>
-  `v2:${createHash('sha256')
-    .update(JSON.stringify({ version: 2, type, code, runKey }), 'utf8')
-    .digest('base64url')}`;
+  `v2:${sha256Base64url(`{"version":2,"type":${JSON.stringify(type)},"code":${JSON.stringify(code)},"runKey":${JSON.stringify(runKey)}}`)}`;
 
 /**
  * Validates the identity fields of acquire options, also for untyped callers, and builds the key.
@@ -54,7 +68,7 @@ export const resolveJobIdentity = (options: unknown): JobIdentity => {
   const rawCode = ownValue(options, 'code');
   if (typeof rawCode !== 'string') throw identityErrors.codeNotString(rawCode);
   const code = rawCode.trim();
-  const codeLength = lengthOf(code);
+  const codeLength = lengthWithin(code, MAX_CODE_LENGTH);
   if (codeLength < 1 || codeLength > MAX_CODE_LENGTH) throw identityErrors.codeLength(codeLength);
   if (UNSTORABLE_TEXT.test(code)) throw identityErrors.unstorableText('code');
 
@@ -71,7 +85,7 @@ export const resolveJobIdentity = (options: unknown): JobIdentity => {
     if (typeof rawRunKey !== 'string') throw identityErrors.runKeyNotString(rawRunKey);
     runKey = rawRunKey.trim();
     if (runKey.length === 0) throw identityErrors.runKeyRequired();
-    const runKeyLength = lengthOf(runKey);
+    const runKeyLength = lengthWithin(runKey, MAX_RUN_KEY_LENGTH);
     if (runKeyLength > MAX_RUN_KEY_LENGTH) throw identityErrors.runKeyLength(runKeyLength);
     if (UNSTORABLE_TEXT.test(runKey)) throw identityErrors.unstorableText('runKey');
   }
@@ -79,7 +93,7 @@ export const resolveJobIdentity = (options: unknown): JobIdentity => {
   const rawName = ownValue(options, 'name');
   let name: string | null = null;
   if (rawName !== undefined) {
-    if (typeof rawName !== 'string' || lengthOf(rawName) > MAX_NAME_LENGTH) throw identityErrors.nameInvalid(rawName);
+    if (typeof rawName !== 'string' || lengthWithin(rawName, MAX_NAME_LENGTH) > MAX_NAME_LENGTH) throw identityErrors.nameInvalid(rawName);
     if (UNSTORABLE_TEXT.test(rawName)) throw identityErrors.unstorableText('name');
     name = rawName;
   }

@@ -1,5 +1,5 @@
 // Past ~350 lines on purpose: a job's path from its timer through admission (overlap, catch-up, take-over) to the occurrence lifecycle reads top to bottom here; the parts that stand alone live in occurrence/, fleet/, timers/ and records/.
-import { AheadClaims, recordOfJob, scaledClaimAheadMs } from './occurrence/ahead-claims';
+import { AheadClaims, scaledClaimAheadMs } from './occurrence/ahead-claims';
 import {
   AbandonedOccurrenceScan,
   type AbandonedOccurrenceStore,
@@ -415,12 +415,40 @@ export class JobScheduleEngine {
     if (due.latest !== null && !lostAhead) void this.track(this.handleDue(state, due as DueInstants, now));
     this.afterStarts(() => {
       if (!this.started || this.states.get(jobKeyOf(state.job.declaration)) !== state) return;
-      if (due.latest !== null && lostAhead) void this.track(this.handleDue(state, due as DueInstants, now));
+      if (due.latest !== null && lostAhead) this.handleLostAhead(state, due as DueInstants, now);
       // Claimed ahead but not taken by a run (never expected): the fleet runs it, as a hand-over.
       if (state.ahead && state.ahead.scheduledAt <= now) void this.ahead.handOver([state], 'not started here');
       // Unless changed, paused or re-armed meanwhile.
       if (state.job.enabled && state.cancel === undefined) this.arm(state);
     });
+  }
+
+  /**
+   * A due instant whose claim ahead another instance won: recorded skipped-locked here, as
+   * handleDue → admit → runOccurrence record it, without their promises (on every instance, most
+   * occurrences due together end so). Any other case (late, the job running here, its claim
+   * changed meanwhile) takes that path.
+   */
+  private handleLostAhead(state: JobState, due: DueInstants, now: number): void {
+    const { ahead, occupancy } = state;
+    const onTime = now - due.latest <= (this.options.lateToleranceMs ?? 60_000);
+    const lost = ahead?.scheduledAt === due.latest && ahead.settled?.kind === 'lost';
+    if (!onTime || !lost || occupancy.overlaps(state.job.declaration.overlap) || occupancy.queued !== undefined) {
+      void this.track(this.handleDue(state, due, now));
+      return;
+    }
+    this.ahead.take(state, due.latest);
+    this.records.emit(this.lostAheadRecord(state, due.latest, 'schedule', ahead));
+  }
+
+  /** The record of an occurrence whose claim ahead another instance won. */
+  private lostAheadRecord(state: JobState, scheduledAt: number, trigger: JobExecution['trigger'], { correlationId }: AheadClaim): JobRunRecord {
+    // recordOfJob's fields first, written out: a spread into a literal is the slow part of this record.
+    const { name, dynamicSchedule } = state.job.declaration;
+    const outcome = 'skipped-locked';
+    return dynamicSchedule
+      ? { name, scheduleId: dynamicSchedule.id, outcome, scheduledAt: new Date(scheduledAt), trigger, correlationId }
+      : { name, outcome, scheduledAt: new Date(scheduledAt), trigger, correlationId };
   }
 
   /**
@@ -548,17 +576,7 @@ export class JobScheduleEngine {
     const { declaration, handler } = state.job;
     const ahead = trigger === 'schedule' || trigger === 'catch-up' ? this.ahead.take(state, scheduledAt) : undefined;
     // Claimed ahead by another instance (known before the instant): recorded at once, nothing to wait for.
-    if (ahead?.settled?.kind === 'lost') {
-      return [
-        this.records.emit({
-          ...recordOfJob(state.job.declaration),
-          outcome: 'skipped-locked',
-          scheduledAt: new Date(scheduledAt),
-          trigger,
-          correlationId: ahead.correlationId,
-        }),
-      ];
-    }
+    if (ahead?.settled?.kind === 'lost') return [this.records.emit(this.lostAheadRecord(state, scheduledAt, trigger, ahead))];
     if ((trigger === 'schedule' || trigger === 'catch-up') && declaration.jitterMs > 0) {
       // Cancelled by stop(), which hands over the claim ahead this wait held.
       if (!(await this.jitter.wait(declaration.jitterMs, ahead))) return [];
@@ -598,7 +616,9 @@ export class JobScheduleEngine {
 
   private track<T>(promise: Promise<T>): Promise<T> {
     this.inFlight.add(promise);
-    void promise.finally(() => this.inFlight.delete(promise)).catch(() => undefined);
+    // One reaction for both ends (finally + catch made three promises per tracked one).
+    const forget = (): void => void this.inFlight.delete(promise);
+    void promise.then(forget, forget);
     return promise;
   }
 }

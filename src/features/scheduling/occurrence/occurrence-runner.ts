@@ -137,8 +137,9 @@ export class OccurrenceRunner {
       fencingToken: lock.fencingToken,
       correlationId,
       trigger,
-      ...(schedule ? { schedule } : {}),
     };
+    // Set after, not spread in: the same fields in the same order, without copying an object per run.
+    if (schedule) (execution as { schedule?: typeof schedule }).schedule = schedule;
     let finished: () => void = ignore;
     const active: ActiveJobRun = { name: job.name, lease, hold, settled: new Promise((resolve) => (finished = resolve)), done: false };
     this.active.add(active);
@@ -150,9 +151,9 @@ export class OccurrenceRunner {
       'job.scheduled_at': execution.scheduledAt.toISOString(),
       'job.idempotency_key': execution.idempotencyKey,
       'job.trigger': trigger,
-      ...(execution.tenantId === undefined ? {} : { 'job.tenant_id': execution.tenantId }),
-      ...(schedule ? { 'job.schedule_id': schedule.id } : {}),
     };
+    if (execution.tenantId !== undefined) attributes['job.tenant_id'] = execution.tenantId;
+    if (schedule) attributes['job.schedule_id'] = schedule.id;
     // Proven again in the very turn the handler starts: a process frozen after the proof (a SIGSTOP,
     // a long pause while runs due together start one after another) does not start it on a lease
     // that ran out meanwhile (another owner may run it by now).
@@ -183,13 +184,18 @@ export class OccurrenceRunner {
     }
     const record = await this.finalize(job, claim, settlement, started, handlerMs);
     // A run that timed out goes on behind (nothing stops a promise); its lease is already failed.
+    const done = (): void => {
+      this.forget(active);
+      finished();
+    };
+    // then(done, rethrow) rather than finally(done): the same ends with fewer promises.
     work
       .then(ignore, (error: unknown) => {
         if (settlement.kind === 'timed-out') this.logger.warn(`${job.name} failed after its timeout: ${String(error)}`);
       })
-      .finally(() => {
-        this.forget(active);
-        finished();
+      .then(done, (error: unknown) => {
+        done();
+        throw error;
       });
     return record;
   }
@@ -246,7 +252,8 @@ export class OccurrenceRunner {
       (error: unknown): ClaimOutcome => ({ kind: 'unavailable', error }),
     );
     this.acquiring.add(outcome);
-    void outcome.finally(() => this.acquiring.delete(outcome));
+    // outcome never rejects: one reaction (finally made two promises).
+    void outcome.then(() => this.acquiring.delete(outcome));
     return outcome;
   }
 
