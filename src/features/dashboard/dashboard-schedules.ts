@@ -5,6 +5,7 @@ import type { DynamicScheduleView } from '../scheduling/dynamic/dynamic-schedule
 import { dueInstantOf, scheduleRunKeyPrefix } from '../scheduling/occurrence/occurrence-keys';
 import { compileSchedule } from '../scheduling/schedule/job-declaration';
 import type { DueSchedule } from '../scheduling/schedule/due-schedule';
+import { dueCountSince } from '../scheduling/schedule/due-instants';
 import { DeclarationError, SchedulingError } from '../scheduling/scheduling.errors';
 import { HEALTH_DAY_MS, HEALTH_WINDOW_ROWS, healthWindowOf, type JobHealthState, type JobHealthWindow, lastSuccessOf, windowState } from './dashboard-health';
 import { buildTimeline, type Timeline } from './dashboard-timeline';
@@ -71,15 +72,8 @@ const listedSchedule = (view: DynamicScheduleView, now: number): Pick<DashboardS
  * Late: two occurrences due since the last success, or since the schedule's last change when that
  * is later (a schedule resumed after a long pause is not late at once), as a declared job's stale.
  */
-const isLate = (due: DueSchedule, lastSuccessAt: string | null, modifiedAt: Date, now: number): boolean => {
-  let cursor = Math.max(lastSuccessAt === null ? Number.NEGATIVE_INFINITY : Date.parse(lastSuccessAt), modifiedAt.getTime());
-  for (let dueSince = 0; dueSince < 2; dueSince++) {
-    const next = due.next(cursor);
-    if (next === null || next > now) return false;
-    cursor = next;
-  }
-  return true;
-};
+const isLate = (due: DueSchedule, lastSuccessAt: string | null, modifiedAt: Date, now: number): boolean =>
+  dueCountSince(due, Math.max(lastSuccessAt === null ? Number.NEGATIVE_INFINITY : Date.parse(lastSuccessAt), modifiedAt.getTime()), now, 2) >= 2;
 
 /** A schedule's health: disabled while paused, else its window's state, late as isLate says (failing first). */
 const scheduleHealth = (view: DynamicScheduleView, due: DueSchedule | null, window: JobHealthWindow, lastSuccessAt: string | null, now: number) => {

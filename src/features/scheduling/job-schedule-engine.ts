@@ -15,7 +15,7 @@ import { JobOccupancy } from './occurrence/job-occupancy';
 import { UnrunOccurrences } from './occurrence/unrun-occurrences';
 import { type AheadClaim, holdClockOf, type JobHandler, OccurrenceRunner } from './occurrence/occurrence-runner';
 import { RunRecords } from './records/run-records';
-import { type DueSince, dueInstantsSince } from './schedule/due-instants';
+import { dueCountSince, type DueSince, dueInstantsSince } from './schedule/due-instants';
 import { checkJitterBelowTolerance, type JobDeclaration, jobKeyOf } from './schedule/job-declaration';
 import {
   latestOccurrencesOf,
@@ -332,14 +332,7 @@ export class JobScheduleEngine {
     const successes = await lastSuccesses(enabled.map((state) => state.job.declaration.name));
     return enabled.map((state) => {
       const lastSuccessAt = successes.get(state.job.declaration.name) ?? null;
-      let dueSince = 0;
-      let cursor = lastSuccessAt ?? this.startedAt ?? now;
-      while (dueSince < cap) {
-        const next = state.job.declaration.schedule.next(cursor);
-        if (next === null || next > now) break;
-        dueSince++;
-        cursor = next;
-      }
+      const dueSince = dueCountSince(state.job.declaration.schedule, lastSuccessAt ?? this.startedAt ?? now, now, cap);
       return { name: state.job.declaration.name, lastSuccessAt, dueSince };
     });
   }

@@ -1,5 +1,6 @@
-import { MAX_DUE_WALK, MAX_MISSED_RECORDS, dueInstantsSince } from '../../../src/features/scheduling/schedule/due-instants';
+import { MAX_DUE_WALK, MAX_MISSED_RECORDS, dueCountSince, dueInstantsSince } from '../../../src/features/scheduling/schedule/due-instants';
 import { checkJobDeclaration } from '../../../src/features/scheduling/schedule/job-declaration';
+import { IntervalSchedule } from '../../../src/features/scheduling/schedule/due-schedule';
 
 const DAY = 86_400_000;
 /** Counts the calls of next(): the cost of a walk. */
@@ -39,5 +40,22 @@ describe('dueInstantsSince', () => {
     expect(due.latest).toBe(exact.latest);
     expect(due.earlier.slice(-50)).toEqual(exact.earlier.slice(-50));
     expect(due.count).toBeGreaterThan(20_000);
+  });
+});
+
+describe('dueCountSince', () => {
+  const everyMinute = new IntervalSchedule(60_000);
+  const t0 = Date.UTC(2026, 0, 1);
+
+  it('counts the instants in (after, now], up to the cap', () => {
+    expect(dueCountSince(everyMinute, t0, t0, 3)).toBe(0);
+    expect(dueCountSince(everyMinute, t0, t0 + 60_000, 3)).toBe(1);
+    expect(dueCountSince(everyMinute, t0 + 1, t0 + 120_000, 3)).toBe(2);
+    expect(dueCountSince(everyMinute, t0, t0 + 3_600_000, 3)).toBe(3);
+    expect(dueCountSince(everyMinute, t0, t0 + 3_600_000, 2)).toBe(2);
+  });
+
+  it('stops where the schedule has no next instant', () => {
+    expect(dueCountSince({ next: () => null, description: 'never' }, t0, t0 + 3_600_000, 3)).toBe(0);
   });
 });

@@ -52,3 +52,16 @@ export const dueInstantsSince = (schedule: DueSchedule, after: number, until: nu
   }
   return { latest, earlier, count };
 };
+
+/** How many of a schedule's instants fall in (after, now], counted up to `cap` (for health: "late" is two or more). Pure. */
+export const dueCountSince = (schedule: DueSchedule, after: number, now: number, cap: number): number => {
+  let count = 0;
+  let cursor = after;
+  while (count < cap) {
+    const next = schedule.next(cursor);
+    if (next === null || next > now) break;
+    count++;
+    cursor = next;
+  }
+  return count;
+};
