@@ -182,9 +182,7 @@ export class JobSchedulerDashboardService {
 
   /** Each job's health window over its newest HEALTH_WINDOW_ROWS occurrences, computed by PostgreSQL: one row per job. */
   private healthWindows(names: readonly string[], now: number): Promise<Map<string, HealthWindowRow>> {
-    return names.length === 0
-      ? Promise.resolve(new Map<string, HealthWindowRow>())
-      : this.inspector.healthWindows(names, HEALTH_WINDOW_ROWS, new Date(now - HEALTH_DAY_MS));
+    return this.inspector.healthWindows(names, HEALTH_WINDOW_ROWS, new Date(now - HEALTH_DAY_MS));
   }
 
   /** A declared job's occurrences over the last `spanMs`. SchedulingError UNKNOWN_JOB otherwise. */

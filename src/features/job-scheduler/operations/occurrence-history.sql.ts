@@ -106,6 +106,11 @@ export interface OccurrenceHistoryStatements {
   firstOccurrence(code: string, prefix: string): SqlStatement;
 }
 
+/** A row's OccurrenceOutcome, decided by the statement (the timeline's marks, a window's last outcome). */
+const OUTCOME = `CASE WHEN "status" = 'RUNNING' THEN 'running'
+    WHEN "status" = 'FAIL' THEN CASE WHEN "data"->>'outcome' = 'missed' THEN 'missed' ELSE 'failed' END
+    WHEN "attempts" > 1 THEN 'taken-over' ELSE 'succeeded' END`;
+
 /** Builds the occurrence reads for one table. The texts are computed once; each call only binds values. */
 export const createOccurrenceHistoryStatements = (table: string): OccurrenceHistoryStatements => {
   // The scheduler's history: the latest occurrence of each job in $1, by its ISO 8601 runKey
@@ -157,9 +162,7 @@ WHERE "code" = $1 AND "type" = 'SCHEDULE'
   // 15 ms). Each row's outcome is decided here: three columns to send instead of five.
   // `prefix` is SQL prepended to both bounds ($2 and $3); the limit is $4.
   const occurrenceRange = (prefix: string) => `(SELECT "id", "runKey",
-  CASE WHEN "status" = 'RUNNING' THEN 'running'
-    WHEN "status" = 'FAIL' THEN CASE WHEN "data"->>'outcome' = 'missed' THEN 'missed' ELSE 'failed' END
-    WHEN "attempts" > 1 THEN 'taken-over' ELSE 'succeeded' END AS "outcome"
+  ${OUTCOME} AS "outcome"
 FROM ${table}
 WHERE "code" = $1 AND "type" = 'SCHEDULE'
   AND "runKey" COLLATE "C" >= (SELECT (${prefix}$2::text) COLLATE "C") AND "runKey" COLLATE "C" < (SELECT (${prefix}$3::text) COLLATE "C")
@@ -229,8 +232,7 @@ CROSS JOIN LATERAL (
           EXTRACT(EPOCH FROM ("finishedAt" - "startedAt")) * 1000
         ))::float8 AS "durationMs",
         CASE WHEN "status" = 'FAIL' THEN "data"->>'outcome' END AS "outcome",
-        CASE WHEN "status" = 'FAIL' THEN CASE WHEN "data"->>'outcome' = 'missed' THEN 'missed' ELSE 'failed' END
-          WHEN "attempts" > 1 THEN 'taken-over' ELSE 'succeeded' END AS "finishedOutcome",
+        ${OUTCOME} AS "finishedOutcome",
         CASE WHEN "status" = 'FAIL' THEN left("data"->'error'->>'message', 500) END AS "errorMessage"
       FROM ${table}
       WHERE "code" = wanted."code" AND "type" = 'SCHEDULE'
@@ -246,7 +248,8 @@ CROSS JOIN LATERAL (
   // The health state of every job at once (the dashboard's failing list over all jobs, while the
   // windows above are read for one page of them): each job's 10 newest FINISHED occurrences, one
   // backward range scan of IDX_job_scheduler_code_run_key that skips RUNNING rows and stops at the
-  // tenth, numbered newest first. The same 10 rows as a window's "last 10", so both agree on failing.
+  // tenth, numbered (and its failures counted) newest first as in the window above. The same 10
+  // rows as a window's "last 10", so both agree on failing.
   // About 10 rows per job instead of 300: 1,000 jobs are ~10,000 index entries, and the planner's
   // cost stays under jit_above_cost, where the windows of 1,000 jobs spent 320 ms compiling.
   const healthStatesText = `
@@ -255,13 +258,15 @@ SELECT wanted."code", state."finished", state."succeeded", state."failuresInARow
 FROM unnest($1::text[]) AS wanted("code")
 CROSS JOIN LATERAL (
   SELECT count(*)::int AS "finished",
-    count(*) FILTER (WHERE newest."status" = 'SUCCESS')::int AS "succeeded",
-    COALESCE(min(newest."rank") FILTER (WHERE newest."status" <> 'FAIL') - 1, count(*))::int AS "failuresInARow",
-    (array_agg(newest."runKey" ORDER BY newest."rank") FILTER (WHERE newest."status" = 'FAIL'))[1] AS "lastFailureKey",
-    (array_agg(newest."errorMessage" ORDER BY newest."rank") FILTER (WHERE newest."status" = 'FAIL'))[1] AS "lastFailureMessage",
-    (array_agg(newest."outcome" ORDER BY newest."rank") FILTER (WHERE newest."status" = 'FAIL'))[1] AS "lastFailureOutcome"
+    count(*) FILTER (WHERE "status" = 'SUCCESS')::int AS "succeeded",
+    COALESCE(min("rank") FILTER (WHERE "status" <> 'FAIL') - 1, count(*))::int AS "failuresInARow",
+    max("runKey") FILTER (WHERE "status" = 'FAIL' AND "failures" = 1) AS "lastFailureKey",
+    max("errorMessage") FILTER (WHERE "status" = 'FAIL' AND "failures" = 1) AS "lastFailureMessage",
+    max("outcome") FILTER (WHERE "status" = 'FAIL' AND "failures" = 1) AS "lastFailureOutcome"
   FROM (
-    SELECT finished.*, row_number() OVER (ORDER BY finished."runKey" DESC) AS "rank"
+    SELECT finished.*,
+      row_number() OVER newest AS "rank",
+      count(*) FILTER (WHERE finished."status" = 'FAIL') OVER newest AS "failures"
     FROM (
       SELECT "runKey" COLLATE "C" AS "runKey", "status"::text AS "status",
         CASE WHEN "status" = 'FAIL' THEN left("data"->'error'->>'message', 500) END AS "errorMessage",
@@ -272,7 +277,8 @@ CROSS JOIN LATERAL (
       ORDER BY "runKey" COLLATE "C" DESC
       LIMIT 10
     ) AS finished
-  ) AS newest
+    WINDOW newest AS (ORDER BY finished."runKey" DESC ROWS UNBOUNDED PRECEDING)
+  ) AS ranked
 ) AS state`.trim();
 
   // The oldest recorded occurrence: one forward probe of IDX_job_scheduler_code_run_key within the
