@@ -42,6 +42,8 @@ export interface DashboardJobsPage {
   nextCursor: string | null;
   /** Jobs that match the search (all of them without one). */
   total: number;
+  /** Jobs a page holds at most (the query's limit, 50 without one). */
+  pageSize: number;
   /** The failing jobs among all (not only this page or search), the first 25 by name. */
   failing: DashboardFailingJob[];
   /** How many jobs are failing in all. */

@@ -143,6 +143,7 @@ export class JobSchedulerDashboardService {
       jobs: page.map(view),
       nextCursor: more && page.length ? jobCursor(page[page.length - 1]) : null,
       total: matching.length,
+      pageSize: limit,
       failing: shownFailing.map((job) => ({ name: job.name, kind: job.kind, window: stateWindowOf(states.get(job.name)) })),
       failingTotal: failing.length,
     };

@@ -49,6 +49,7 @@ interface JobsAnswer {
   jobs: ListedJob[];
   nextCursor: string | null;
   total: number;
+  pageSize: number;
   failing: FailingJob[];
   failingTotal: number;
 }
@@ -63,7 +64,7 @@ describe('the jobs list', () => {
   it('pages declared jobs, then @RunOnce methods, each by name, with a cursor that walks them all once', async () => {
     const names: string[] = [];
     let answer = await jobsAt('?limit=1');
-    expect(answer.total).toBe(4);
+    expect([answer.total, answer.pageSize]).toEqual([4, 1]);
     for (let pages = 1; ; pages++) {
       expect(answer.jobs).toHaveLength(1);
       names.push(`${answer.jobs[0].kind} ${answer.jobs[0].name}`);
@@ -79,7 +80,7 @@ describe('the jobs list', () => {
     ]);
     // Without a limit, one page of up to 50 holds them all, each with how its newest finished occurrence ended.
     const all = await jobsAt('');
-    expect([all.jobs.length, all.nextCursor, all.total]).toEqual([4, null, 4]);
+    expect([all.jobs.length, all.nextCursor, all.total, all.pageSize]).toEqual([4, null, 4, 50]);
     expect(all.jobs.map((job) => [job.name, job.lastOutcome])).toEqual([
       ['billing.every-second', null],
       ['billing.quarter-hour', 'failed'],

@@ -44,6 +44,7 @@ export interface JobsAnswer {
   jobs: Job[];
   nextCursor: string | null;
   total: number;
+  pageSize: number;
   failing: FailingJob[];
   failingTotal: number;
 }

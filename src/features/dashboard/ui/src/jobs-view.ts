@@ -1,6 +1,6 @@
 // The jobs: declared (@Scheduled) and @RunOnce methods, with schedule in words, time zone, next
 // due instants, last success, health, and the actions their kind has (run now, pause or resume;
-// a @RunOnce method has neither, and says so), and the timeline. 50 a page (declared, then
+// a @RunOnce method has neither, and says so), and the timeline. A page at a time (declared, then
 // @RunOnce, by name; keyset paging), searchable by a part of the name; the failing jobs among all
 // of them go to "Needs attention".
 
@@ -60,18 +60,11 @@ function renderJobs(answer: JobsAnswer): void {
   jobs = answer.jobs;
   pages.answered(answer.nextCursor);
   const depth = pages.depth();
+  const { total, pageSize } = answer;
+  const pageCount = Math.max(1, Math.ceil(total / pageSize));
+  const matching = pages.searching() ? ' match' : '';
   byId('jobs-page', HTMLElement).textContent =
-    answer.total > jobs.length || depth
-      ? 'page ' +
-        (depth + 1) +
-        ' of ' +
-        Math.max(1, Math.ceil(answer.total / 50)) +
-        ' (' +
-        answer.total +
-        ' jobs' +
-        (pages.searching() ? ' match' : '') +
-        ', 50 a page)'
-      : '';
+    total > jobs.length || depth ? `page ${depth + 1} of ${pageCount} (${total} jobs${matching}, ${pageSize} a page)` : '';
   const content = jobs.length
     ? table(['Job', 'Schedule', 'Time zone', 'Next due', 'Last success', 'Last outcome', 'Health', 'Actions'], jobs.map(jobRow))
     : el('p', { class: 'muted', text: pages.searching() ? 'No job matches.' : depth ? 'No more jobs.' : 'No declared jobs.' });
