@@ -1,5 +1,5 @@
 // Past ~350 lines on purpose: a job's path from its timer through admission (overlap, catch-up, take-over) to the occurrence lifecycle reads top to bottom here; the parts that stand alone live in occurrence/, fleet/, timers/ and records/.
-import { AheadClaims, scaledClaimAheadMs } from './occurrence/ahead-claims';
+import { AheadClaims, lostAheadRecord, scaledClaimAheadMs } from './occurrence/ahead-claims';
 import {
   AbandonedOccurrenceScan,
   type AbandonedOccurrenceStore,
@@ -431,17 +431,7 @@ export class JobScheduleEngine {
       return;
     }
     this.ahead.take(state, due.latest);
-    this.records.emit(this.lostAheadRecord(state, due.latest, 'schedule', ahead));
-  }
-
-  /** The record of an occurrence whose claim ahead another instance won. */
-  private lostAheadRecord(state: JobState, scheduledAt: number, trigger: JobExecution['trigger'], { correlationId }: AheadClaim): JobRunRecord {
-    // recordOfJob's fields first, written out: a spread into a literal is the slow part of this record.
-    const { name, dynamicSchedule } = state.job.declaration;
-    const outcome = 'skipped-locked';
-    return dynamicSchedule
-      ? { name, scheduleId: dynamicSchedule.id, outcome, scheduledAt: new Date(scheduledAt), trigger, correlationId }
-      : { name, outcome, scheduledAt: new Date(scheduledAt), trigger, correlationId };
+    this.records.emit(lostAheadRecord(state.job.declaration, due.latest, 'schedule', ahead));
   }
 
   /**
@@ -569,7 +559,7 @@ export class JobScheduleEngine {
     const { declaration, handler } = state.job;
     const ahead = trigger === 'schedule' || trigger === 'catch-up' ? this.ahead.take(state, scheduledAt) : undefined;
     // Claimed ahead by another instance (known before the instant): recorded at once, nothing to wait for.
-    if (ahead?.settled?.kind === 'lost') return [this.records.emit(this.lostAheadRecord(state, scheduledAt, trigger, ahead))];
+    if (ahead?.settled?.kind === 'lost') return [this.records.emit(lostAheadRecord(declaration, scheduledAt, trigger, ahead))];
     if ((trigger === 'schedule' || trigger === 'catch-up') && declaration.jitterMs > 0) {
       // Cancelled by stop(), which hands over the claim ahead this wait held.
       if (!(await this.jitter.wait(declaration.jitterMs, ahead))) return [];

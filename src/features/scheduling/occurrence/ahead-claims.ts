@@ -35,6 +35,22 @@ export const recordOfJob = ({ name, dynamicSchedule }: JobDeclaration): Pick<Job
   dynamicSchedule ? { name, scheduleId: dynamicSchedule.id } : { name };
 
 /**
+ * The record of an occurrence whose claim ahead another instance won: skipped-locked. recordOfJob's
+ * fields written out rather than spread in (most occurrences due together end so on every instance).
+ */
+export const lostAheadRecord = (
+  { name, dynamicSchedule }: JobDeclaration,
+  scheduledAt: number,
+  trigger: JobRunRecord['trigger'],
+  { correlationId }: AheadClaim,
+): JobRunRecord => {
+  const outcome = 'skipped-locked';
+  return dynamicSchedule
+    ? { name, scheduleId: dynamicSchedule.id, outcome, scheduledAt: new Date(scheduledAt), trigger, correlationId }
+    : { name, outcome, scheduledAt: new Date(scheduledAt), trigger, correlationId };
+};
+
+/**
  * The occurrences claimed `claimAheadMs` before their instant: when a job's next instant is
  * claimed, the claim handed to its run (once), and the claims that will not run here: ended with
  * their reason when the occurrence must not run (a paused, changed or removed schedule), handed
