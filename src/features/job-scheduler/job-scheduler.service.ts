@@ -285,33 +285,36 @@ export class JobSchedulerService implements OnModuleInit, OnApplicationBootstrap
 
   /**
    * The greatest runKey recorded for a SCHEDULE run of `code` (of that status, if given) that
-   * begins with an ISO 8601 instant (the scheduler's occurrence keys), or null. One indexed read.
+   * begins with an ISO 8601 instant (the scheduler's occurrence keys), or null; with `before`,
+   * the greatest that sorts before it ("C" collation). One indexed read.
    */
-  async latestScheduledRunKey(code: string, status?: JobSchedulerStatus.SUCCESS): Promise<string | null> {
-    return (await this.latestScheduledRunKeys([code], status)).get(code) ?? null;
+  async latestScheduledRunKey(code: string, status?: JobSchedulerStatus.SUCCESS, before?: string): Promise<string | null> {
+    return (await this.latestScheduledRunKeys([code], status, before)).get(code) ?? null;
   }
 
   /**
    * `latestScheduledRunKey` for many codes in one statement: code → runKey, for the codes that
    * have one (a scheduler's boot reads the history of all its jobs at once).
    */
-  async latestScheduledRunKeys(codes: readonly string[], status?: JobSchedulerStatus.SUCCESS): Promise<Map<string, string>> {
+  async latestScheduledRunKeys(codes: readonly string[], status?: JobSchedulerStatus.SUCCESS, before?: string): Promise<Map<string, string>> {
     if (codes.length === 0) return new Map();
-    const rows = await this.execute<{ code: string; runKey: string }>(this.statements.latestScheduledRunKeys(codes, status));
+    const rows = await this.execute<{ code: string; runKey: string }>(this.statements.latestScheduledRunKeys(codes, status, before));
     return new Map(rows.map((row) => [row.code, row.runKey]));
   }
 
   /**
    * The greatest runKey of each (code, prefix) pair among SCHEDULE runs, for the pairs that have
    * one, in one statement (a dynamic schedule's history: its keys share a prefix ending in a
-   * space, followed by an ISO 8601 instant).
+   * space, followed by an ISO 8601 instant). With `before`, among the keys that sort before the
+   * pair's prefix followed by `before` only.
    */
-  async latestRunKeysByPrefix(ranges: readonly { code: string; prefix: string }[]): Promise<{ code: string; prefix: string; runKey: string }[]> {
+  async latestRunKeysByPrefix(ranges: readonly { code: string; prefix: string }[], before?: string): Promise<{ code: string; prefix: string; runKey: string }[]> {
     if (ranges.length === 0) return [];
     return this.execute(
       this.statements.latestRunKeysByPrefix(
         ranges.map((range) => range.code),
         ranges.map((range) => range.prefix),
+        before,
       ),
     );
   }

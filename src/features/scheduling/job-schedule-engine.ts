@@ -455,7 +455,9 @@ export class JobScheduleEngine {
 
   /**
    * After a restart: occurrences since the latest one any instance recorded are missed, or caught
-   * up once. The history of every job is read at once (one statement on PostgreSQL).
+   * up once. The history of every job is read at once (one statement on PostgreSQL), as of `now`:
+   * the claims ahead armed before it may be written first, and the next instants may pass while
+   * it is read (a slow database); either would otherwise hide the instants that passed before.
    */
   private async catchUp(states: JobState[], now: number, reportMissed = true): Promise<void> {
     let recorded: ReadonlyMap<string, number>;
@@ -463,6 +465,7 @@ export class JobScheduleEngine {
       const lookup = latestOccurrencesOf(
         this.options.history,
         states.map((state) => jobKeyOf(state.job.declaration)),
+        now,
       );
       this.options.timers.observe?.(lookup);
       recorded = await lookup;

@@ -11,7 +11,7 @@ import type { JobSchedulerDatabase } from '../job-scheduler/lease-database';
 import { DEFAULT_PAUSE_POLL_MS, type JobPause, JobPausePoller, JobPauseStore } from './pauses/job-pauses';
 import type { JobDeclaration } from './schedule/job-declaration';
 import { JobScheduleEngine } from './job-schedule-engine';
-import { dueInstantOf } from './occurrence/occurrence-keys';
+import { dueInstantOf, keysUntil } from './occurrence/occurrence-keys';
 import { canFindAbandoned } from './occurrence/abandoned-occurrences';
 import { createPrometheusJobMetrics } from './records/prometheus-job-metrics';
 import { ScheduledJobsExplorer } from './scheduled-jobs.explorer';
@@ -47,11 +47,11 @@ const dueInstants = (runKeys: ReadonlyMap<string, string>): Map<string, number> 
 
 /** The latest occurrences of jobs, from the lease table (any instance's): one statement for all. */
 const postgresHistory = (jobs: JobSchedulerService): SchedulerHistory => ({
-  latestOccurrence: async (name) => {
-    const runKey = await jobs.latestScheduledRunKey(name);
+  latestOccurrence: async (name, until) => {
+    const runKey = await jobs.latestScheduledRunKey(name, undefined, keysUntil(until));
     return runKey === null ? null : dueInstantOf(runKey);
   },
-  latestOccurrences: async (names) => dueInstants(await jobs.latestScheduledRunKeys(names)),
+  latestOccurrences: async (names, until) => dueInstants(await jobs.latestScheduledRunKeys(names, undefined, keysUntil(until))),
   recordedOccurrences: async (name, from, until) => {
     const runKeys = await jobs.scheduledRunKeysBetween(name, new Date(from).toISOString(), new Date(until).toISOString());
     return runKeys.map(dueInstantOf).filter((instant): instant is number => instant !== null);

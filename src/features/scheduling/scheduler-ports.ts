@@ -79,13 +79,17 @@ export interface SchedulerLease {
 
 /** Durable history: the latest occurrence any instance recorded for a job. */
 export interface SchedulerHistory {
-  /** The latest due instant (epoch ms) recorded for the job, or null when it has no history. */
-  latestOccurrence(jobName: string): Promise<number | null>;
+  /**
+   * The latest due instant (epoch ms) recorded for the job, at or before `until` when it is given,
+   * or null when it has none. The scheduler's boot asks as of its instant: an occurrence still to
+   * come, claimed ahead meanwhile (by this instance or another), must not hide the ones that passed.
+   */
+  latestOccurrence(jobName: string, until?: number): Promise<number | null>;
   /**
    * The same for many jobs in one read: job name → latest due instant, for the jobs that have
    * history. Optional: without it, `latestOccurrence` is asked once per job.
    */
-  latestOccurrences?(jobNames: readonly string[]): Promise<ReadonlyMap<string, number>>;
+  latestOccurrences?(jobNames: readonly string[], until?: number): Promise<ReadonlyMap<string, number>>;
   /**
    * The due instants in [from, until) some instance recorded for the job (any tenant): a lagging
    * instance reports as missed only the others. Without it, every passed instant is reported.
@@ -93,14 +97,18 @@ export interface SchedulerHistory {
   recordedOccurrences?(jobName: string, from: number, until: number): Promise<number[]>;
 }
 
-/** The latest occurrence of each job, in one read when the history can, else one per job. */
-export const latestOccurrencesOf = async (history: SchedulerHistory | undefined, jobNames: readonly string[]): Promise<ReadonlyMap<string, number>> => {
+/** The latest occurrence of each job at or before `until`, in one read when the history can, else one per job. */
+export const latestOccurrencesOf = async (
+  history: SchedulerHistory | undefined,
+  jobNames: readonly string[],
+  until: number,
+): Promise<ReadonlyMap<string, number>> => {
   if (!history || jobNames.length === 0) return new Map();
-  if (history.latestOccurrences) return history.latestOccurrences(jobNames);
+  if (history.latestOccurrences) return history.latestOccurrences(jobNames, until);
   const found = new Map<string, number>();
   await Promise.all(
     jobNames.map(async (name) => {
-      const latest = await history.latestOccurrence(name);
+      const latest = await history.latestOccurrence(name, until);
       if (latest !== null) found.set(name, latest);
     }),
   );

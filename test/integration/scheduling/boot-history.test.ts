@@ -1,6 +1,8 @@
 import { Module, type Type } from '@nestjs/common';
 import { JobSchedulerStatus, JobSchedulerType, Scheduled, ScheduledJobsService, SchedulingModule } from '../../../src/features';
 import { buildLockKey } from '../../../src/features/job-scheduler/job-identity';
+import { dynamicScheduleHistory } from '../../../src/features/scheduling/dynamic/dynamic-schedule-history';
+import { scheduleRunKeyPrefix } from '../../../src/features/scheduling/occurrence/occurrence-keys';
 import { FixedClock, ManualTimers } from '../../../src/features/testing';
 import { type NestNode, startNestNode } from '../../support/nest-node';
 import { StatementCounter } from '../../support/statement-counter';
@@ -76,5 +78,58 @@ describe('a scheduler with many declared jobs', () => {
     expect(health).toHaveLength(JOBS);
     expect(health.find((job) => job.name === jobName(0))?.lastSuccessAt?.toISOString()).toBe(RECORDED);
     expect(health.find((job) => job.name === jobName(1))?.lastSuccessAt).toBeNull();
+  });
+
+  it('reads the history as of its boot: an occurrence still to come, claimed ahead elsewhere before the read, hides none that passed', async () => {
+    await node?.close();
+    node = undefined;
+    // What the fleet left: 07:00 ran; another instance, up again first, claimed 11:00 ahead (RUNNING).
+    const names = ['boot.ahead-a', 'boot.ahead-b'];
+    const seed = (runKey: string, status: 'SUCCESS' | 'RUNNING') =>
+      database.sql(
+        `INSERT INTO "job-scheduler" ("lockKey", code, name, type, "runKey", status, "ownerToken", "ownerId", "leaseMs")
+         SELECT lock_key, code, code, 'SCHEDULE', $3, $4, gen_random_uuid(), 'seed', 3600000
+         FROM unnest($1::text[], $2::text[]) AS seeded(code, lock_key)`,
+        [names, names.map((code) => buildLockKey(JobSchedulerType.SCHEDULE, code, runKey)), runKey, status],
+      );
+    await seed(RECORDED, 'SUCCESS');
+    await seed('2026-12-01T11:00:00.000Z', 'RUNNING');
+    const timers = new ManualTimers(new FixedClock(NOW));
+    const jobs = names.map((name) => {
+      @Scheduled(name, { every: '1h' })
+      class HourlyJob {
+        run(): void {}
+      }
+      return HourlyJob;
+    });
+    @Module({ providers: jobs })
+    class JobsModule {}
+    node = await startNestNode(database.url, {
+      imports: [SchedulingModule.forRoot({ metrics: false, timers, retention: false }), JobsModule],
+    });
+    await timers.advance(0);
+    await node.app.get(ScheduledJobsService).idle();
+    // 08:00 and 09:00 missed, 10:00 (30 minutes late) dropped: recorded once, not lost behind 11:00.
+    const markers = await database.sql<{ code: string; status: JobSchedulerStatus; data: { outcome: string; missed: number } }>(
+      `SELECT code, status, data FROM "job-scheduler" WHERE "runKey" = '2026-12-01T10:00:00.000Z' AND code = ANY($1) ORDER BY code`,
+      [names],
+    );
+    expect(markers.map((row) => `${row.code} ${row.status} ${row.data.outcome} ${row.data.missed}`)).toEqual(names.map((name) => `${name} FAIL missed 3`));
+
+    // A dynamic schedule's history is bounded the same way, within its own key range.
+    const prefix = scheduleRunKeyPrefix('nightly/a');
+    for (const [at, status] of [['2026-12-01T09:00:00.000Z', 'SUCCESS'], ['2026-12-01T10:30:00.000Z', 'SUCCESS'], ['2026-12-01T11:00:00.000Z', 'RUNNING']] as const) {
+      await database.sql(
+        `INSERT INTO "job-scheduler" ("lockKey", code, name, type, "runKey", status, "ownerToken", "ownerId", "leaseMs")
+         VALUES ($1, 'reports.dynamic', 'reports.dynamic', 'SCHEDULE', $2, $3, gen_random_uuid(), 'seed', 3600000)`,
+        [buildLockKey(JobSchedulerType.SCHEDULE, 'reports.dynamic', `${prefix}${at}`), `${prefix}${at}`, status],
+      );
+    }
+    const history = dynamicScheduleHistory(node.jobs, () => 'reports.dynamic');
+    const at = (iso: string) => new Date(iso).getTime();
+    expect(await history.latestOccurrence('nightly/a', at('2026-12-01T10:30:00.000Z'))).toBe(at('2026-12-01T10:30:00.000Z'));
+    expect(await history.latestOccurrence('nightly/a', at('2026-12-01T10:29:59.999Z'))).toBe(at('2026-12-01T09:00:00.000Z'));
+    expect(await history.latestOccurrence('nightly/a')).toBe(at('2026-12-01T11:00:00.000Z'));
+    expect(await history.latestOccurrence('nightly/b', at('2026-12-01T10:30:00.000Z'))).toBeNull();
   });
 });

@@ -3,7 +3,7 @@ import { JobScheduleEngine } from '../../../src/features/scheduling/job-schedule
 import { OccurrenceRunner } from '../../../src/features/scheduling/occurrence/occurrence-runner';
 import { occurrenceRunKey } from '../../../src/features/scheduling/occurrence/occurrence-keys';
 import { checkJobDeclaration } from '../../../src/features/scheduling/schedule/job-declaration';
-import type { SchedulerLease } from '../../../src/features/scheduling/scheduler-ports';
+import type { SchedulerHistory, SchedulerLease } from '../../../src/features/scheduling/scheduler-ports';
 import type { JobExecution, JobRunRecord, ScheduledJobOptions } from '../../../src/features/scheduling/scheduling.types';
 import { ManualTimers } from '../../../src/features/scheduling/testing/manual-timers';
 import { FixedClock, InMemoryJobLease } from '../../../src/features/testing';
@@ -38,6 +38,7 @@ class Fleet {
     job: { name: string } & ScheduledJobOptions,
     options: {
       claimAheadMs?: number;
+      history?: SchedulerHistory;
       lease?: SchedulerLease;
       random?: () => number;
       run?: (execution: JobExecution) => Promise<void> | void;
@@ -48,7 +49,7 @@ class Fleet {
     const engine = new JobScheduleEngine({
       timers,
       lease: options.lease ?? this.lease,
-      history: this.lease,
+      history: options.history ?? this.lease,
       logger: silent,
       abandoned: this.lease,
       takeOverScanMs: 1_000,
@@ -390,6 +391,44 @@ describe('an instant claimed ahead and passed unrun (a stall past the next insta
     expect(fleet.runsOf(10_000)).toEqual([]);
     expect(fleet.lease.statusOf('reports.every-10s', occurrenceRunKey(10_000))).toBe(JobSchedulerStatus.FAIL);
     expect(fleet.records.filter((record) => record.scheduledAt.getTime() === 10_000).map((record) => record.outcome)).toEqual(['missed']);
+  });
+});
+
+describe('a boot whose history read answers after its first claim ahead', () => {
+  const turn = () => new Promise((resolve) => setImmediate(resolve));
+
+  it('still catches up: the latest instant that passed runs once, the ones before it are recorded missed, none is silently lost', async () => {
+    const fleet = new Fleet();
+    const job = { name: 'reports.boot', every: '1m', leaseMs: 4 * MINUTE };
+    const a = fleet.node('a', job);
+    await a.start();
+    await fleet.advance(MINUTE + 100, ['a']);
+    await a.stop();
+    expect(fleet.runsOf(MINUTE)).toHaveLength(1);
+    // The fleet is down from 1 min to 5 min 30 s: 2, 3 and 4 min passed unrun, 5 min is within the tolerance.
+    fleet.clock.set(5 * MINUTE + 30_000);
+    // A slow database at boot: the history answers only once the claim ahead of 6 min is written.
+    let answer = (): void => undefined;
+    const answered = new Promise<void>((resolve) => (answer = resolve));
+    const slowHistory: SchedulerHistory = {
+      latestOccurrence: async (name, until) => {
+        await answered;
+        return fleet.lease.latestOccurrence(name, until);
+      },
+      recordedOccurrences: (name, from, until) => fleet.lease.recordedOccurrences(name, from, until),
+    };
+    const b = fleet.node('b', job, { claimAheadMs: 40_000, history: slowHistory });
+    const booted = b.start();
+    for (let round = 0; round < 200 && fleet.lease.statusOf('reports.boot', occurrenceRunKey(6 * MINUTE)) === undefined; round++) await turn();
+    expect(fleet.lease.statusOf('reports.boot', occurrenceRunKey(6 * MINUTE))).toBe(JobSchedulerStatus.RUNNING);
+    answer();
+    await booted;
+    await fleet.advance(31_000, ['b']);
+    await fleet.stop();
+    expect(fleet.runsOf(5 * MINUTE)).toEqual([expect.objectContaining({ node: 'b' })]);
+    expect(fleet.runsOf(6 * MINUTE)).toEqual([expect.objectContaining({ node: 'b', trigger: 'schedule' })]);
+    // Reported by the instance that ran the latest one (a WARN and a record each).
+    expect(fleet.records.filter((record) => record.outcome === 'missed').map((record) => record.scheduledAt.getTime() / MINUTE)).toEqual([2, 3, 4]);
   });
 });
 

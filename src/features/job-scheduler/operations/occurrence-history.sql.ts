@@ -81,10 +81,16 @@ export interface LatestOccurrenceRow {
 
 /** The occurrence reads of one table. */
 export interface OccurrenceHistoryStatements {
-  /** The latest occurrence runKey (with 'SUCCESS': the latest success's) of each of `codes` that has one: rows `{ code, runKey }`. */
-  latestScheduledRunKeys(codes: readonly string[], status?: 'SUCCESS'): SqlStatement;
-  /** The latest runKey of each (code, runKey prefix) pair that has one: rows `{ code, prefix, runKey }`. */
-  latestRunKeysByPrefix(codes: readonly string[], prefixes: readonly string[]): SqlStatement;
+  /**
+   * The latest occurrence runKey (with 'SUCCESS': the latest success's) of each of `codes` that
+   * has one, among the keys that sort before `before` (all of them when absent): rows `{ code, runKey }`.
+   */
+  latestScheduledRunKeys(codes: readonly string[], status?: 'SUCCESS', before?: string): SqlStatement;
+  /**
+   * The latest runKey of each (code, runKey prefix) pair that has one, among the pair's keys that
+   * sort before the prefix then `before` (all of them when absent): rows `{ code, prefix, runKey }`.
+   */
+  latestRunKeysByPrefix(codes: readonly string[], prefixes: readonly string[], before?: string): SqlStatement;
   /** The occurrence runKeys of a code recorded in [from, to] (ISO 8601 keys; tenant suffixes included). */
   scheduledRunKeysBetween(code: string, from: string, to: string): SqlStatement;
   /** A job's occurrences due in [from, to) and its runNow runs asked then (ISO 8601 bounds), by runKey, at most `limit`. */
@@ -106,6 +112,9 @@ export interface OccurrenceHistoryStatements {
   firstOccurrence(code: string, prefix: string): SqlStatement;
 }
 
+/** An upper bound of occurrence keys that bounds nothing: '~' sorts after every character of an instant. */
+const UNBOUNDED = '~';
+
 /** A row's OccurrenceOutcome, decided by the statement (the timeline's marks, a window's last outcome). */
 const OUTCOME = `CASE WHEN "status" = 'RUNNING' THEN 'running'
     WHEN "status" = 'FAIL' THEN CASE WHEN "data"->>'outcome' = 'missed' THEN 'missed' ELSE 'failed' END
@@ -120,6 +129,9 @@ export const createOccurrenceHistoryStatements = (table: string): OccurrenceHist
   // status as a literal of its enum: compared as text ("status"::text = $2), the planner had no
   // statistics for it, costed each probe 150 times too high, and PostgreSQL JIT-compiled the
   // statement from ~125 jobs on (1,000 jobs: 9 ms of work, 60-150 ms of compiling).
+  // $2 bounds the keys from above (a boot reads the history as of its instant: a claim ahead of an
+  // instant still to come, written meanwhile, must not hide the instants that passed); '~' sorts
+  // after every key that starts with a digit, so it bounds nothing.
   const latestRunKeysText = (statusCondition: string) =>
     `
 SELECT wanted."code", latest."runKey"
@@ -127,6 +139,7 @@ FROM unnest($1::text[]) AS wanted("code")
 CROSS JOIN LATERAL (
   SELECT "runKey" FROM ${table}
   WHERE "code" = wanted."code" AND "type" = 'SCHEDULE' AND "runKey" ~ '^[0-9]{4}-[0-9]{2}-[0-9]{2}T'${statusCondition}
+    AND "runKey" COLLATE "C" < $2::text COLLATE "C"
   ORDER BY "runKey" COLLATE "C" DESC
   LIMIT 1
 ) AS latest`.trim();
@@ -135,14 +148,14 @@ CROSS JOIN LATERAL (
 
   // The same for dynamic schedules, whose occurrences are `<prefix><ISO 8601 instant>` (the
   // prefix names the schedule and ends in a space): one backward probe of the index per schedule,
-  // within the prefix's range ('~' sorts after every character of an instant).
+  // within the prefix's range, up to the prefix then $3 ('~' sorts after every character of an instant).
   const latestRunKeysByPrefixText = `
 SELECT wanted."code", wanted."prefix", latest."runKey"
 FROM unnest($1::text[], $2::text[]) AS wanted("code", "prefix")
 CROSS JOIN LATERAL (
   SELECT "runKey" FROM ${table}
   WHERE "code" = wanted."code" AND "type" = 'SCHEDULE'
-    AND "runKey" COLLATE "C" >= wanted."prefix" COLLATE "C" AND "runKey" COLLATE "C" < (wanted."prefix" || '~') COLLATE "C"
+    AND "runKey" COLLATE "C" >= wanted."prefix" COLLATE "C" AND "runKey" COLLATE "C" < (wanted."prefix" || $3::text) COLLATE "C"
   ORDER BY "runKey" COLLATE "C" DESC
   LIMIT 1
 ) AS latest`.trim();
@@ -291,12 +304,12 @@ ORDER BY "runKey" COLLATE "C"
 LIMIT 1`.trim();
 
   return {
-    latestScheduledRunKeys: (codes, status) => ({
+    latestScheduledRunKeys: (codes, status, before = UNBOUNDED) => ({
       text: status === 'SUCCESS' ? latestSucceededRunKeysText : latestScheduledRunKeysText,
-      values: [codes],
+      values: [codes, before],
       operation: 'history',
     }),
-    latestRunKeysByPrefix: (codes, prefixes) => ({ text: latestRunKeysByPrefixText, values: [codes, prefixes], operation: 'history' }),
+    latestRunKeysByPrefix: (codes, prefixes, before = UNBOUNDED) => ({ text: latestRunKeysByPrefixText, values: [codes, prefixes, before], operation: 'history' }),
     scheduledRunKeysBetween: (code, from, to) => ({ text: scheduledRunKeysBetweenText, values: [code, from, to], operation: 'history' }),
     occurrencesBetween: (code, from, to, limit) => ({ text: occurrencesBetweenText, values: [code, from, to, limit], operation: 'inspect' }),
     scheduleOccurrencesBetween: (code, prefix, from, to, limit) => ({

@@ -1,5 +1,5 @@
 import type { JobSchedulerService } from '../../job-scheduler/job-scheduler.service';
-import { occurrenceOfRunKey, scheduleRunKeyPrefix } from '../occurrence/occurrence-keys';
+import { keysUntil, occurrenceOfRunKey, scheduleRunKeyPrefix } from '../occurrence/occurrence-keys';
 import type { SchedulerHistory } from '../scheduler-ports';
 
 /** Schedules whose history one statement reads, at most. */
@@ -14,14 +14,14 @@ export const dynamicScheduleHistory = (
   jobs: Pick<JobSchedulerService, 'latestRunKeysByPrefix' | 'scheduledRunKeysBetween'>,
   handlerOf: (scheduleId: string) => string | undefined,
 ): SchedulerHistory => {
-  const latestOccurrences = async (ids: readonly string[]): Promise<ReadonlyMap<string, number>> => {
+  const latestOccurrences = async (ids: readonly string[], until?: number): Promise<ReadonlyMap<string, number>> => {
     const found = new Map<string, number>();
     const ranges = ids.flatMap((id) => {
       const code = handlerOf(id);
       return code === undefined ? [] : [{ code, prefix: scheduleRunKeyPrefix(id) }];
     });
     for (let start = 0; start < ranges.length; start += PER_STATEMENT) {
-      for (const { runKey } of await jobs.latestRunKeysByPrefix(ranges.slice(start, start + PER_STATEMENT))) {
+      for (const { runKey } of await jobs.latestRunKeysByPrefix(ranges.slice(start, start + PER_STATEMENT), keysUntil(until))) {
         const occurrence = occurrenceOfRunKey(runKey);
         if (occurrence?.scheduleId !== undefined) found.set(occurrence.scheduleId, occurrence.scheduledAt);
       }
@@ -29,7 +29,7 @@ export const dynamicScheduleHistory = (
     return found;
   };
   return {
-    latestOccurrence: async (id) => (await latestOccurrences([id])).get(id) ?? null,
+    latestOccurrence: async (id, until) => (await latestOccurrences([id], until)).get(id) ?? null,
     latestOccurrences,
     recordedOccurrences: async (id, from, until) => {
       const code = handlerOf(id);

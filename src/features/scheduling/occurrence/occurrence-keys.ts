@@ -14,6 +14,13 @@ export const encodeTenantId = (tenantId: string): string => encodeURIComponent(t
 export const occurrenceRunKey = (scheduledAt: number, tenantId?: string): string =>
   tenantId === undefined ? new Date(scheduledAt).toISOString() : `${new Date(scheduledAt).toISOString()} tenant=${encodeTenantId(tenantId)}`;
 
+/**
+ * The bound below which every occurrence key of an instant at or before `until` sorts (after a
+ * dynamic schedule's prefix): the next millisecond's instant ("C" collation; a tenant suffix sorts
+ * before it). Undefined (no bound) without `until`.
+ */
+export const keysUntil = (until: number | undefined): string | undefined => (until === undefined ? undefined : new Date(until + 1).toISOString());
+
 export const runNowRunKey = (askedAt: number, correlationId: string, tenantId?: string): string =>
   `run-now ${new Date(askedAt).toISOString()} ${correlationId}${tenantId === undefined ? '' : ` tenant=${encodeTenantId(tenantId)}`}`;
 

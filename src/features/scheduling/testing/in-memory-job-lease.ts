@@ -123,11 +123,11 @@ export class InMemoryJobLease implements SchedulerLease, SchedulerHistory, Aband
     });
   }
 
-  async latestOccurrence(jobName: string): Promise<number | null> {
+  async latestOccurrence(jobName: string, until = Infinity): Promise<number | null> {
     let latest: number | null = null;
     for (const row of this.rows.values()) {
       const due = row.code === jobName && row.runKey !== null ? dueInstantOf(row.runKey) : null;
-      if (due !== null && (latest === null || due > latest)) latest = due;
+      if (due !== null && due <= until && (latest === null || due > latest)) latest = due;
     }
     return latest;
   }
