@@ -193,12 +193,12 @@ export class JobScheduleEngine {
       state.cancel = undefined;
       state.job = job;
       // An occurrence claimed ahead runs by the new definition if it is still one of its instants.
-      const kept =
-        state.ahead &&
-        job.enabled &&
-        this.ahead.appliesTo(job.declaration) &&
-        job.declaration.schedule.next(state.ahead.scheduledAt - 1) === state.ahead.scheduledAt;
-      if (!kept) void this.ahead.release([state], 'schedule changed');
+      const still = state.ahead && job.enabled && job.declaration.schedule.next(state.ahead.scheduledAt - 1) === state.ahead.scheduledAt;
+      const kept = still && this.ahead.appliesTo(job.declaration);
+      // Still one of its instants, but not claimed ahead by the new definition: handed over (it is
+      // claimed again at its instant), not ended (a row ended FAIL is never claimed again: lost).
+      if (still && !kept) void this.ahead.handOver([state], 'schedule changed');
+      else if (!kept) void this.ahead.release([state], 'schedule changed');
     } else {
       this.states.set(key, newJobState(job));
     }

@@ -524,3 +524,38 @@ describe('finalization is retried within the lease', () => {
     expect(fleet.lease.statusOf('reports.hourly', occurrenceRunKey(MINUTE))).toBe(JobSchedulerStatus.FAIL);
   });
 });
+
+describe('a job changed or paused while its next instant is claimed ahead', () => {
+  const declared = { every: '1m', leaseMs: 4 * MINUTE };
+  /** Two instances; a alone claims 1 min ahead (b starts after a's claim time, so its claim ahead is lost to a's). */
+  const claimedAhead = async (name: string) => {
+    const fleet = new Fleet();
+    const a = fleet.node('a', { name, ...declared }, { claimAheadMs: 10_000 });
+    const b = fleet.node('b', { name, ...declared }, { claimAheadMs: 10_000 });
+    await a.start();
+    await fleet.advance(MINUTE - 9_000, ['a']); // a claimed 1 min ahead at 50 s
+    await b.start();
+    await fleet.advance(1_000);
+    expect(fleet.lease.statusOf(name, occurrenceRunKey(MINUTE))).toBe(JobSchedulerStatus.RUNNING);
+    return { fleet, a, b };
+  };
+
+  it('runs the instant once when the new definition still has it but is not claimed ahead (overlap now queue)', async () => {
+    const name = 'reports.requeued';
+    const { fleet, a, b } = await claimedAhead(name);
+    // The same schedule, now queueing overlaps (not claimed ahead): 1 min is still one of its instants.
+    for (const [node, engine] of [['a', a], ['b', b]] as const) {
+      await engine.upsert({
+        declaration: checkJobDeclaration(name, { ...declared, overlap: 'queue' }),
+        handler: (execution) => void fleet.started.push({ node, scheduledAt: execution.scheduledAt.getTime(), trigger: execution.trigger, fencingToken: execution.fencingToken }),
+        enabled: true,
+      });
+    }
+    await fleet.advance(10_000);
+    await a.idle();
+    await b.idle();
+    await fleet.stop();
+    expect(fleet.runsOf(MINUTE)).toHaveLength(1);
+    expect(fleet.lease.statusOf(name, occurrenceRunKey(MINUTE))).toBe(JobSchedulerStatus.SUCCESS);
+  });
+});
