@@ -558,4 +558,39 @@ describe('a job changed or paused while its next instant is claimed ahead', () =
     expect(fleet.runsOf(MINUTE)).toHaveLength(1);
     expect(fleet.lease.statusOf(name, occurrenceRunKey(MINUTE))).toBe(JobSchedulerStatus.SUCCESS);
   });
+
+  // Resumed 7 s before the instant (claimed ahead again at once), or 3 s before it (too close to claim ahead).
+  it.each([2_000, 6_000])('runs the instant once when the job is paused at 51 s and resumed %i ms later, before it', async (pausedMs) => {
+    const name = 'reports.resumed';
+    const { fleet, a, b } = await claimedAhead(name);
+    // A pause seen by every instance, lifted before the instant.
+    a.setEnabled(name, false);
+    b.setEnabled(name, false);
+    await fleet.advance(pausedMs);
+    a.setEnabled(name, true);
+    b.setEnabled(name, true);
+    await fleet.advance(10_000);
+    await a.idle();
+    await b.idle();
+    await fleet.stop();
+    expect(fleet.runsOf(MINUTE)).toHaveLength(1);
+    expect(fleet.lease.statusOf(name, occurrenceRunKey(MINUTE))).toBe(JobSchedulerStatus.SUCCESS);
+  });
+
+  it('still does not run an instant that fell due while paused (its claim stays ended), and runs the next one', async () => {
+    const name = 'reports.paused-past';
+    const { fleet, a, b } = await claimedAhead(name);
+    a.setEnabled(name, false);
+    b.setEnabled(name, false);
+    await fleet.advance(14_000); // resumed at 65 s
+    a.setEnabled(name, true);
+    b.setEnabled(name, true);
+    await fleet.advance(MINUTE);
+    await a.idle();
+    await b.idle();
+    await fleet.stop();
+    expect(fleet.runsOf(MINUTE)).toEqual([]);
+    expect(fleet.lease.statusOf(name, occurrenceRunKey(MINUTE))).toBe(JobSchedulerStatus.FAIL);
+    expect(fleet.runsOf(2 * MINUTE)).toHaveLength(1);
+  });
 });

@@ -57,6 +57,13 @@ export const lostAheadRecord = (
  * over to the other instances on shutdown.
  */
 export class AheadClaims {
+  /**
+   * The claim each job last ended unrun (release), and whether this instance's end applied: a job
+   * resumed (or changed back) before that instant claims it again over the row it ended, which
+   * no claim takes otherwise (a row ended FAIL is final).
+   */
+  private readonly released = new WeakMap<AheadClaimHolder, { scheduledAt: number; ended: Promise<boolean> }>();
+
   constructor(
     private readonly aheadMs: number,
     private readonly runner: OccurrenceRunner,
@@ -91,7 +98,8 @@ export class AheadClaims {
     if (!this.appliesTo(holder.job.declaration)) return null;
     const leadMs = this.leadFor(holder.job.declaration);
     const claimAt = Math.max(next - leadMs, now);
-    if (next - claimAt < leadMs / 2 + 500) return null;
+    // Too close to claim ahead, unless this instance released it (only a claim ahead takes it again).
+    if (next - claimAt < leadMs / 2 + 500) return this.released.get(holder)?.scheduledAt === next ? now : null;
     return claimAt;
   }
 
@@ -105,7 +113,9 @@ export class AheadClaims {
     // Busy with the job's previous run: an idle instance claims it (this one would skip it).
     if (holder.occupancy.running > 0) return;
     if (holder.ahead) void this.handOver([holder]);
-    holder.ahead = this.runner.claimAhead(holder.job.declaration, next);
+    const released = this.released.get(holder);
+    this.released.delete(holder);
+    holder.ahead = this.runner.claimAhead(holder.job.declaration, next, released?.scheduledAt === next ? released.ended : undefined);
   }
 
   /** The lease claimed ahead for this occurrence, handed to its run (once). */
@@ -121,9 +131,15 @@ export class AheadClaims {
    * schedule): FAIL `{ released: true, reason }`, visible as such.
    */
   release(holders: readonly AheadClaimHolder[], reason: string): Promise<void> {
-    const claims = this.detach(holders);
-    if (claims.length === 0) return Promise.resolve();
-    return this.track(this.runner.won(claims).then((won) => this.runner.end(won, { released: true, reason }).then(() => undefined)));
+    const ends = holders.flatMap((holder) => {
+      const [claim] = this.detach([holder]);
+      if (!claim) return [];
+      const ended = this.runner.won([claim]).then(async (won) => (await this.runner.end(won, { released: true, reason })) > 0);
+      this.released.set(holder, { scheduledAt: claim.scheduledAt, ended });
+      return [ended];
+    });
+    if (ends.length === 0) return Promise.resolve();
+    return this.track(Promise.all(ends).then(() => undefined));
   }
 
   /**

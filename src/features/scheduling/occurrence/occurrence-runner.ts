@@ -232,17 +232,22 @@ export class OccurrenceRunner {
    * go out together, off the path of their start): `run({ ahead })` at the due instant uses it.
    * A claim won is held from then (see HeldClaim).
    */
-  claimAhead(job: JobDeclaration, scheduledAt: number): AheadClaim {
+  claimAhead(job: JobDeclaration, scheduledAt: number, reclaim?: Promise<boolean>): AheadClaim {
     const runKey = runKeyOf({ scheduleId: job.dynamicSchedule?.id }, scheduledAt);
     const correlationId = randomUUID();
-    const claim: AheadClaim = { scheduledAt, correlationId, outcome: this.claim(job, runKey, correlationId, true) };
+    // `reclaim`: this instance ended the occurrence's row unrun (a pause lifted since): once that
+    // end is done, a row it ended (true) is claimed over its FAIL.
+    const outcome = reclaim
+      ? reclaim.then((ended) => this.claim(job, runKey, correlationId, true, ended))
+      : this.claim(job, runKey, correlationId, true);
+    const claim: AheadClaim = { scheduledAt, correlationId, outcome };
     void claim.outcome.then((outcome) => (claim.settled = outcome));
     return claim;
   }
 
   /** Claims an occurrence's lease now (one of a batch), as a value; a claim won is held from its send instant. */
-  claim(job: JobDeclaration, runKey: string, correlationId: string, ahead = false): Promise<ClaimOutcome> {
-    const options = { code: job.name, runKey, name: job.name, leaseMs: job.leaseMs, reclaimFailed: false };
+  claim(job: JobDeclaration, runKey: string, correlationId: string, ahead = false, reclaimFailed = false): Promise<ClaimOutcome> {
+    const options = { code: job.name, runKey, name: job.name, leaseMs: job.leaseMs, reclaimFailed };
     const clock = this.clock;
     const sentAt = clock.now();
     const acquiring = ahead && this.lease.acquireAhead ? this.lease.acquireAhead(options) : this.lease.acquire(options);

@@ -88,4 +88,19 @@ describe('occurrences claimed ahead (claimAheadMs)', () => {
     ]);
     expect(await rowsOf('stopped', nextAt)).toEqual([expect.objectContaining({ status: 'SUCCESS', ownerId: 'b' })]);
   });
+
+  it('are claimed again when their schedule is paused and resumed before the instant: it runs once', async () => {
+    const a = await start('a');
+    await a.schedules.upsert({ id: 'resumed', handler: 'reports.tenant-report', every: EVERY_MS });
+    const dueAt = nextDue(AHEAD_MS + 500);
+    // Inside the window: claimed; paused (the claim ended FAIL, released), resumed too close to claim ahead as usual.
+    await sleep(dueAt - AHEAD_MS / 2 - Date.now());
+    expect(await rowsOf('resumed', dueAt)).toEqual([expect.objectContaining({ status: 'RUNNING', ownerId: 'a', claimedBeforeDue: true })]);
+    await a.schedules.setEnabled('resumed', false);
+    await a.schedules.setEnabled('resumed', true);
+    await sleep(dueAt + 1_000 - Date.now());
+    await a.schedules.idle();
+    expect(await rowsOf('resumed', dueAt)).toEqual([expect.objectContaining({ status: 'SUCCESS', ownerId: 'a' })]);
+    expect(calls.filter((call) => call.scheduleId === 'resumed' && Date.parse(call.scheduledAt) === dueAt)).toHaveLength(1);
+  });
 });
