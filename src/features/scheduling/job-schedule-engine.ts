@@ -209,7 +209,10 @@ export class JobScheduleEngine {
     this.arm(current);
     this.takeOvers?.start();
     // Enabled again: what passed while it was off is not reported missed; run-once runs the latest.
-    if (!wasEnabled && job.declaration.missed === 'run-once') await this.catchUp([current], now, false);
+    // An instant whose claim ahead this instance ended when the job went off is not a run: its row
+    // must not hide it (the run claims it again over that row).
+    const released = this.ahead.releasedBy(current, now);
+    if (!wasEnabled && job.declaration.missed === 'run-once') await this.catchUp([current], now, false, released === undefined ? now : released - 1);
   }
 
   /** Forgets a job (a dynamic schedule removed): no occurrence of it starts from now; a run in progress finishes. */
@@ -459,13 +462,13 @@ export class JobScheduleEngine {
    * the claims ahead armed before it may be written first, and the next instants may pass while
    * it is read (a slow database); either would otherwise hide the instants that passed before.
    */
-  private async catchUp(states: JobState[], now: number, reportMissed = true): Promise<void> {
+  private async catchUp(states: JobState[], now: number, reportMissed = true, historyUntil = now): Promise<void> {
     let recorded: ReadonlyMap<string, number>;
     try {
       const lookup = latestOccurrencesOf(
         this.options.history,
         states.map((state) => jobKeyOf(state.job.declaration)),
-        now,
+        historyUntil,
       );
       this.options.timers.observe?.(lookup);
       recorded = await lookup;

@@ -593,4 +593,33 @@ describe('a job changed or paused while its next instant is claimed ahead', () =
     expect(fleet.lease.statusOf(name, occurrenceRunKey(MINUTE))).toBe(JobSchedulerStatus.FAIL);
     expect(fleet.runsOf(2 * MINUTE)).toHaveLength(1);
   });
+
+  it("catches up (missed: 'run-once') an instant that passed while the job was off, though its claim ahead was ended when it went off", async () => {
+    const name = 'reports.caught-up';
+    const fleet = new Fleet();
+    const job = { name, ...declared, missed: 'run-once' as const };
+    const a = fleet.node('a', job, { claimAheadMs: 10_000 });
+    const b = fleet.node('b', job, { claimAheadMs: 10_000 });
+    await a.start();
+    await fleet.advance(MINUTE + 1_000, ['a']); // 1 min ran on a
+    await b.start();
+    await fleet.advance(MINUTE - 6_000); // 1 min 55 s: a claimed 2 min ahead
+    expect(fleet.lease.statusOf(name, occurrenceRunKey(2 * MINUTE))).toBe(JobSchedulerStatus.RUNNING);
+    const definition = (node: string, enabled: boolean) => ({
+      declaration: checkJobDeclaration(name, { ...declared, missed: 'run-once' }),
+      handler: (execution: JobExecution) =>
+        void fleet.started.push({ node, scheduledAt: execution.scheduledAt.getTime(), trigger: execution.trigger, fencingToken: execution.fencingToken }),
+      enabled,
+    });
+    // Off from 1 min 55 s to 2 min 5 s (a dynamic schedule disabled, then enabled): 2 min passed meanwhile.
+    await Promise.all([a.upsert(definition('a', false)), b.upsert(definition('b', false))]);
+    await fleet.advance(10_000);
+    await Promise.all([a.upsert(definition('a', true)), b.upsert(definition('b', true))]);
+    await fleet.advance(5_000);
+    await a.idle();
+    await b.idle();
+    await fleet.stop();
+    expect(fleet.runsOf(2 * MINUTE)).toHaveLength(1);
+    expect(fleet.lease.statusOf(name, occurrenceRunKey(2 * MINUTE))).toBe(JobSchedulerStatus.SUCCESS);
+  });
 });

@@ -118,10 +118,25 @@ export class AheadClaims {
     holder.ahead = this.runner.claimAhead(holder.job.declaration, next, released?.scheduledAt === next ? released.ended : undefined);
   }
 
-  /** The lease claimed ahead for this occurrence, handed to its run (once). */
+  /** The instant whose claim this job last ended unrun here, if it is at or before `until` (its row hides it from a catch-up). */
+  releasedBy(holder: AheadClaimHolder, until: number): number | undefined {
+    const scheduledAt = this.released.get(holder)?.scheduledAt;
+    return scheduledAt !== undefined && scheduledAt <= until ? scheduledAt : undefined;
+  }
+
+  /**
+   * The lease claimed ahead for this occurrence, handed to its run (once); for an occurrence
+   * whose claim this instance ended unrun (a job enabled again catching it up), claimed again
+   * over the row it ended.
+   */
   take(holder: AheadClaimHolder, scheduledAt: number): AheadClaim | undefined {
     const ahead = holder.ahead;
-    if (ahead?.scheduledAt !== scheduledAt) return undefined;
+    if (ahead?.scheduledAt !== scheduledAt) {
+      const released = this.released.get(holder);
+      if (released?.scheduledAt !== scheduledAt) return undefined;
+      this.released.delete(holder);
+      return this.runner.claimAhead(holder.job.declaration, scheduledAt, released.ended);
+    }
     holder.ahead = undefined;
     return ahead;
   }
