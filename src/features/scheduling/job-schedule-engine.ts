@@ -191,9 +191,13 @@ export class JobScheduleEngine {
     if (state) {
       state.cancel?.();
       state.cancel = undefined;
+      // The claim's row is under the old name (its code): under a new one (a schedule moved to
+      // another handler) the occurrence is another row, which other instances claim.
+      const sameCode = state.job.declaration.name === job.declaration.name;
       state.job = job;
       // An occurrence claimed ahead runs by the new definition if it is still one of its instants.
-      const still = state.ahead && job.enabled && job.declaration.schedule.next(state.ahead.scheduledAt - 1) === state.ahead.scheduledAt;
+      const still =
+        state.ahead && job.enabled && sameCode && job.declaration.schedule.next(state.ahead.scheduledAt - 1) === state.ahead.scheduledAt;
       const kept = still && this.ahead.appliesTo(job.declaration);
       // Still one of its instants, but not claimed ahead by the new definition: handed over (it is
       // claimed again at its instant), not ended (a row ended FAIL is never claimed again: lost).

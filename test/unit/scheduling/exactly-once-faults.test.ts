@@ -622,4 +622,29 @@ describe('a job changed or paused while its next instant is claimed ahead', () =
     expect(fleet.runsOf(2 * MINUTE)).toHaveLength(1);
     expect(fleet.lease.statusOf(name, occurrenceRunKey(2 * MINUTE))).toBe(JobSchedulerStatus.SUCCESS);
   });
+
+  it('runs the instant once when a dynamic schedule changes handler while the instant is claimed ahead under the old one', async () => {
+    const fleet = new Fleet();
+    const dummy = { name: 'reports.unused', every: '1d' };
+    const schedule = (node: string, handler: string) => ({
+      declaration: { ...checkJobDeclaration(handler, declared), dynamicSchedule: { id: 'moved-handler', data: null } },
+      handler: (execution: JobExecution) =>
+        void fleet.started.push({ node, scheduledAt: execution.scheduledAt.getTime(), trigger: execution.trigger, fencingToken: execution.fencingToken }),
+      enabled: true,
+    });
+    const a = fleet.node('a', dummy, { claimAheadMs: 10_000 });
+    await a.start();
+    await a.upsert(schedule('a', 'reports.old-handler'));
+    await fleet.advance(MINUTE - 8_000, ['a']); // a claimed 1 min ahead at 50 s, under the old handler's code
+    // The schedule moves to another handler; b loads it (it did not run the old handler) and claims ahead too.
+    await a.upsert(schedule('a', 'reports.new-handler'));
+    const b = fleet.node('b', dummy, { claimAheadMs: 10_000 });
+    await b.start();
+    await b.upsert(schedule('b', 'reports.new-handler'));
+    await fleet.advance(10_000);
+    await a.idle();
+    await b.idle();
+    await fleet.stop();
+    expect(fleet.runsOf(MINUTE)).toHaveLength(1);
+  });
 });

@@ -62,7 +62,7 @@ export class AheadClaims {
    * resumed (or changed back) before that instant claims it again over the row it ended, which
    * no claim takes otherwise (a row ended FAIL is final).
    */
-  private readonly released = new WeakMap<AheadClaimHolder, { scheduledAt: number; ended: Promise<boolean> }>();
+  private readonly released = new WeakMap<AheadClaimHolder, { scheduledAt: number; code: string; ended: Promise<boolean> }>();
 
   constructor(
     private readonly aheadMs: number,
@@ -99,7 +99,7 @@ export class AheadClaims {
     const leadMs = this.leadFor(holder.job.declaration);
     const claimAt = Math.max(next - leadMs, now);
     // Too close to claim ahead, unless this instance released it (only a claim ahead takes it again).
-    if (next - claimAt < leadMs / 2 + 500) return this.released.get(holder)?.scheduledAt === next ? now : null;
+    if (next - claimAt < leadMs / 2 + 500) return this.releasedOf(holder)?.scheduledAt === next ? now : null;
     return claimAt;
   }
 
@@ -113,15 +113,21 @@ export class AheadClaims {
     // Busy with the job's previous run: an idle instance claims it (this one would skip it).
     if (holder.occupancy.running > 0) return;
     if (holder.ahead) void this.handOver([holder]);
-    const released = this.released.get(holder);
+    const released = this.releasedOf(holder);
     this.released.delete(holder);
     holder.ahead = this.runner.claimAhead(holder.job.declaration, next, released?.scheduledAt === next ? released.ended : undefined);
   }
 
   /** The instant whose claim this job last ended unrun here, if it is at or before `until` (its row hides it from a catch-up). */
   releasedBy(holder: AheadClaimHolder, until: number): number | undefined {
-    const scheduledAt = this.released.get(holder)?.scheduledAt;
+    const scheduledAt = this.releasedOf(holder)?.scheduledAt;
     return scheduledAt !== undefined && scheduledAt <= until ? scheduledAt : undefined;
+  }
+
+  /** The claim this job last ended unrun here, if its row is the job's (not under a name it had before). */
+  private releasedOf(holder: AheadClaimHolder): { scheduledAt: number; ended: Promise<boolean> } | undefined {
+    const released = this.released.get(holder);
+    return released?.code === holder.job.declaration.name ? released : undefined;
   }
 
   /**
@@ -132,7 +138,7 @@ export class AheadClaims {
   take(holder: AheadClaimHolder, scheduledAt: number): AheadClaim | undefined {
     const ahead = holder.ahead;
     if (ahead?.scheduledAt !== scheduledAt) {
-      const released = this.released.get(holder);
+      const released = this.releasedOf(holder);
       if (released?.scheduledAt !== scheduledAt) return undefined;
       this.released.delete(holder);
       return this.runner.claimAhead(holder.job.declaration, scheduledAt, released.ended);
@@ -150,7 +156,7 @@ export class AheadClaims {
       const [claim] = this.detach([holder]);
       if (!claim) return [];
       const ended = this.runner.won([claim]).then(async (won) => (await this.runner.end(won, { released: true, reason })) > 0);
-      this.released.set(holder, { scheduledAt: claim.scheduledAt, ended });
+      this.released.set(holder, { scheduledAt: claim.scheduledAt, code: claim.code, ended });
       return [ended];
     });
     if (ends.length === 0) return Promise.resolve();

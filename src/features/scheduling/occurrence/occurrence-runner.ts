@@ -51,6 +51,8 @@ export interface OccurrenceRequest {
 /** An occurrence's lease asked for ahead of its due instant (claimAheadMs), and what came of it. */
 export interface AheadClaim {
   scheduledAt: number;
+  /** The code its row is under (its job's name when claimed). */
+  code: string;
   correlationId: string;
   outcome: Promise<ClaimOutcome>;
   /** The outcome once it is known. */
@@ -240,7 +242,7 @@ export class OccurrenceRunner {
     const outcome = reclaim
       ? reclaim.then((ended) => this.claim(job, runKey, correlationId, true, ended))
       : this.claim(job, runKey, correlationId, true);
-    const claim: AheadClaim = { scheduledAt, correlationId, outcome };
+    const claim: AheadClaim = { scheduledAt, code: job.name, correlationId, outcome };
     void claim.outcome.then((outcome) => (claim.settled = outcome));
     return claim;
   }
