@@ -308,7 +308,10 @@ export class JobSchedulerService implements OnModuleInit, OnApplicationBootstrap
    * space, followed by an ISO 8601 instant). With `before`, among the keys that sort before the
    * pair's prefix followed by `before` only.
    */
-  async latestRunKeysByPrefix(ranges: readonly { code: string; prefix: string }[], before?: string): Promise<{ code: string; prefix: string; runKey: string }[]> {
+  async latestRunKeysByPrefix(
+    ranges: readonly { code: string; prefix: string }[],
+    before?: string,
+  ): Promise<{ code: string; prefix: string; runKey: string }[]> {
     if (ranges.length === 0) return [];
     return this.execute(
       this.statements.latestRunKeysByPrefix(

@@ -196,8 +196,7 @@ export class JobScheduleEngine {
       const sameCode = state.job.declaration.name === job.declaration.name;
       state.job = job;
       // An occurrence claimed ahead runs by the new definition if it is still one of its instants.
-      const still =
-        state.ahead && job.enabled && sameCode && job.declaration.schedule.next(state.ahead.scheduledAt - 1) === state.ahead.scheduledAt;
+      const still = state.ahead && job.enabled && sameCode && job.declaration.schedule.next(state.ahead.scheduledAt - 1) === state.ahead.scheduledAt;
       const kept = still && this.ahead.appliesTo(job.declaration);
       // Still one of its instants, but not claimed ahead by the new definition: handed over (it is
       // claimed again at its instant), not ended (a row ended FAIL is never claimed again: lost).

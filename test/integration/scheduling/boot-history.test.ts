@@ -118,7 +118,11 @@ describe('a scheduler with many declared jobs', () => {
 
     // A dynamic schedule's history is bounded the same way, within its own key range.
     const prefix = scheduleRunKeyPrefix('nightly/a');
-    for (const [at, status] of [['2026-12-01T09:00:00.000Z', 'SUCCESS'], ['2026-12-01T10:30:00.000Z', 'SUCCESS'], ['2026-12-01T11:00:00.000Z', 'RUNNING']] as const) {
+    for (const [at, status] of [
+      ['2026-12-01T09:00:00.000Z', 'SUCCESS'],
+      ['2026-12-01T10:30:00.000Z', 'SUCCESS'],
+      ['2026-12-01T11:00:00.000Z', 'RUNNING'],
+    ] as const) {
       await database.sql(
         `INSERT INTO "job-scheduler" ("lockKey", code, name, type, "runKey", status, "ownerToken", "ownerId", "leaseMs")
          VALUES ($1, 'reports.dynamic', 'reports.dynamic', 'SCHEDULE', $2, $3, gen_random_uuid(), 'seed', 3600000)`,

@@ -544,10 +544,14 @@ describe('a job changed or paused while its next instant is claimed ahead', () =
     const name = 'reports.requeued';
     const { fleet, a, b } = await claimedAhead(name);
     // The same schedule, now queueing overlaps (not claimed ahead): 1 min is still one of its instants.
-    for (const [node, engine] of [['a', a], ['b', b]] as const) {
+    for (const [node, engine] of [
+      ['a', a],
+      ['b', b],
+    ] as const) {
       await engine.upsert({
         declaration: checkJobDeclaration(name, { ...declared, overlap: 'queue' }),
-        handler: (execution) => void fleet.started.push({ node, scheduledAt: execution.scheduledAt.getTime(), trigger: execution.trigger, fencingToken: execution.fencingToken }),
+        handler: (execution) =>
+          void fleet.started.push({ node, scheduledAt: execution.scheduledAt.getTime(), trigger: execution.trigger, fencingToken: execution.fencingToken }),
         enabled: true,
       });
     }

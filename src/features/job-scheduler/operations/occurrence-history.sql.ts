@@ -309,7 +309,11 @@ LIMIT 1`.trim();
       values: [codes, before],
       operation: 'history',
     }),
-    latestRunKeysByPrefix: (codes, prefixes, before = UNBOUNDED) => ({ text: latestRunKeysByPrefixText, values: [codes, prefixes, before], operation: 'history' }),
+    latestRunKeysByPrefix: (codes, prefixes, before = UNBOUNDED) => ({
+      text: latestRunKeysByPrefixText,
+      values: [codes, prefixes, before],
+      operation: 'history',
+    }),
     scheduledRunKeysBetween: (code, from, to) => ({ text: scheduledRunKeysBetweenText, values: [code, from, to], operation: 'history' }),
     occurrencesBetween: (code, from, to, limit) => ({ text: occurrencesBetweenText, values: [code, from, to, limit], operation: 'inspect' }),
     scheduleOccurrencesBetween: (code, prefix, from, to, limit) => ({

@@ -239,9 +239,7 @@ export class OccurrenceRunner {
     const correlationId = randomUUID();
     // `reclaim`: this instance ended the occurrence's row unrun (a pause lifted since): once that
     // end is done, a row it ended (true) is claimed over its FAIL.
-    const outcome = reclaim
-      ? reclaim.then((ended) => this.claim(job, runKey, correlationId, true, ended))
-      : this.claim(job, runKey, correlationId, true);
+    const outcome = reclaim ? reclaim.then((ended) => this.claim(job, runKey, correlationId, true, ended)) : this.claim(job, runKey, correlationId, true);
     const claim: AheadClaim = { scheduledAt, code: job.name, correlationId, outcome };
     void claim.outcome.then((outcome) => (claim.settled = outcome));
     return claim;
