@@ -540,6 +540,16 @@ describe('a job changed or paused while its next instant is claimed ahead', () =
     return { fleet, a, b };
   };
 
+  /** Past the instant: it ran once, and its row is SUCCESS. */
+  const runsOnce = async ({ fleet, a, b }: { fleet: Fleet; a: JobScheduleEngine; b: JobScheduleEngine }, name: string) => {
+    await fleet.advance(10_000);
+    await a.idle();
+    await b.idle();
+    await fleet.stop();
+    expect(fleet.runsOf(MINUTE)).toHaveLength(1);
+    expect(fleet.lease.statusOf(name, occurrenceRunKey(MINUTE))).toBe(JobSchedulerStatus.SUCCESS);
+  };
+
   it('runs the instant once when the new definition still has it but is not claimed ahead (overlap now queue)', async () => {
     const name = 'reports.requeued';
     const { fleet, a, b } = await claimedAhead(name);
@@ -555,12 +565,7 @@ describe('a job changed or paused while its next instant is claimed ahead', () =
         enabled: true,
       });
     }
-    await fleet.advance(10_000);
-    await a.idle();
-    await b.idle();
-    await fleet.stop();
-    expect(fleet.runsOf(MINUTE)).toHaveLength(1);
-    expect(fleet.lease.statusOf(name, occurrenceRunKey(MINUTE))).toBe(JobSchedulerStatus.SUCCESS);
+    await runsOnce({ fleet, a, b }, name);
   });
 
   // Resumed 7 s before the instant (claimed ahead again at once), or 3 s before it (too close to claim ahead).
@@ -573,12 +578,7 @@ describe('a job changed or paused while its next instant is claimed ahead', () =
     await fleet.advance(pausedMs);
     a.setEnabled(name, true);
     b.setEnabled(name, true);
-    await fleet.advance(10_000);
-    await a.idle();
-    await b.idle();
-    await fleet.stop();
-    expect(fleet.runsOf(MINUTE)).toHaveLength(1);
-    expect(fleet.lease.statusOf(name, occurrenceRunKey(MINUTE))).toBe(JobSchedulerStatus.SUCCESS);
+    await runsOnce({ fleet, a, b }, name);
   });
 
   it('still does not run an instant that fell due while paused (its claim stays ended), and runs the next one', async () => {
