@@ -50,6 +50,7 @@ export {
   AddJobSchedulerRunningIndex1764547200006,
   CreateJobScheduleTable1764547200007,
   CreateJobSchedulerTable1764547200000,
+  IndexJobSchedulerLeaseExpiry1764547200009,
   JobSchedulerMigrations,
   TuneJobSchedulerTableForChurn1764547200004,
   UpgradeJobSchedulerTableFrom111764547200001,

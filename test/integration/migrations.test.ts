@@ -100,9 +100,10 @@ describe('migrations', () => {
     );
     expect(index.definition).toContain('(code, "runKey" COLLATE "C")');
     const [running] = await database.sql<{ definition: string }>(
-      `SELECT indexdef AS definition FROM pg_indexes WHERE indexname = 'IDX_job_scheduler_running_modified_at'`,
+      `SELECT indexdef AS definition FROM pg_indexes WHERE indexname = 'IDX_job_scheduler_running_expiry'`,
     );
-    expect(running.definition).toContain('("modifiedAt") WHERE (status = \'RUNNING\'');
+    expect(running.definition).toContain(`("modifiedAt" AT TIME ZONE 'UTC'::text) + ((COALESCE("leaseMs", 0))`);
+    expect(running.definition).toContain("WHERE (status = 'RUNNING'");
     const [byCode] = await database.sql<{ definition: string }>(
       `SELECT indexdef AS definition FROM pg_indexes WHERE indexname = 'IDX_job_scheduler_code_created_at'`,
     );
@@ -224,7 +225,7 @@ describe('migrations', () => {
       { indexname: 'IDX_job_scheduler_code_created_at' },
       { indexname: 'IDX_job_scheduler_code_run_key' },
       { indexname: 'IDX_job_scheduler_created_at' },
-      { indexname: 'IDX_job_scheduler_running_modified_at' },
+      { indexname: 'IDX_job_scheduler_running_expiry' },
     ]);
   });
 

@@ -390,5 +390,5 @@ it('looks for abandoned occurrences with one statement per scan for all jobs, on
   const literal = (value: unknown) => (Array.isArray(value) ? `ARRAY[${value.map(item).join(',')}]` : item(value));
   const text = statement.text.replace(/\$(\d+)/g, (_, index: string) => literal(statement.values[Number(index) - 1]));
   const plan = (await database.sql<{ 'QUERY PLAN': string }>(`EXPLAIN ${text}`)).map((row) => row['QUERY PLAN']).join('\n');
-  expect(plan).toContain('IDX_job_scheduler_running_modified_at');
+  expect(plan).toContain('IDX_job_scheduler_running_expiry');
 }, 120_000);

@@ -9,4 +9,5 @@ export const MIGRATION_NAMES = [
   'AddJobSchedulerRunningIndex1764547200006',
   'CreateJobScheduleTable1764547200007',
   'AddJobPauseTable1764547200008',
+  'IndexJobSchedulerLeaseExpiry1764547200009',
 ];

@@ -7,6 +7,7 @@ import { AddJobSchedulerAcquireFunction1764547200005 } from '../../../migrations
 import { AddJobSchedulerRunningIndex1764547200006 } from '../../../migrations/1764547200006-AddJobSchedulerRunningIndex';
 import { CreateJobScheduleTable1764547200007 } from '../../../migrations/1764547200007-CreateJobScheduleTable';
 import { AddJobPauseTable1764547200008 } from '../../../migrations/1764547200008-AddJobPauseTable';
+import { IndexJobSchedulerLeaseExpiry1764547200009 } from '../../../migrations/1764547200009-IndexJobSchedulerLeaseExpiry';
 
 /** The lease's migrations in order, for `migrations: [...JobSchedulerMigrations]` in a DataSource. */
 export const JobSchedulerMigrations = [
@@ -19,6 +20,7 @@ export const JobSchedulerMigrations = [
   AddJobSchedulerRunningIndex1764547200006,
   CreateJobScheduleTable1764547200007,
   AddJobPauseTable1764547200008,
+  IndexJobSchedulerLeaseExpiry1764547200009,
 ] as const;
 
 export {
@@ -29,6 +31,7 @@ export {
   AddJobSchedulerRunningIndex1764547200006,
   CreateJobScheduleTable1764547200007,
   CreateJobSchedulerTable1764547200000,
+  IndexJobSchedulerLeaseExpiry1764547200009,
   TuneJobSchedulerTableForChurn1764547200004,
   UpgradeJobSchedulerTableFrom111764547200001,
 };

@@ -352,6 +352,18 @@ export class JobSchedulerService implements OnModuleInit, OnApplicationBootstrap
   }
 
   /**
+   * Of these codes, the (code, runKey prefix) pairs that have occurrences RUNNING past their lease
+   * by the database clock and due by `dueBy` (epoch ms, the scheduler's clock), up to `limit`
+   * pairs; reads only. A take-over scan over many keys asks this first, then claims with only
+   * the keys found.
+   */
+  async abandonedKeys(codes: readonly string[], options: { dueBy: number; limit: number }): Promise<Array<{ code: string; prefix: string }>> {
+    if (codes.length === 0) return [];
+    const statement = this.statements.abandonedKeys(codes, this.timingDefaults.leaseMs, new Date(options.dueBy).toISOString(), options.limit);
+    return this.execute<{ code: string; prefix: string }>(statement);
+  }
+
+  /**
    * Ends abandoned occurrences FAIL with their `data`, each unless it was taken over, handed over
    * or ended meanwhile (still RUNNING past its lease with the attempts and hand-over mark seen),
    * in one statement: whether each applied, in order.

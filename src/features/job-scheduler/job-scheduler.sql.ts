@@ -140,6 +140,16 @@ export interface AcquireBatchRow {
 /** The mark expireMany leaves in a row's data: its owner gave it up before starting it. */
 const HANDED_OVER = `'{"handedOver": true}'::jsonb`;
 
+/**
+ * Whether a RUNNING row's lease ran out by the database clock (a row without a lease: after
+ * `fallback` ms). The first term is the key of IDX_job_scheduler_running_expiry (migration 0009,
+ * the same expression: the instant the lease runs out, a row without a lease counting from its
+ * "modifiedAt"), so that a scan reads only the leases that ran out; the second decides.
+ */
+export const leaseRanOut = (alias: string, fallback: string): string =>
+  `((${alias}"modifiedAt" AT TIME ZONE 'UTC') + COALESCE(${alias}"leaseMs", 0) * INTERVAL '1 millisecond') < (CURRENT_TIMESTAMP AT TIME ZONE 'UTC')
+    AND ${alias}"modifiedAt" < CURRENT_TIMESTAMP - COALESCE(${alias}"leaseMs", ${fallback}) * INTERVAL '1 millisecond'`;
+
 export const quoteIdentifier = (identifier: string): string => `"${identifier.replace(/"/g, '""')}"`;
 
 /** `"schema"."table"` or `"table"` (resolved through search_path). */
@@ -166,6 +176,11 @@ export interface LeaseStatements {
   failAgain(id: string, ownerToken: string, data: string | null): SqlStatement;
   /** Claims a batch of the scheduler's abandoned occurrences for this instance; reports those to end (TakeOverRow). */
   takeOverAbandoned(parameters: TakeOverParameters): SqlStatement;
+  /**
+   * Of these codes, the (code, runKey prefix) pairs that have occurrences RUNNING past their
+   * lease and due by `dueBy` (ISO 8601), up to `limit`: rows `{ code, prefix }`. Read only.
+   */
+  abandonedKeys(codes: readonly string[], fallbackLeaseMs: number, dueBy: string, limit: number): SqlStatement;
   /** Ends abandoned occurrences FAIL, each if still RUNNING past its lease with the attempts and hand-over mark seen: rows `{ id }`. */
   abandonOccurrences(
     ids: readonly string[],
@@ -390,8 +405,9 @@ RETURNING "id"`.trim();
 
   // Take-over: one statement per batch claims the abandoned occurrences (RUNNING past their lease
   // by the database clock) of the keys this instance runs, and reports those it must end instead.
-  // - Found on the partial index of RUNNING rows (IDX_job_scheduler_running_modified_at), oldest
-  //   lease first, due by the scheduler's clock ($9: an occurrence handed over before its instant
+  // - Found on the partial index of RUNNING rows by the instant their lease runs out
+  //   (IDX_job_scheduler_running_expiry: only the leases that ran out are read), oldest lease
+  //   first, due by the scheduler's clock ($9: an occurrence handed over before its instant
   //   waits for it). A row's key is its code and the prefix of its runKey (a dynamic schedule's
   //   `schedule=<id> `, else ''): a row of a key not given ('unknown') is never claimed here.
   // - What to do with each is decided at the row, from its key's policy: handed over (expireMany's
@@ -410,8 +426,16 @@ RETURNING "id"`.trim();
   //   primary key, not by a join that a misestimate turns into a nested loop over the judgement.
   // - The rows to end and the unknown keys are only read (no lock): ended by abandonOccurrences /
   //   abandonRunKeyRanges, each fenced again.
-  const expiredBy = (alias: string, fallback: string) =>
-    `${alias}."modifiedAt" < CURRENT_TIMESTAMP - COALESCE(${alias}."leaseMs", ${fallback}) * INTERVAL '1 millisecond'`;
+  const expiredBy = (alias: string, fallback: string) => leaseRanOut(`${alias}.`, fallback);
+  // The occurrences of these codes that are RUNNING past their lease and due by the instant given.
+  const abandonedWhere = (
+    codes: string,
+    fallback: string,
+    dueBy: string,
+  ) => `t."status" = 'RUNNING' AND t."type" = 'SCHEDULE' AND t."code" = ANY(${codes}::text[])
+    AND t."runKey" ~ '^([0-9]{4}-[0-9]{2}-[0-9]{2}T|schedule=)'
+    AND ${expiredBy('t', `${fallback}::integer`)}
+    AND substring(t."runKey" from '[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}[.][0-9]{3}Z') COLLATE "C" <= ${dueBy}::text COLLATE "C"`;
   const takeOverAbandonedText = `
 WITH policy AS (
   SELECT * FROM unnest($1::text[], $2::text[], $3::int[], $4::int[], $5::boolean[], $6::bigint[], $7::boolean[])
@@ -423,10 +447,7 @@ expired AS MATERIALIZED (
     (EXTRACT(EPOCH FROM (CURRENT_TIMESTAMP - t."modifiedAt")) * 1000)::bigint - COALESCE(t."leaseMs", $8::integer) AS "expiredForMs",
     COALESCE(substring(t."runKey" from '^schedule=[^ ]+ '), '') AS "prefix"
   FROM ${table} AS t
-  WHERE t."status" = 'RUNNING' AND t."type" = 'SCHEDULE' AND t."code" = ANY($1::text[])
-    AND t."runKey" ~ '^([0-9]{4}-[0-9]{2}-[0-9]{2}T|schedule=)'
-    AND ${expiredBy('t', '$8::integer')}
-    AND substring(t."runKey" from '[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}[.][0-9]{3}Z') COLLATE "C" <= $9::text COLLATE "C"
+  WHERE ${abandonedWhere('$1', '$8', '$9')}
 ),
 judged AS (
   SELECT e.*, COALESCE(p."claimable", false) AS "claimable",
@@ -480,6 +501,14 @@ UNION ALL
 UNION ALL
 (SELECT 'unknown', NULL, j."code", j."prefix", NULL, NULL, NULL, NULL, NULL, NULL, NULL, 'unknown'
  FROM judged AS j WHERE j."reason" = 'unknown' GROUP BY j."code", j."prefix" ORDER BY min(j."modifiedAt") LIMIT $10)`.trim();
+
+  // What a take-over scan over many keys asks first (so that it sends only the keys found): the
+  // keys of the abandoned occurrences, read on IDX_job_scheduler_running_expiry like the claim's.
+  const abandonedKeysText = `
+SELECT DISTINCT t."code", COALESCE(substring(t."runKey" from '^schedule=[^ ]+ '), '') AS "prefix"
+FROM ${table} AS t
+WHERE ${abandonedWhere('$1', '$2', '$3')}
+LIMIT $4`.trim();
 
   // Ends abandoned occurrences without running them (see takeOverAbandoned). Fenced like a
   // reclaim: each applies only while its row is still RUNNING past its lease with the attempts
@@ -551,6 +580,11 @@ RETURNING "id"`.trim();
     takeOverAbandoned: (p) => ({
       text: takeOverAbandonedText,
       values: [p.codes, p.prefixes, p.leaseMs, p.maxAttempts, p.drop, p.lateMs, p.claimable, p.fallbackLeaseMs, p.dueBy, p.limit, p.ownerId],
+      operation: 'take-over',
+    }),
+    abandonedKeys: (codes, fallbackLeaseMs, dueBy, limit) => ({
+      text: abandonedKeysText,
+      values: [codes, fallbackLeaseMs, dueBy, limit],
       operation: 'take-over',
     }),
     abandonOccurrences: (ids, attempts, handedOver, data, fallbackLeaseMs) => ({

@@ -1,4 +1,4 @@
-import type { SqlStatement } from '../job-scheduler.sql';
+import { leaseRanOut, type SqlStatement } from '../job-scheduler.sql';
 
 /**
  * The operators' statements: retention (prune), inspection (runs, occurrences, expired leases),
@@ -191,8 +191,7 @@ LIMIT ${parameter()}`;
 
   const runByKeyText = `SELECT ${runColumns} FROM ${table} WHERE "lockKey" = $1`;
 
-  const expiredWhere = `"status" = 'RUNNING'
-  AND "modifiedAt" < CURRENT_TIMESTAMP - COALESCE("leaseMs", $1::integer) * INTERVAL '1 millisecond'`;
+  const expiredWhere = `"status" = 'RUNNING' AND ${leaseRanOut('', '$1::integer')}`;
   const expiredLeasesText = `SELECT ${runColumns} FROM ${table} WHERE ${expiredWhere} ORDER BY "modifiedAt" LIMIT $2`;
   const countExpiredLeasesText = `SELECT count(*)::int AS "count" FROM ${table} WHERE ${expiredWhere}`;
 

@@ -141,20 +141,35 @@ export class InMemoryJobLease implements SchedulerLease, SchedulerHistory, Aband
     return instants;
   }
 
+  /** The occurrences of these codes RUNNING past their lease and due by `dueBy`, oldest lease first. */
+  private abandoned(codes: ReadonlySet<string>, dueBy: number): Array<[string, LeaseRow]> {
+    const now = this.clock.now();
+    return [...this.rows.entries()]
+      .filter(([, row]) => row.status === JobSchedulerStatus.RUNNING && row.modifiedAt < now - row.leaseMs && codes.has(row.code) && row.runKey !== null)
+      .filter(([, row]) => {
+        const due = occurrenceOfRunKey(row.runKey as string)?.scheduledAt;
+        return due !== undefined && due <= dueBy;
+      })
+      .sort(([, a], [, b]) => a.modifiedAt - b.modifiedAt);
+  }
+
+  /** As JobSchedulerService.abandonedKeys. */
+  async abandonedKeys(codes: readonly string[], options: { dueBy: number; limit: number }): Promise<Array<{ code: string; prefix: string }>> {
+    const found = new Map<string, { code: string; prefix: string }>();
+    for (const [, row] of this.abandoned(new Set(codes), options.dueBy)) {
+      const prefix = runKeyPrefixOf(row.runKey as string);
+      found.set(takeOverKeyOf(row.code, prefix), { code: row.code, prefix });
+    }
+    return [...found.values()].slice(0, options.limit);
+  }
+
   /** As JobSchedulerService.takeOverAbandoned, by the same rules (see takeOverAbandoned in job-scheduler.sql.ts). */
   async takeOverAbandoned(keys: readonly TakeOverKey[], options: { dueBy: number; limit: number }): Promise<TakeOverBatch> {
     const now = this.clock.now();
     const byKey = new Map(keys.map((key) => [takeOverKeyOf(key.code, key.prefix), key]));
-    const codes = new Set(keys.map((key) => key.code));
     const batch: TakeOverBatch = { claimed: [], toEnd: [], unknown: [] };
     const claimedKeys = new Set<string>();
-    const expired = [...this.rows.entries()]
-      .filter(([, row]) => row.status === JobSchedulerStatus.RUNNING && row.modifiedAt < now - row.leaseMs && codes.has(row.code) && row.runKey !== null)
-      .filter(([, row]) => {
-        const due = occurrenceOfRunKey(row.runKey as string)?.scheduledAt;
-        return due !== undefined && due <= options.dueBy;
-      })
-      .sort(([, a], [, b]) => a.modifiedAt - b.modifiedAt);
+    const expired = this.abandoned(new Set(keys.map((key) => key.code)), options.dueBy);
     for (const [lockKey, row] of expired) {
       const runKey = row.runKey as string;
       const mapKey = takeOverKeyOf(row.code, runKeyPrefixOf(runKey));
