@@ -51,15 +51,18 @@ export interface PeersReport {
 
 const row = (cells: readonly string[]): string => `| ${cells.map((cell) => cell.replace(/\|/g, '\\|')).join(' | ')} |`;
 
+/** A figure above idle: n/a where the window cost less than the idle rate predicts. */
+const aboveIdle = (value: number | null): string => (value === null || Number.isNaN(value) ? 'n/a (below its idle rate)' : formatNumber(value));
+
 const CASE_ROWS: ReadonlyArray<readonly [string, (result: PeerCaseResult) => string]> = [
   [
     'exactly once (run / expected, doubles, misses)',
     (result) => `${result.exactlyOnce ? 'yes' : '**no**'} (${result.ran}/${result.expected}, ${result.doubles}, ${result.misses})`,
   ],
   ['statements per run', (result) => formatNumber(result.statementsPerRun)],
-  ['statements per run above idle', (result) => formatNumber(result.statementsAboveIdlePerRun)],
+  ['statements per run above idle', (result) => aboveIdle(result.statementsAboveIdlePerRun)],
   ['WAL bytes per run', (result) => formatNumber(result.walBytesPerRun)],
-  ['WAL bytes per run above idle', (result) => formatNumber(result.walBytesAboveIdlePerRun)],
+  ['WAL bytes per run above idle', (result) => aboveIdle(result.walBytesAboveIdlePerRun)],
   ['xids per run', (result) => formatNumber(result.xidsPerRun)],
   ['start delay p50 (ms)', (result) => formatNumber(result.startDelayP50Ms)],
   ['start delay p99 (ms)', (result) => formatNumber(result.startDelayP99Ms)],
@@ -98,7 +101,7 @@ export const renderPeersMarkdown = (report: PeersReport): string => {
     'recommends, side by side with the others at the same due minutes, each in a database of its own',
     'on the same PostgreSQL. Figures are per run (one due occurrence) over the due minute, from',
     `${report.window.beforeMs / 1000} s before the instant to ${report.window.afterMs / 1000} s after it, so they include what each peer polls`,
-    'meanwhile; "above idle" subtracts the idle rate of as many nodes. Statements are counted at the',
+    'meanwhile; "above idle" subtracts the idle rate of as many nodes (n/a: the window cost less). Statements are counted at the',
     "driver, WAL bytes and xids read from the WAL records of the peer's database (pg_walinspect), CPU",
     "in the peers' application process. One measured minute per case; the machine is shared with",
     'other work, so latency and CPU are noisy: compare orders of magnitude, not the last digit.',
