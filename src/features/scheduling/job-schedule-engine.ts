@@ -203,7 +203,11 @@ export class JobScheduleEngine {
       if (still && !kept) void this.ahead.handOver([state], 'schedule changed');
       else if (!kept) void this.ahead.release([state], 'schedule changed');
     } else {
-      this.states.set(key, newJobState(job));
+      const created = newJobState(job);
+      // Created again under the key of a job removed here: an instant whose claim ahead the
+      // removal ended is claimed again, as for a job resumed.
+      this.ahead.adopt(created, key);
+      this.states.set(key, created);
     }
     const current = this.states.get(key) as JobState;
     if (!job.enabled || !this.started) return;
@@ -225,6 +229,7 @@ export class JobScheduleEngine {
     state.cancel?.();
     state.occupancy.queued = undefined;
     void this.ahead.release([state], 'schedule removed');
+    this.ahead.forget(state, key);
     this.states.delete(key);
   }
 

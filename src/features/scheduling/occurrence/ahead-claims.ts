@@ -56,13 +56,29 @@ export const lostAheadRecord = (
  * their reason when the occurrence must not run (a paused, changed or removed schedule), handed
  * over to the other instances on shutdown.
  */
+/** A claim ahead this instance ended unrun: its instant and code, and whether the end applied. */
+interface Released {
+  scheduledAt: number;
+  code: string;
+  ended: Promise<boolean>;
+}
+
+/** Releases of removed jobs kept for a job created again under the same key. */
+const MAX_RELEASES_OF_REMOVED = 10_000;
+
 export class AheadClaims {
   /**
    * The claim each job last ended unrun (release), and whether this instance's end applied: a job
    * resumed (or changed back) before that instant claims it again over the row it ended, which
    * no claim takes otherwise (a row ended FAIL is final).
    */
-  private readonly released = new WeakMap<AheadClaimHolder, { scheduledAt: number; code: string; ended: Promise<boolean> }>();
+  private readonly released = new WeakMap<AheadClaimHolder, Released>();
+  /**
+   * The last release of each job removed (a dynamic schedule), by its job key, for a job created
+   * again under that key before that instant: it claims it again as a resumed job does. Bounded:
+   * the oldest are forgotten past MAX_RELEASES_OF_REMOVED.
+   */
+  private readonly releasedOfRemoved = new Map<string, Released>();
 
   constructor(
     private readonly aheadMs: number,
@@ -161,6 +177,27 @@ export class AheadClaims {
     });
     if (ends.length === 0) return Promise.resolve();
     return this.track(Promise.all(ends).then(() => undefined));
+  }
+
+  /** A job removed under `key`: its last release stays known under the key (see adopt). */
+  forget(holder: AheadClaimHolder, key: string): void {
+    const released = this.released.get(holder);
+    if (!released) return;
+    this.releasedOfRemoved.delete(key);
+    this.releasedOfRemoved.set(key, released);
+    if (this.releasedOfRemoved.size > MAX_RELEASES_OF_REMOVED) this.releasedOfRemoved.delete(this.releasedOfRemoved.keys().next().value as string);
+  }
+
+  /**
+   * A job created under `key`: the release of the job removed under it becomes its own, so that a
+   * schedule removed and created again before the instant whose claim its removal ended claims
+   * that instant again (under the same code only: see releasedOf).
+   */
+  adopt(holder: AheadClaimHolder, key: string): void {
+    const released = this.releasedOfRemoved.get(key);
+    if (!released) return;
+    this.releasedOfRemoved.delete(key);
+    this.released.set(holder, released);
   }
 
   /**

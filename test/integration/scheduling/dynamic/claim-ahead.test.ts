@@ -103,4 +103,20 @@ describe('occurrences claimed ahead (claimAheadMs)', () => {
     expect(await rowsOf('resumed', dueAt)).toEqual([expect.objectContaining({ status: 'SUCCESS', ownerId: 'a' })]);
     expect(calls.filter((call) => call.scheduleId === 'resumed' && Date.parse(call.scheduledAt) === dueAt)).toHaveLength(1);
   });
+
+  it('are claimed again when their schedule is removed and created again before the instant: it runs once', async () => {
+    const a = await start('a');
+    await a.schedules.upsert({ id: 'recreated', handler: 'reports.tenant-report', every: EVERY_MS });
+    const dueAt = nextDue(AHEAD_MS + 500);
+    // Inside the window: claimed; removed (the claim ended FAIL, released), created again too close to claim ahead as usual.
+    await sleep(dueAt - AHEAD_MS / 2 - Date.now());
+    expect(await rowsOf('recreated', dueAt)).toEqual([expect.objectContaining({ status: 'RUNNING', ownerId: 'a', claimedBeforeDue: true })]);
+    await a.schedules.remove('recreated');
+    await a.schedules.upsert({ id: 'recreated', handler: 'reports.tenant-report', every: EVERY_MS });
+    await sleep(dueAt + 1_000 - Date.now());
+    await a.schedules.idle();
+    // Before, the row stayed FAIL { released, reason: 'schedule removed' } and the instant never ran.
+    expect(await rowsOf('recreated', dueAt)).toEqual([expect.objectContaining({ status: 'SUCCESS', ownerId: 'a' })]);
+    expect(calls.filter((call) => call.scheduleId === 'recreated' && Date.parse(call.scheduledAt) === dueAt)).toHaveLength(1);
+  });
 });
