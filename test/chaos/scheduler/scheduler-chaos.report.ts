@@ -176,7 +176,7 @@ export const renderReport = (report: SchedulerChaosReport): string => {
     '',
     `runs ${figures.runs} (take-overs ${figures.takeOverRuns}); once: ${figures.onceCompleted} completed, ${figures.onceInterrupted} interrupted; ` +
       `frozen overlaps (a stopped owner woke and ended within 2 s) ${figures.frozenOverlaps}; runs started after their instance began shutting down ${figures.runsStartedAfterShutdownBegan}; ` +
-      `runs started before their due instant ${figures.runsStartedBeforeTheirInstant}; runs missing from chaos_runs ${figures.runsMissingFromTable} / from the journals ${figures.runsMissingFromJournal}`,
+      `runs started before their due instant ${figures.runsStartedBeforeTheirInstant} (by their own instance's clock too: ${figures.runsStartedBeforeTheirInstantByOwnClock}); runs missing from chaos_runs ${figures.runsMissingFromTable} / from the journals ${figures.runsMissingFromJournal}`,
   ];
   const causes = Object.entries(figures.rerunCauses);
   if (causes.length > 0) lines.push('', `justified re-runs by cause: ${causes.map(([cause, count]) => `${cause} ${count}`).join(', ')}`);

@@ -210,6 +210,8 @@ export interface VerdictFigures {
   idempotencyKeyMismatches: number;
   runsStartedAfterShutdownBegan: number;
   runsStartedBeforeTheirInstant: number;
+  /** Of those, the runs that started before their instant by their own instance's clock too (Date.now; a stepped or faked clock explains the others). */
+  runsStartedBeforeTheirInstantByOwnClock: number;
 }
 
 export interface Verdict {
@@ -793,6 +795,8 @@ export const judge = (input: VerdictInput): Verdict => {
       return closing !== undefined && run.startedMs > closing + 100;
     }).length,
     runsStartedBeforeTheirInstant: inWindow.filter((run) => run.startedMs < run.scheduledAt - 100).length,
+    runsStartedBeforeTheirInstantByOwnClock: inWindow.filter((run) => run.startedMs < run.scheduledAt - 100 && run.wallStartedMs < run.scheduledAt - 100)
+      .length,
   };
 
   const failures: string[] = [];
