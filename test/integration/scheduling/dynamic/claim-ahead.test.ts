@@ -89,34 +89,35 @@ describe('occurrences claimed ahead (claimAheadMs)', () => {
     expect(await rowsOf('stopped', nextAt)).toEqual([expect.objectContaining({ status: 'SUCCESS', ownerId: 'b' })]);
   });
 
-  it('are claimed again when their schedule is paused and resumed before the instant: it runs once', async () => {
+  // Inside the window the occurrence is claimed; the change ends the claim (FAIL, released) and
+  // comes back too close to claim ahead as usual. Before the fixes, the row stayed FAIL and the
+  // instant never ran.
+  it.each([
+    {
+      change: 'paused and resumed',
+      apply: async (node: DynamicNode, id: string) => {
+        await node.schedules.setEnabled(id, false);
+        await node.schedules.setEnabled(id, true);
+      },
+    },
+    {
+      change: 'removed and created again',
+      apply: async (node: DynamicNode, id: string) => {
+        await node.schedules.remove(id);
+        await node.schedules.upsert({ id, handler: 'reports.tenant-report', every: EVERY_MS });
+      },
+    },
+  ])('are claimed again when their schedule is $change before the instant: it runs once', async ({ change, apply }) => {
     const a = await start('a');
-    await a.schedules.upsert({ id: 'resumed', handler: 'reports.tenant-report', every: EVERY_MS });
+    const id = `changed-${change.replace(/ /g, '-')}`;
+    await a.schedules.upsert({ id, handler: 'reports.tenant-report', every: EVERY_MS });
     const dueAt = nextDue(AHEAD_MS + 500);
-    // Inside the window: claimed; paused (the claim ended FAIL, released), resumed too close to claim ahead as usual.
     await sleep(dueAt - AHEAD_MS / 2 - Date.now());
-    expect(await rowsOf('resumed', dueAt)).toEqual([expect.objectContaining({ status: 'RUNNING', ownerId: 'a', claimedBeforeDue: true })]);
-    await a.schedules.setEnabled('resumed', false);
-    await a.schedules.setEnabled('resumed', true);
+    expect(await rowsOf(id, dueAt)).toEqual([expect.objectContaining({ status: 'RUNNING', ownerId: 'a', claimedBeforeDue: true })]);
+    await apply(a, id);
     await sleep(dueAt + 1_000 - Date.now());
     await a.schedules.idle();
-    expect(await rowsOf('resumed', dueAt)).toEqual([expect.objectContaining({ status: 'SUCCESS', ownerId: 'a' })]);
-    expect(calls.filter((call) => call.scheduleId === 'resumed' && Date.parse(call.scheduledAt) === dueAt)).toHaveLength(1);
-  });
-
-  it('are claimed again when their schedule is removed and created again before the instant: it runs once', async () => {
-    const a = await start('a');
-    await a.schedules.upsert({ id: 'recreated', handler: 'reports.tenant-report', every: EVERY_MS });
-    const dueAt = nextDue(AHEAD_MS + 500);
-    // Inside the window: claimed; removed (the claim ended FAIL, released), created again too close to claim ahead as usual.
-    await sleep(dueAt - AHEAD_MS / 2 - Date.now());
-    expect(await rowsOf('recreated', dueAt)).toEqual([expect.objectContaining({ status: 'RUNNING', ownerId: 'a', claimedBeforeDue: true })]);
-    await a.schedules.remove('recreated');
-    await a.schedules.upsert({ id: 'recreated', handler: 'reports.tenant-report', every: EVERY_MS });
-    await sleep(dueAt + 1_000 - Date.now());
-    await a.schedules.idle();
-    // Before, the row stayed FAIL { released, reason: 'schedule removed' } and the instant never ran.
-    expect(await rowsOf('recreated', dueAt)).toEqual([expect.objectContaining({ status: 'SUCCESS', ownerId: 'a' })]);
-    expect(calls.filter((call) => call.scheduleId === 'recreated' && Date.parse(call.scheduledAt) === dueAt)).toHaveLength(1);
+    expect(await rowsOf(id, dueAt)).toEqual([expect.objectContaining({ status: 'SUCCESS', ownerId: 'a' })]);
+    expect(calls.filter((call) => call.scheduleId === id && Date.parse(call.scheduledAt) === dueAt)).toHaveLength(1);
   });
 });
