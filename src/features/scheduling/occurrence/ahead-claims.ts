@@ -50,12 +50,6 @@ export const lostAheadRecord = (
     : { name, outcome, scheduledAt: new Date(scheduledAt), trigger, correlationId };
 };
 
-/**
- * The occurrences claimed `claimAheadMs` before their instant: when a job's next instant is
- * claimed, the claim handed to its run (once), and the claims that will not run here: ended with
- * their reason when the occurrence must not run (a paused, changed or removed schedule), handed
- * over to the other instances on shutdown.
- */
 /** A claim ahead this instance ended unrun: its instant and code, and whether the end applied. */
 interface Released {
   scheduledAt: number;
@@ -66,6 +60,12 @@ interface Released {
 /** Releases of removed jobs kept for a job created again under the same key. */
 const MAX_RELEASES_OF_REMOVED = 10_000;
 
+/**
+ * The occurrences claimed `claimAheadMs` before their instant: when a job's next instant is
+ * claimed, the claim handed to its run (once), and the claims that will not run here: ended with
+ * their reason when the occurrence must not run (a paused, changed or removed schedule), handed
+ * over to the other instances on shutdown.
+ */
 export class AheadClaims {
   /**
    * The claim each job last ended unrun (release), and whether this instance's end applied: a job
