@@ -112,6 +112,21 @@ export const dynamicSchedules: Scenario = {
         'µs',
         figures.map((figure) => figure.windowCpuMicros / schedules),
       );
+      // What the instant's CPU goes to: at 100,000 schedules most of it is young-generation GC (docs/limits.md).
+      sheet.add(
+        caseName,
+        'library',
+        'GC in the window per instance (scavenges)',
+        'ms',
+        figures.map((figure) => figure.windowScavengeMs),
+      );
+      sheet.add(
+        caseName,
+        'library',
+        'GC share of Node CPU in the window per instance',
+        '%',
+        figures.map((figure) => (100 * figure.windowGcMs * 1000) / figure.windowCpuMicros),
+      );
       sheet.add(caseName, 'library', 'schedule-table statements per instance per poll', 'statements', polls);
       sheet.add(caseName, 'library', 'job-schedule table + indexes', 'MB', [(size.table + size.indexes) / 1e6]);
 

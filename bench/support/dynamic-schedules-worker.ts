@@ -1,6 +1,7 @@
 import 'reflect-metadata';
 import { type DynamicModule, Module } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
+import { constants, type PerformanceEntry, PerformanceObserver } from 'node:perf_hooks';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { type DynamicScheduleExecution, DynamicSchedulesModule, JobScheduler, JobSchedulerModule, ScheduleHandler } from '../../src/features';
 import { onWireStatement } from './wire-statements';
@@ -36,8 +37,14 @@ export type DynamicWorkerLine =
       windowScheduleStatements: number;
       windowPolls: number;
       windowCpuMicros: number;
+      /** Time in garbage collection in the window, all of it and young-generation (scavenge) only. */
+      windowGcMs: number;
+      windowScavengeMs: number;
       windowMs: number;
     };
+
+/** A gc entry's kind (minor, major, incremental, weak callbacks). */
+const gcKindOf = (entry: PerformanceEntry): number | undefined => (entry.detail as { kind?: number } | null | undefined)?.kind;
 
 const print = (line: DynamicWorkerLine): void => {
   process.stdout.write(`${JSON.stringify(line)}\n`);
@@ -92,8 +99,17 @@ const main = async (): Promise<void> => {
 
   await new Promise((resolve) => setTimeout(resolve, Math.max(0, options.windowFrom - Date.now())));
   const before = { statements, scheduleStatements, polls, cpu: process.cpuUsage(), at: Date.now() };
+  const gc = { all: 0, scavenge: 0 };
+  const collections = new PerformanceObserver((list) => {
+    for (const entry of list.getEntries()) {
+      gc.all += entry.duration;
+      if (gcKindOf(entry) === constants.NODE_PERFORMANCE_GC_MINOR) gc.scavenge += entry.duration;
+    }
+  });
+  collections.observe({ entryTypes: ['gc'] });
   await new Promise((resolve) => setTimeout(resolve, Math.max(0, options.measureUntil - Date.now())));
   const cpu = process.cpuUsage(before.cpu);
+  collections.disconnect();
   const figures: DynamicWorkerLine = {
     kind: 'figures',
     nodeId: options.nodeId,
@@ -102,6 +118,8 @@ const main = async (): Promise<void> => {
     windowScheduleStatements: scheduleStatements - before.scheduleStatements,
     windowPolls: polls - before.polls,
     windowCpuMicros: cpu.user + cpu.system,
+    windowGcMs: gc.all,
+    windowScavengeMs: gc.scavenge,
     windowMs: Date.now() - before.at,
   };
   await app.close();
