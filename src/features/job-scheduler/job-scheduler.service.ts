@@ -275,9 +275,10 @@ export class JobSchedulerService implements OnModuleInit, OnApplicationBootstrap
       const batchSize = limit === null ? parameters.batchSize : Math.min(parameters.batchSize, limit - deleted);
       if (batchSize <= 0) return deleted;
       const sentAt = monotonicNow();
-      const rows = await this.execute(this.statements.prune({ ...parameters, batchSize }));
-      deleted += rows.length;
-      if (rows.length < batchSize || deleted === limit) return deleted;
+      // One row back (the count), not one per deleted run: the batch costs the event loop nothing.
+      const [{ deleted: batch }] = await this.execute<{ deleted: number }>(this.statements.prune({ ...parameters, batchSize }));
+      deleted += batch;
+      if (batch < batchSize || deleted === limit) return deleted;
       // Another batch follows: rest in proportion to this one (see prune-pacing.ts).
       await restFor(pruneRestMs(monotonicNow() - sentAt, dutyCycle));
     }

@@ -62,3 +62,24 @@ describe("retention's batch over a backlog", () => {
     expect(narrow).toMatch(/Delete on "job-scheduler" t .*actual rows=100 /);
   });
 });
+
+describe("retention's batch answer", () => {
+  it('is one row with the count, however many runs the batch deleted (no row per deleted run to parse on the event loop)', async () => {
+    await database.sql(
+      `INSERT INTO "job-scheduler" ("lockKey", code, type, status, "runKey", "createdAt", "modifiedAt")
+       SELECT 'answer:' || i, 'answer', 'SCHEDULE', 'SUCCESS', 'k' || i, now() - interval '3 days', now() - interval '3 days'
+       FROM generate_series(1, 700) AS i`,
+    );
+    const batch = statements.prune({
+      statuses: ['SUCCESS'],
+      type: null,
+      olderThanMs: 86_400_000,
+      includeRunOnceSuccess: false,
+      batchSize: 500,
+      codes: ['answer'],
+    });
+    expect(await database.sql(batch.text, batch.values)).toEqual([{ deleted: 500 }]);
+    expect(await database.sql(batch.text, batch.values)).toEqual([{ deleted: 200 }]);
+    expect(await database.sql(batch.text, batch.values)).toEqual([{ deleted: 0 }]);
+  });
+});

@@ -70,6 +70,7 @@ export interface OperationsStatements {
   replication(): SqlStatement;
   /** The planner's estimate of the table's rows (pg_class.reltuples: no scan), -1 if never analyzed. */
   estimatedRows(): SqlStatement;
+  /** Deletes one batch of finished runs: one row, `{ deleted }` (how many). */
   prune(parameters: PruneParameters): SqlStatement;
   findRuns(parameters: FindRunsParameters): SqlStatement;
   runByKey(lockKey: string): SqlStatement;
@@ -123,9 +124,12 @@ WITH doomed AS (
   ORDER BY "createdAt"
   LIMIT $3
   FOR UPDATE SKIP LOCKED
+),
+deleted AS (
+  DELETE FROM ${table} AS t USING doomed WHERE t."id" = doomed."id"
+  RETURNING 1
 )
-DELETE FROM ${table} AS t USING doomed WHERE t."id" = doomed."id"
-RETURNING t."id"`.trim();
+SELECT count(*)::int AS "deleted" FROM deleted`.trim();
       pruneTexts.set(shape, text);
     }
     return text;
