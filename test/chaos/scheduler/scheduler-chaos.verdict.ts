@@ -775,6 +775,8 @@ export const judge = (input: VerdictInput): Verdict => {
 
   const closingOf = new Map(input.instances.map((life) => [life.nodeId, life.closingMs]));
   const inWindow = input.runs.filter((run) => run.scheduledAt >= input.windowFromMs && run.scheduledAt <= input.windowToMs);
+  // Started more than 100 ms before their instant by the harness's clock; of those, the ones early by their own instance's clock too.
+  const early = inWindow.filter((run) => run.startedMs < run.scheduledAt - 100);
   const figures: VerdictFigures = {
     occurrencesDue: occurrences.filter((occurrence) => occurrence.due).length,
     byClass,
@@ -794,9 +796,8 @@ export const judge = (input: VerdictInput): Verdict => {
       const closing = closingOf.get(run.nodeId);
       return closing !== undefined && run.startedMs > closing + 100;
     }).length,
-    runsStartedBeforeTheirInstant: inWindow.filter((run) => run.startedMs < run.scheduledAt - 100).length,
-    runsStartedBeforeTheirInstantByOwnClock: inWindow.filter((run) => run.startedMs < run.scheduledAt - 100 && run.wallStartedMs < run.scheduledAt - 100)
-      .length,
+    runsStartedBeforeTheirInstant: early.length,
+    runsStartedBeforeTheirInstantByOwnClock: early.filter((run) => run.wallStartedMs < run.scheduledAt - 100).length,
   };
 
   const failures: string[] = [];
