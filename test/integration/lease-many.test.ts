@@ -65,6 +65,42 @@ describe('leases finalized or given up many at a time', () => {
     expect(await holder.expireMany(leases)).toEqual([false, false, false, false]);
   });
 
+  it('completeMany and failMany with { again } (a retry of a statement whose answer was lost) count the rows this owner already finalized that way, and keep their data', async () => {
+    const leases = (await holder.acquireBatch({ code: 'many.again', runKeys: ['a', 'b', 'c', 'd', 'e'], leaseMs: 600_000 })).map(held);
+    // The first statement committed a and b (its answer lost); c is still RUNNING; d was failed; e went to another owner.
+    expect(
+      await holder.completeMany([
+        { ...leases[0], data: { handlerMs: 1 } },
+        { ...leases[1], data: { handlerMs: 2 } },
+      ]),
+    ).toEqual([true, true]);
+    expect(await holder.fail(leases[3])).toBe(true);
+    await holder.expireMany([leases[4]]);
+    expect((await other.acquireBatch({ code: 'many.again', runKeys: ['e'], leaseMs: 600_000 }))[0].acquired).toBe(true);
+    counter.reset();
+    const again = await holder.completeMany(
+      leases.map((lease, index) => ({ ...lease, data: { handlerMs: 10 + index } })),
+      undefined,
+      { again: true },
+    );
+    expect(again).toEqual([true, true, true, false, false]);
+    expect(counter.statements.filter((text) => text.includes(`SET "status" = 'SUCCESS'`))).toHaveLength(1);
+    // Without `again`, what this owner already completed does not apply.
+    expect(await holder.completeMany([leases[0]])).toEqual([false]);
+    expect(await holder.failMany([leases[3]], undefined, { again: true })).toEqual([true]);
+    const rows = await database.sql<{ runKey: string; status: string; data: unknown }>(
+      `SELECT "runKey", status::text AS status, data FROM "job-scheduler" WHERE code = 'many.again' ORDER BY "runKey"`,
+    );
+    expect(rows.map(({ runKey, status, data }) => [runKey, status, data])).toEqual([
+      ['a', 'SUCCESS', { handlerMs: 1 }],
+      ['b', 'SUCCESS', { handlerMs: 2 }],
+      ['c', 'SUCCESS', { handlerMs: 12 }],
+      ['d', 'FAIL', null],
+      ['e', 'RUNNING', null],
+    ]);
+    await expect(holder.completeMany([leases[2]], undefined, { again: 'yes' } as never)).rejects.toThrow(/again/);
+  });
+
   it("completeMany gives each row the lease's own data where it carries one, else the call's, in one statement", async () => {
     const leases = (await holder.acquireBatch({ code: 'many.own-data', runKeys: ['a', 'b', 'c', 'd'], leaseMs: 600_000 })).map(held);
     const forged = { id: leases[3].id, ownerToken: '00000000-0000-4000-8000-000000000000', data: { handlerMs: 4 } };

@@ -230,18 +230,20 @@ export class JobSchedulerService implements OnModuleInit, OnApplicationBootstrap
   /**
    * fail for many leases in one statement per 1,000 (each fenced on its own id and owner token, as
    * fail is): whether each applied, in order. Each row gets `data`, or the lease's own `data` where
-   * it carries one. For a scheduler giving back many runs at once.
+   * it carries one. For a scheduler giving back many runs at once. `{ again }` as completeMany's.
    */
-  failMany(leases: readonly JobLeaseWithData[], data?: unknown): Promise<boolean[]> {
-    return this.finalizeMany('FAIL', leases, data);
+  failMany(leases: readonly JobLeaseWithData[], data?: unknown, options?: JobFinalizeOptions): Promise<boolean[]> {
+    return this.finalizeMany('FAIL', leases, data, options);
   }
 
   /**
    * complete for many leases, as failMany (a lease's own `data` in place of `data`): for a
-   * scheduler completing the runs that ended together, each with its handler's run time.
+   * scheduler completing the runs that ended together, each with its handler's run time. With
+   * `{ again: true }` (a retry of a statement whose answer was lost) a lease also applies where
+   * this owner already completed its run, as complete's.
    */
-  completeMany(leases: readonly JobLeaseWithData[], data?: unknown): Promise<boolean[]> {
-    return this.finalizeMany('SUCCESS', leases, data);
+  completeMany(leases: readonly JobLeaseWithData[], data?: unknown, options?: JobFinalizeOptions): Promise<boolean[]> {
+    return this.finalizeMany('SUCCESS', leases, data, options);
   }
 
   /**
@@ -507,7 +509,8 @@ export class JobSchedulerService implements OnModuleInit, OnApplicationBootstrap
     if (status.risk !== null) throw replicationErrors.unsafe(status.risk);
   }
 
-  private async finalizeMany(status: 'SUCCESS' | 'FAIL', leases: readonly JobLeaseWithData[], data: unknown): Promise<boolean[]> {
+  private async finalizeMany(status: 'SUCCESS' | 'FAIL', leases: readonly JobLeaseWithData[], data: unknown, options: unknown): Promise<boolean[]> {
+    const again = checkFinalizeAgain(options);
     const shared = serializeJobData(data);
     // Every lease and every row's data checked before any statement.
     const json = leases.map((lease) => {
@@ -515,7 +518,7 @@ export class JobSchedulerService implements OnModuleInit, OnApplicationBootstrap
       return own === undefined ? shared : serializeJobData(own);
     });
     return this.appliedPerChunk(leases, (ids, ownerTokens, start) =>
-      this.statements.finalizeMany(status, ids, ownerTokens, json.slice(start, start + ids.length)),
+      this.statements.finalizeMany(status, ids, ownerTokens, json.slice(start, start + ids.length), again),
     );
   }
 

@@ -167,7 +167,13 @@ export interface LeaseStatements {
    * complete or fail for many leases of this node at once (each fenced on its own id and token),
    * each with its own data (JSON text or null, one per id): rows `{ id }` of those that applied.
    */
-  finalizeMany(status: 'SUCCESS' | 'FAIL', ids: readonly string[], ownerTokens: readonly string[], data: readonly (string | null)[]): SqlStatement;
+  finalizeMany(
+    status: 'SUCCESS' | 'FAIL',
+    ids: readonly string[],
+    ownerTokens: readonly string[],
+    data: readonly (string | null)[],
+    again?: boolean,
+  ): SqlStatement;
   /** Ends the leases of these owned RUNNING rows now, leaving them RUNNING (for a take-over elsewhere). */
   expireMany(ids: readonly string[], ownerTokens: readonly string[], fallbackLeaseMs: number): SqlStatement;
   /** complete, also "applied" when this owner already completed the run (a retry whose first reply was lost). */
@@ -370,15 +376,29 @@ RETURNING t."id"`.trim();
   // complete / fail for many leases (a scheduler completing the runs that ended together, or
   // giving back the occurrences it claimed ahead), each row with its own data ($3, JSON text or
   // NULL beside its id and token: the scheduler records each run's handlerMs), each fenced as above.
-  const finalizeManyText = (status: 'SUCCESS' | 'FAIL'): string =>
-    `
+  // `again`, a retry of such a statement whose reply was lost: a row already in that status under
+  // the same owner token counts as applied and keeps its data and times (as finalizeAgainText).
+  const finalizeManyText = (status: 'SUCCESS' | 'FAIL', again: boolean): string =>
+    (again
+      ? `
+UPDATE ${table} AS t SET "status" = '${status}',
+  "data" = CASE WHEN t."status" = 'RUNNING' THEN given."data"::jsonb ELSE t."data" END,
+  "finishedAt" = CASE WHEN t."status" = 'RUNNING' THEN CURRENT_TIMESTAMP ELSE t."finishedAt" END,
+  "modifiedAt" = CASE WHEN t."status" = 'RUNNING' THEN CURRENT_TIMESTAMP ELSE t."modifiedAt" END
+FROM unnest($1::uuid[], $2::uuid[], $3::text[]) AS given("id", "ownerToken", "data")
+WHERE t."id" = given."id" AND t."ownerToken" = given."ownerToken" AND t."status" IN ('RUNNING', '${status}')
+RETURNING t."id"`
+      : `
 UPDATE ${table} AS t SET "status" = '${status}', "data" = given."data"::jsonb,
   "finishedAt" = CURRENT_TIMESTAMP, "modifiedAt" = CURRENT_TIMESTAMP
 FROM unnest($1::uuid[], $2::uuid[], $3::text[]) AS given("id", "ownerToken", "data")
 WHERE t."id" = given."id" AND t."ownerToken" = given."ownerToken" AND t."status" = 'RUNNING'
-RETURNING t."id"`.trim();
-  const completeManyText = finalizeManyText('SUCCESS');
-  const failManyText = finalizeManyText('FAIL');
+RETURNING t."id"`
+    ).trim();
+  const finalizeManyTexts = {
+    SUCCESS: [finalizeManyText('SUCCESS', false), finalizeManyText('SUCCESS', true)],
+    FAIL: [finalizeManyText('FAIL', false), finalizeManyText('FAIL', true)],
+  } as const;
   // Gives leases up unfinished: each row stays RUNNING with its lease run out (by the database
   // clock, as a crashed holder's would be), so that any instance's take-over scan or acquire may
   // reclaim it (fencing token + 1). The row says so (data { handedOver: true }): its owner did not
@@ -563,8 +583,8 @@ RETURNING "id"`.trim();
     heartbeat: (id, ownerToken) => ({ text: heartbeatText, values: [id, ownerToken], operation: 'heartbeat', secret: ownerToken }),
     complete: (id, ownerToken, data) => ({ text: completeText, values: [id, ownerToken, data], operation: 'complete', secret: ownerToken }),
     fail: (id, ownerToken, data) => ({ text: failText, values: [id, ownerToken, data], operation: 'fail', secret: ownerToken }),
-    finalizeMany: (status, ids, ownerTokens, data) => ({
-      text: status === 'SUCCESS' ? completeManyText : failManyText,
+    finalizeMany: (status, ids, ownerTokens, data, again = false) => ({
+      text: finalizeManyTexts[status][again ? 1 : 0],
       values: [ids, ownerTokens, data],
       operation: status === 'SUCCESS' ? 'complete' : 'fail',
       secret: ownerTokens,

@@ -43,8 +43,8 @@ export const observedLease = (lease: SchedulerLease, timers: SchedulerTimers): S
     heartbeat: (value, options) => seen(lease.heartbeat(value, options)),
     complete: (value, data, options) => seen(lease.complete(value, data, options)),
     fail: (value, data, options) => seen(lease.fail(value, data, options)),
-    failMany: lease.failMany && ((leases, data) => seen(lease.failMany!(leases, data))),
-    completeMany: lease.completeMany && ((leases, data) => seen(lease.completeMany!(leases, data))),
+    failMany: lease.failMany && ((leases, data, options) => seen(lease.failMany!(leases, data, options))),
+    completeMany: lease.completeMany && ((leases, data, options) => seen(lease.completeMany!(leases, data, options))),
     expireMany: lease.expireMany && ((leases) => seen(lease.expireMany!(leases))),
   };
 };
@@ -67,12 +67,13 @@ export interface SchedulerLease {
   complete(lease: JobLease, data?: unknown, options?: JobFinalizeOptions): Promise<boolean>;
   fail(lease: JobLease, data?: unknown, options?: JobFinalizeOptions): Promise<boolean>;
   /** fail for many leases in few statements, whether each applied. Optional: without it, one fail each. */
-  failMany?(leases: readonly JobLease[], data?: unknown): Promise<boolean[]>;
+  failMany?(leases: readonly JobLease[], data?: unknown, options?: JobFinalizeOptions): Promise<boolean[]>;
   /**
    * complete for many leases in few statements, a lease's own `data` in place of `data` (the
-   * scheduler's runs each record their handler's run time). Optional: without it, one complete each.
+   * scheduler's runs each record their handler's run time); `{ again }` as complete's. Optional:
+   * without it, one complete each.
    */
-  completeMany?(leases: readonly JobLeaseWithData[], data?: unknown): Promise<boolean[]>;
+  completeMany?(leases: readonly JobLeaseWithData[], data?: unknown, options?: JobFinalizeOptions): Promise<boolean[]>;
   /** Leases given up unfinished, left RUNNING with their lease run out: taken over elsewhere (JobSchedulerService.expireMany). */
   expireMany?(leases: readonly JobLease[]): Promise<boolean[]>;
 }

@@ -433,10 +433,13 @@ describe('a boot whose history read answers after its first claim ahead', () => 
 });
 
 describe('finalization is retried within the lease', () => {
-  it('a batched complete statement that fails once fails no run: each is completed on its own with its own data, and nothing runs again', async () => {
+  /**
+   * Three jobs due together on one instance whose completes share a statement; `failures` says
+   * how the first completeMany statements fail. Every complete and completeMany call is kept.
+   */
+  const completedTogether = async (failures: unknown[]) => {
     const fleet = new Fleet();
-    let failures = 0;
-    const batched: JobLeaseWithData[][] = [];
+    const batched: Array<{ leases: JobLeaseWithData[]; again: boolean }> = [];
     const alone: { id: string; data: unknown; again: boolean }[] = [];
     const lease: SchedulerLease = {
       acquire: (options) => fleet.lease.acquire(options),
@@ -449,11 +452,11 @@ describe('finalization is retried within the lease', () => {
       },
       fail: (value, data, options) => fleet.lease.fail(value, data, options),
       expireMany: (leases) => fleet.lease.expireMany(leases),
-      // The first statement completing several runs meets a serialization failure.
-      completeMany: async (leases) => {
-        batched.push([...leases]);
-        if (failures++ === 0) throw new JobLeaseDatabaseError('could not serialize access', { operation: 'complete', sqlState: '40001', retryable: true });
-        return Promise.all(leases.map((value) => fleet.lease.complete(value, value.data)));
+      completeMany: async (leases, _data, options) => {
+        batched.push({ leases: [...leases], again: options?.again === true });
+        const failure = failures.shift();
+        if (failure !== undefined) throw failure;
+        return Promise.all(leases.map((value) => fleet.lease.complete(value, value.data, options)));
       },
     };
     const names = ['reports.a', 'reports.b', 'reports.c'];
@@ -465,18 +468,44 @@ describe('finalization is retried within the lease', () => {
     engine.onRun((record) => void records.push(record));
     await engine.start();
     await timers.advance(MINUTE);
+    for (let step = 0; step < 50; step++) await timers.advance(100); // the holds' retries, then take-over scans
     await engine.idle();
-    await timers.advance(5_000); // take-over scans: nothing to take over
     await engine.stop();
-    expect(failures).toBe(1);
-    // The statement carried each run's own handlerMs; after it failed, each was sent alone, as a
-    // retry (`again`), with the data its row had in the statement.
-    expect(batched[0]).toHaveLength(3);
-    for (const value of batched[0]) expect(value.data).toEqual({ handlerMs: expect.any(Number) });
-    expect(alone.map(({ id, data, again }) => [id, data, again]).sort()).toEqual(batched[0].map((value) => [value.id, value.data, true]).sort());
+    // Each ran once and succeeded, and its row says so: nothing was left to a take-over.
     expect(ran.sort()).toEqual(names);
     expect(records.map((record) => [record.name, record.outcome]).sort()).toEqual(names.map((name) => [name, 'succeeded']));
     for (const name of names) expect(fleet.lease.statusOf(name, occurrenceRunKey(MINUTE))).toBe(JobSchedulerStatus.SUCCESS);
+    // The first statement carried each run's own handlerMs.
+    expect(batched[0].leases).toHaveLength(3);
+    expect(batched[0].again).toBe(false);
+    for (const value of batched[0].leases) expect(value.data).toEqual({ handlerMs: expect.any(Number) });
+    return { batched, alone, first: batched[0].leases };
+  };
+  const transient = () => new JobLeaseDatabaseError('could not serialize access', { operation: 'complete', sqlState: '40001', retryable: true });
+  const asRows = (leases: JobLeaseWithData[], again: boolean) => leases.map(({ id, data }) => [id, data, again]).sort();
+
+  it('a batched complete statement the database could not answer is sent again whole, as a retry: no run alone, none fails, nothing runs again', async () => {
+    const { batched, alone, first } = await completedTogether([transient()]);
+    expect(batched).toHaveLength(2);
+    expect(batched[1].again).toBe(true);
+    expect(asRows(batched[1].leases, true)).toEqual(asRows(first, true));
+    expect(alone).toEqual([]);
+  });
+
+  it('when the retry of the whole statement fails too, each run retries within its lease, as a retry with its own data, and nothing runs again', async () => {
+    const { batched, alone, first } = await completedTogether([transient(), transient()]);
+    expect(batched[1].again).toBe(true);
+    // The holds' retries (their own jittered backoff): batched where they meet, alone where not, all `again`.
+    const retried = [...batched.slice(2).flatMap(({ leases, again }) => asRows(leases, again)), ...alone.map(({ id, data, again }) => [id, data, again])];
+    expect(retried.sort()).toEqual(asRows(first, true));
+  });
+
+  it('a batched complete statement that fails with an error no retry fixes sends each run alone, as a retry with its own data', async () => {
+    const { batched, alone, first } = await completedTogether([
+      new JobLeaseDatabaseError('invalid input syntax', { operation: 'complete', sqlState: '22P02', retryable: false }),
+    ]);
+    expect(batched).toHaveLength(1);
+    expect(alone.map(({ id, data, again }) => [id, data, again]).sort()).toEqual(asRows(first, true));
   });
 
   it('a missed occurrence is recorded with the job lease, its write retried: never run later by a take-over', async () => {

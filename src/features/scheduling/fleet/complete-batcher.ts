@@ -1,3 +1,4 @@
+import { JobLeaseDatabaseError } from '../../job-scheduler/job-scheduler.errors';
 import type { JobLease } from '../../job-scheduler/job-scheduler.types';
 import { bound } from './claim-batcher';
 import type { SchedulerLease } from '../scheduler-ports';
@@ -18,48 +19,72 @@ const COMPLETES_PER_STATEMENT = 1_000;
  */
 export const COMPLETE_LINGER_MS = 5;
 
+const AGAIN = { again: true } as const;
+
+/** The database could not answer (a timeout, a dropped connection, a serialization failure): the statement says nothing of any one run. */
+const isTransient = (error: unknown): boolean => error instanceof JobLeaseDatabaseError && error.retryable;
+
 /**
  * The completes asked within COMPLETE_LINGER_MS of each other (the runs of occurrences due
- * together end together) go to the database as one statement (`completeMany`, each row fenced on its own id and
- * owner token), instead of one each: fewer round trips, pool checkouts and statements per run.
- * Each caller still learns whether its own complete applied, and each row gets its own data (the
- * run's handlerMs); after a failed statement each complete is sent alone with its data, so that
- * one statement's failure never fails the runs it carried. Completes with options (a retry) go
- * alone.
+ * together end together) go to the database as one statement (`completeMany`, each row fenced on
+ * its own id and owner token), instead of one each: fewer round trips, pool checkouts and
+ * statements per run. Each caller still learns whether its own complete applied, and each row
+ * gets its own data (the run's handlerMs).
+ *
+ * Retries (`{ again }`: a complete whose first answer was lost) are batched the same way, in
+ * statements of their own. A statement the database could not answer is sent once more, whole, as
+ * a retry (it may have committed before its answer was lost); if that fails too, every complete
+ * it carried fails with the error, and each run's hold retries it within its lease (batched
+ * again). One failed statement never becomes a statement per run: under overload (a pool with no
+ * free connection for seconds, a GC-bound process) that turned 30 failed statements into 12,000.
+ * A statement that fails otherwise (an error no retry fixes) sends each complete alone, so that
+ * one bad run never fails the others.
  */
 export const withCompleteBatching = (lease: SchedulerLease): SchedulerLease => {
   const port = bound(lease);
   const { completeMany } = port;
   if (!completeMany) return lease;
-  let pending: PendingComplete[] = [];
-  const send = async (batch: PendingComplete[]): Promise<void> => {
-    if (batch.length === 1) {
-      const [only] = batch;
-      return port.complete(only.lease, only.data).then(only.resolve, only.reject);
-    }
+  const pending = { first: [] as PendingComplete[], again: [] as PendingComplete[] };
+
+  const alone = (entry: PendingComplete, again: boolean): Promise<void> =>
+    port.complete(entry.lease, entry.data, again ? AGAIN : undefined).then(entry.resolve, entry.reject);
+
+  const send = async (batch: PendingComplete[], again: boolean): Promise<void> => {
+    if (batch.length === 1) return alone(batch[0], again);
+    const rows = batch.map((entry) => (entry.data === undefined ? entry.lease : { ...entry.lease, data: entry.data }));
     let applied: boolean[];
     try {
-      applied = await completeMany(batch.map((entry) => (entry.data === undefined ? entry.lease : { ...entry.lease, data: entry.data })));
-    } catch {
-      // The statement failed (a serialization failure, a dropped connection): it says nothing of
-      // any one run. Each is completed on its own, as `again` (the statement may have committed
-      // before its answer was lost); a run whose own complete fails is retried by its hold.
-      await Promise.all(batch.map((entry) => port.complete(entry.lease, entry.data, { again: true }).then(entry.resolve, entry.reject)));
+      applied = await completeMany(rows, undefined, again ? AGAIN : undefined);
+    } catch (error) {
+      if (!isTransient(error)) {
+        await Promise.all(batch.map((entry) => alone(entry, true)));
+        return;
+      }
+      if (!again) return send(batch, true);
+      for (const entry of batch) entry.reject(error);
       return;
     }
     batch.forEach((entry, index) => entry.resolve(applied[index]));
   };
+
   const flush = (): void => {
-    const batch = pending;
-    pending = [];
-    for (let start = 0; start < batch.length; start += COMPLETES_PER_STATEMENT) void send(batch.slice(start, start + COMPLETES_PER_STATEMENT));
+    for (const again of [false, true]) {
+      const batch = again ? pending.again : pending.first;
+      if (again) pending.again = [];
+      else pending.first = [];
+      for (let start = 0; start < batch.length; start += COMPLETES_PER_STATEMENT) void send(batch.slice(start, start + COMPLETES_PER_STATEMENT), again);
+    }
   };
+
   return {
     ...port,
     complete: (value, data, options) => {
-      if (options !== undefined) return port.complete(value, data, options);
+      if (options !== undefined && options.again !== true) return port.complete(value, data, options);
       return new Promise<boolean>((resolve, reject) => {
-        if (pending.push({ lease: { id: value.id, ownerToken: value.ownerToken }, data, resolve, reject }) === 1) setTimeout(flush, COMPLETE_LINGER_MS);
+        const queue = options === undefined ? pending.first : pending.again;
+        const waiting = pending.first.length + pending.again.length;
+        queue.push({ lease: { id: value.id, ownerToken: value.ownerToken }, data, resolve, reject });
+        if (waiting === 0) setTimeout(flush, COMPLETE_LINGER_MS);
       });
     },
   };

@@ -1,0 +1,127 @@
+import { Module, type Type } from '@nestjs/common';
+import { Client } from 'pg';
+import { Scheduled, ScheduledJobsService, SchedulingModule } from '../../../src/features';
+import { type NestNode, startNestNode } from '../../support/nest-node';
+import { sleep } from '../../support/lease-nodes';
+import { StatementCounter } from '../../support/statement-counter';
+
+/** The statements a DataSource sends, with their parameters. */
+class StatementLog extends StatementCounter {
+  readonly sent: Array<{ text: string; parameters: unknown[] }> = [];
+
+  override logQuery(query: string, parameters?: unknown[]): void {
+    super.logQuery(query);
+    this.sent.push({ text: query, parameters: parameters ?? [] });
+  }
+}
+import { createTestDatabase, type TestDatabase } from '../../support/test-database';
+
+/**
+ * The completes of runs that end together share a statement. A real fault on that statement:
+ * its backend is terminated while a table lock held by the test blocks it (57P01, a dropped
+ * connection). The statement is sent again whole, as a retry, never as a statement per run.
+ */
+const JOBS = 20;
+const EVERY_MS = 3_000;
+
+let database: TestDatabase;
+let node: NestNode | undefined;
+let locker: Client | undefined;
+
+beforeAll(async () => {
+  database = await createTestDatabase();
+});
+afterAll(async () => {
+  await locker?.end().catch(() => undefined);
+  await node?.close();
+  await database.drop();
+});
+
+const isComplete = (text: string): boolean => text.includes(`SET "status" = 'SUCCESS'`);
+const isBatchComplete = (text: string): boolean => isComplete(text) && text.includes('unnest($1::uuid[], $2::uuid[], $3::text[])');
+const isRetry = (text: string): boolean => text.includes(`IN ('RUNNING', 'SUCCESS')`);
+
+/** The pid of a backend waiting on a lock for a batched complete (a retry or not), once there is one. */
+const waitingComplete = async (retry: boolean, withinMs: number): Promise<number> => {
+  const until = Date.now() + withinMs;
+  for (;;) {
+    const rows = await database.sql<{ pid: number; query: string }>(
+      `SELECT pid, query FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%unnest($1::uuid[], $2::uuid[], $3::text[])%'`,
+    );
+    const found = rows.find((row) => isRetry(row.query) === retry);
+    if (found) return found.pid;
+    if (Date.now() > until) throw new Error(`no batched complete (retry: ${retry}) waited on the lock within ${withinMs} ms`);
+    await sleep(50);
+  }
+};
+
+describe('a batched complete statement whose connection drops', () => {
+  it('is sent again whole as a retry: every run once, SUCCESS with its own data, and no complete statement per run', async () => {
+    const counter = new StatementLog();
+    const ran = new Map<string, number>();
+    let firstStarted: () => void = () => undefined;
+    const started = new Promise<void>((resolve) => (firstStarted = resolve));
+    let release: () => void = () => undefined;
+    const lockHeld = new Promise<void>((resolve) => (release = resolve));
+    const jobs: Type[] = Array.from({ length: JOBS }, (_, index) => {
+      const name = `complete-fault.job-${String(index).padStart(2, '0')}`;
+      @Scheduled(name, { every: `${EVERY_MS / 1000}s` })
+      class FaultJob {
+        async run(): Promise<void> {
+          ran.set(name, (ran.get(name) ?? 0) + 1);
+          firstStarted();
+          // Every handler returns once the test holds the table lock: their completes meet it.
+          await lockHeld;
+        }
+      }
+      return FaultJob;
+    });
+    @Module({ providers: jobs })
+    class JobsModule {}
+    node = await startNestNode(database.url, {
+      jobScheduler: { nodeId: 'complete-fault' },
+      typeorm: { logging: ['query'], logger: counter, poolSize: 10 },
+      // Claimed at the instant, in one statement (JOBS is below the smallest claim batch).
+      imports: [SchedulingModule.forRoot({ metrics: false, retention: false, claimAheadMs: 0 }), JobsModule],
+    });
+
+    await started;
+    const due = Math.floor(Date.now() / EVERY_MS) * EVERY_MS;
+    locker = new Client({ connectionString: database.url });
+    await locker.connect();
+    await locker.query('BEGIN');
+    // Blocks every write to the table (reads go on): the completes wait on it.
+    await locker.query('LOCK TABLE "job-scheduler" IN EXCLUSIVE MODE');
+    release();
+
+    const first = await waitingComplete(false, 10_000);
+    await database.sql('SELECT pg_terminate_backend($1)', [first]);
+    await waitingComplete(true, 10_000);
+    await locker.query('COMMIT');
+    const service = node.app.get(ScheduledJobsService);
+    const until = Date.now() + 10_000;
+    while (service.runs.filter((record) => record.scheduledAt.getTime() === due).length < JOBS && Date.now() < until) await sleep(50);
+
+    const runKey = new Date(due).toISOString();
+    const rows = await database.sql<{ id: string; status: string; data: { handlerMs?: number } | null }>(
+      `SELECT id, status::text AS status, data FROM "job-scheduler" WHERE "runKey" = $1 ORDER BY code`,
+      [runKey],
+    );
+    expect(rows).toHaveLength(JOBS);
+    for (const row of rows) {
+      expect(row.status).toBe('SUCCESS');
+      expect(row.data).toEqual({ handlerMs: expect.any(Number) });
+    }
+    expect([...ran.values()]).toEqual(Array.from({ length: JOBS }, () => 1));
+    const records = service.runs.filter((record) => record.scheduledAt.getTime() === due);
+    expect(records.map((record) => record.outcome)).toEqual(Array.from({ length: JOBS }, () => 'succeeded'));
+    // Two statements for the JOBS completes of that instant: the one whose connection dropped, and its retry.
+    const ids = new Set(rows.map((row) => row.id));
+    const completes = counter.sent.filter(({ text, parameters }) => isComplete(text) && [parameters[0]].flat().some((id) => ids.has(id as string)));
+    for (const { parameters } of completes) expect(new Set(parameters[0] as string[])).toEqual(ids);
+    expect(completes.map(({ text }) => [isBatchComplete(text), isRetry(text)])).toEqual([
+      [true, false],
+      [true, true],
+    ]);
+  });
+});
