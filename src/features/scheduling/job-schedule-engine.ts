@@ -8,7 +8,7 @@ import {
 } from './occurrence/abandoned-occurrences';
 import { claimsAhead, withClaimBatching } from './fleet/claim-batcher';
 import { coalescedTimers } from './timers/coalesced-timers';
-import { withCompleteBatching } from './fleet/complete-batcher';
+import { withFinalizeBatching } from './fleet/finalize-batcher';
 import { JitterWaits } from './timers/jitter-waits';
 import { HeldClaim } from './occurrence/held-claim';
 import { JobOccupancy } from './occurrence/job-occupancy';
@@ -128,7 +128,7 @@ export class JobScheduleEngine {
     const wait = (ms: number) => new Promise<void>((resolve) => void clock.after(ms, resolve));
     const ahead = aheadMs > 0 ? { shape: () => claimsAhead(lead()), wait, now: () => clock.now() } : undefined;
     // Runs that end together are completed together too.
-    this.lease = observedLease(withCompleteBatching(withClaimBatching(options.lease, () => (options.random ?? Math.random)(), ahead)), options.timers);
+    this.lease = observedLease(withFinalizeBatching(withClaimBatching(options.lease, () => (options.random ?? Math.random)(), ahead)), options.timers);
     this.records = new RunRecords(options);
     this.runner = new OccurrenceRunner(this.lease, options.timers, options.logger);
     this.jitter = new JitterWaits(options.timers, options.random);

@@ -17,15 +17,15 @@ class StatementLog extends StatementCounter {
 import { createTestDatabase, type TestDatabase } from '../../support/test-database';
 
 /**
- * The completes of runs that end together share a statement. A real fault on that statement:
- * its backend is terminated while a table lock held by the test blocks it (57P01, a dropped
- * connection). The statement is sent again whole, as a retry, never as a statement per run.
+ * The completes (and fails) of runs that end together share a statement. A real fault on that
+ * statement: its backend is terminated while a table lock held by the test blocks it (57P01, a
+ * dropped connection). The statement is sent again whole, as a retry, never as a statement per run.
  */
 const JOBS = 20;
 const EVERY_MS = 3_000;
 
 let database: TestDatabase;
-let node: NestNode | undefined;
+const nodes: NestNode[] = [];
 let locker: Client | undefined;
 
 beforeAll(async () => {
@@ -33,7 +33,7 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await locker?.end().catch(() => undefined);
-  await node?.close();
+  await Promise.all(nodes.map((node) => node.close()));
   await database.drop();
 });
 
@@ -78,12 +78,13 @@ describe('a batched complete statement whose connection drops', () => {
     });
     @Module({ providers: jobs })
     class JobsModule {}
-    node = await startNestNode(database.url, {
+    const node = await startNestNode(database.url, {
       jobScheduler: { nodeId: 'complete-fault' },
       typeorm: { logging: ['query'], logger: counter, poolSize: 10 },
       // Claimed at the instant, in one statement (JOBS is below the smallest claim batch).
       imports: [SchedulingModule.forRoot({ metrics: false, retention: false, claimAheadMs: 0 }), JobsModule],
     });
+    nodes.push(node);
 
     await started;
     const due = Math.floor(Date.now() / EVERY_MS) * EVERY_MS;
@@ -123,5 +124,58 @@ describe('a batched complete statement whose connection drops', () => {
       [true, false],
       [true, true],
     ]);
+  });
+});
+
+describe('runs that fail together', () => {
+  it('are failed by one statement, each row with its own error and run time', async () => {
+    const counter = new StatementLog();
+    let firstStarted: () => void = () => undefined;
+    const started = new Promise<void>((resolve) => (firstStarted = resolve));
+    const jobs: Type[] = Array.from({ length: JOBS }, (_, index) => {
+      const name = `fail-together.job-${String(index).padStart(2, '0')}`;
+      @Scheduled(name, { every: `${EVERY_MS / 1000}s` })
+      class FailingJob {
+        async run(): Promise<void> {
+          firstStarted();
+          throw new Error(`${name} could not reach its dependency`);
+        }
+      }
+      return FailingJob;
+    });
+    @Module({ providers: jobs })
+    class JobsModule {}
+    const node = await startNestNode(database.url, {
+      jobScheduler: { nodeId: 'fail-together' },
+      typeorm: { logging: ['query'], logger: counter, poolSize: 10 },
+      imports: [SchedulingModule.forRoot({ metrics: false, retention: false, claimAheadMs: 0 }), JobsModule],
+    });
+    nodes.push(node);
+    await started;
+    const due = Math.floor(Date.now() / EVERY_MS) * EVERY_MS;
+    const service = node.app.get(ScheduledJobsService);
+    const until = Date.now() + 10_000;
+    while (service.runs.filter((record) => record.scheduledAt.getTime() === due).length < JOBS && Date.now() < until) await sleep(50);
+
+    const rows = await database.sql<{ id: string; code: string; status: string; data: { error?: { message?: string }; handlerMs?: number } }>(
+      `SELECT id, code, status::text AS status, data FROM "job-scheduler" WHERE "runKey" = $1 AND code LIKE 'fail-together.%' ORDER BY code`,
+      [new Date(due).toISOString()],
+    );
+    expect(rows).toHaveLength(JOBS);
+    for (const row of rows) {
+      expect(row.status).toBe('FAIL');
+      expect(row.data.error?.message).toBe(`${row.code} could not reach its dependency`);
+      expect(row.data.handlerMs).toEqual(expect.any(Number));
+    }
+    expect(service.runs.filter((record) => record.scheduledAt.getTime() === due).map((record) => record.errorCode)).toEqual(
+      Array.from({ length: JOBS }, () => 'JOB_FAILED'),
+    );
+    const ids = new Set(rows.map((row) => row.id));
+    const fails = counter.sent.filter(
+      ({ text, parameters }) => text.includes(`SET "status" = 'FAIL'`) && [parameters[0]].flat().some((id) => ids.has(id as string)),
+    );
+    // Failed together in one statement (one per turn at worst), not one per run.
+    expect(fails.length).toBeGreaterThanOrEqual(1);
+    expect(fails.length).toBeLessThanOrEqual(2);
   });
 });

@@ -1,0 +1,95 @@
+import { JobLeaseDatabaseError, type JobFinalizeOptions, type JobLease, type JobLeaseWithData } from '../../../src/features';
+import { withFinalizeBatching } from '../../../src/features/scheduling/fleet/finalize-batcher';
+import type { SchedulerLease } from '../../../src/features/scheduling/scheduler-ports';
+
+/**
+ * withFinalizeBatching on a port that records what it is asked: completes and fails that come
+ * together share a statement; a failed statement is sent again whole, never split per run, unless
+ * no retry can fix it.
+ */
+type Call = { kind: 'complete' | 'fail' | 'completeMany' | 'failMany'; ids: string[]; data: unknown[]; again: boolean };
+
+const portRecording = (failures: unknown[] = []) => {
+  const calls: Call[] = [];
+  const single = (kind: 'complete' | 'fail') => async (lease: JobLease, data?: unknown, options?: JobFinalizeOptions) => {
+    calls.push({ kind, ids: [lease.id], data: [data], again: options?.again === true });
+    return lease.id !== 'taken';
+  };
+  const many = (kind: 'completeMany' | 'failMany') => async (leases: readonly JobLeaseWithData[], _data?: unknown, options?: JobFinalizeOptions) => {
+    calls.push({ kind, ids: leases.map((lease) => lease.id), data: leases.map((lease) => lease.data), again: options?.again === true });
+    const failure = failures.shift();
+    if (failure !== undefined) throw failure;
+    return leases.map((lease) => lease.id !== 'taken');
+  };
+  const port: SchedulerLease = {
+    acquire: async () => ({ acquired: false, status: null }) as never,
+    acquireBatch: async () => [],
+    heartbeat: async () => true,
+    complete: single('complete'),
+    fail: single('fail'),
+    completeMany: many('completeMany'),
+    failMany: many('failMany'),
+  };
+  return { calls, lease: withFinalizeBatching(port) };
+};
+
+const leaseOf = (id: string): JobLease => ({ id, ownerToken: `${id}-token` });
+const transient = () => new JobLeaseDatabaseError('no pool connection within 5000 ms', { operation: 'fail', retryable: true });
+
+describe('finalizations batched by withFinalizeBatching', () => {
+  it('fails that come together share one failMany statement, each row with its own data, each caller told its own outcome', async () => {
+    const { calls, lease } = portRecording();
+    const outcomes = await Promise.all(['a', 'b', 'taken'].map((id) => lease.fail(leaseOf(id), { error: { message: `${id} broke` }, handlerMs: 3 })));
+    expect(outcomes).toEqual([true, true, false]);
+    expect(calls).toEqual([
+      {
+        kind: 'failMany',
+        ids: ['a', 'b', 'taken'],
+        data: ['a', 'b', 'taken'].map((id) => ({ error: { message: `${id} broke` }, handlerMs: 3 })),
+        again: false,
+      },
+    ]);
+  });
+
+  it('completes and fails go in statements of their own; retries (`again`) in statements of their own too', async () => {
+    const { calls, lease } = portRecording();
+    await Promise.all([
+      lease.complete(leaseOf('a'), { handlerMs: 1 }),
+      lease.fail(leaseOf('b'), { handlerMs: 2 }),
+      lease.complete(leaseOf('c'), { handlerMs: 3 }),
+      lease.complete(leaseOf('d'), { handlerMs: 4 }, { again: true }),
+      lease.complete(leaseOf('e'), { handlerMs: 5 }, { again: true }),
+    ]);
+    expect(calls.map(({ kind, ids, again }) => [kind, ids, again])).toEqual([
+      ['completeMany', ['a', 'c'], false],
+      ['completeMany', ['d', 'e'], true],
+      ['fail', ['b'], false],
+    ]);
+  });
+
+  it('a statement the database could not answer is sent again whole as a retry; when that fails too, each caller gets the error (its hold retries)', async () => {
+    const once = portRecording([transient()]);
+    expect(await Promise.all(['a', 'b'].map((id) => once.lease.fail(leaseOf(id), { id })))).toEqual([true, true]);
+    expect(once.calls.map(({ kind, ids, again }) => [kind, ids, again])).toEqual([
+      ['failMany', ['a', 'b'], false],
+      ['failMany', ['a', 'b'], true],
+    ]);
+
+    const twice = portRecording([transient(), transient()]);
+    const outcomes = await Promise.allSettled(['a', 'b'].map((id) => twice.lease.complete(leaseOf(id), { id })));
+    expect(outcomes.map((outcome) => outcome.status)).toEqual(['rejected', 'rejected']);
+    expect((outcomes[0] as PromiseRejectedResult).reason).toBeInstanceOf(JobLeaseDatabaseError);
+    // Never one statement per run.
+    expect(twice.calls.map(({ kind }) => kind)).toEqual(['completeMany', 'completeMany']);
+  });
+
+  it('a statement that fails with an error no retry fixes sends each run alone, as a retry with its own data', async () => {
+    const { calls, lease } = portRecording([new JobLeaseDatabaseError('invalid input syntax', { operation: 'complete', sqlState: '22P02', retryable: false })]);
+    expect(await Promise.all(['a', 'b'].map((id) => lease.complete(leaseOf(id), { id })))).toEqual([true, true]);
+    expect(calls).toEqual([
+      { kind: 'completeMany', ids: ['a', 'b'], data: [{ id: 'a' }, { id: 'b' }], again: false },
+      { kind: 'complete', ids: ['a'], data: [{ id: 'a' }], again: true },
+      { kind: 'complete', ids: ['b'], data: [{ id: 'b' }], again: true },
+    ]);
+  });
+});
