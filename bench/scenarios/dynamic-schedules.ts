@@ -127,6 +127,21 @@ export const dynamicSchedules: Scenario = {
         '%',
         figures.map((figure) => (100 * figure.windowGcMs * 1000) / figure.windowCpuMicros),
       );
+      sheet.add(
+        caseName,
+        'library',
+        'complete / fail statements per instance, for many runs',
+        'statements',
+        figures.map((figure) => figure.windowFinalizesBatched),
+      );
+      // A statement per run: each a batch that failed and was split (before 2026-12-03), or a run that ended alone.
+      sheet.add(
+        caseName,
+        'library',
+        'complete / fail statements per instance, for one run',
+        'statements',
+        figures.map((figure) => figure.windowFinalizesAlone),
+      );
       sheet.add(caseName, 'library', 'schedule-table statements per instance per poll', 'statements', polls);
       sheet.add(caseName, 'library', 'job-schedule table + indexes', 'MB', [(size.table + size.indexes) / 1e6]);
 

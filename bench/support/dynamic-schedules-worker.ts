@@ -36,6 +36,9 @@ export type DynamicWorkerLine =
       /** Statements on the schedules' table in the window, and how many of them were change polls. */
       windowScheduleStatements: number;
       windowPolls: number;
+      /** complete / fail statements in the window: for many runs at once (completeMany, failMany), and for one run alone. */
+      windowFinalizesBatched: number;
+      windowFinalizesAlone: number;
       windowCpuMicros: number;
       /** Time in garbage collection in the window, all of it and young-generation (scavenge) only. */
       windowGcMs: number;
@@ -56,10 +59,15 @@ const main = async (): Promise<void> => {
   let statements = 0;
   let scheduleStatements = 0;
   let polls = 0;
+  const finalizes = { batched: 0, alone: 0 };
   onWireStatement((statement) => {
     statements++;
     if (statement.text.includes('"job-schedule"')) scheduleStatements++;
     if (statement.text.includes('"version" > $1')) polls++;
+    if (/SET "status" = '(SUCCESS|FAIL)'/.test(statement.text)) {
+      if (statement.text.includes('unnest(')) finalizes.batched++;
+      else finalizes.alone++;
+    }
   });
 
   @ScheduleHandler('bench.tenant-task')
@@ -98,7 +106,7 @@ const main = async (): Promise<void> => {
   print({ kind: 'booted', nodeId: options.nodeId, bootStatements, bootMs, heapBytes: heap(), heapBeforeBytes });
 
   await new Promise((resolve) => setTimeout(resolve, Math.max(0, options.windowFrom - Date.now())));
-  const before = { statements, scheduleStatements, polls, cpu: process.cpuUsage(), at: Date.now() };
+  const before = { statements, scheduleStatements, polls, ...finalizes, cpu: process.cpuUsage(), at: Date.now() };
   const gc = { all: 0, scavenge: 0 };
   const collections = new PerformanceObserver((list) => {
     for (const entry of list.getEntries()) {
@@ -117,6 +125,8 @@ const main = async (): Promise<void> => {
     windowStatements: statements - before.statements,
     windowScheduleStatements: scheduleStatements - before.scheduleStatements,
     windowPolls: polls - before.polls,
+    windowFinalizesBatched: finalizes.batched - before.batched,
+    windowFinalizesAlone: finalizes.alone - before.alone,
     windowCpuMicros: cpu.user + cpu.system,
     windowGcMs: gc.all,
     windowScavengeMs: gc.scavenge,

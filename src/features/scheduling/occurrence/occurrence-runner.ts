@@ -107,8 +107,7 @@ export class OccurrenceRunner {
     let claim = request.claim;
     if (!claim) {
       // Shutdown waits for acquires in flight: one that wins after stop() is handed over.
-      const runKey = runKeyOf({ scheduleId: schedule?.id }, scheduledAt, tenantId, request.trigger === 'run-now' ? { correlationId } : undefined);
-      const outcome = await (ahead?.outcome ?? this.claim(job, runKey, correlationId));
+      const outcome = await (ahead?.outcome ?? this.claimNow(request, correlationId));
       if (outcome.kind === 'unavailable') return { ...base, errorCode: 'JOB_LEASE_UNAVAILABLE', error: outcome.error };
       if (outcome.kind === 'lost') return { ...base, outcome: 'skipped-locked' };
       claim = outcome.claim;
@@ -260,6 +259,15 @@ export class OccurrenceRunner {
     // outcome never rejects: one reaction (finally made two promises).
     void outcome.then(() => this.acquiring.delete(outcome));
     return outcome;
+  }
+
+  /**
+   * Claims the occurrence of a request that has no claim ahead, now. (A claim ahead named its key
+   * when it was sent: at 100,000 runs due together, naming it again took 2% of the CPU.)
+   */
+  private claimNow({ job, scheduledAt, tenantId, trigger }: OccurrenceRequest, correlationId: string): Promise<ClaimOutcome> {
+    const runKey = runKeyOf({ scheduleId: job.dynamicSchedule?.id }, scheduledAt, tenantId, trigger === 'run-now' ? { correlationId } : undefined);
+    return this.claim(job, runKey, correlationId);
   }
 
   /** The claims won of these outcomes (waited for). */
