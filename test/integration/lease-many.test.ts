@@ -57,6 +57,26 @@ describe('leases finalized or given up many at a time', () => {
     expect(await holder.expireMany([leases[0]])).toEqual([false]);
   });
 
+  it('heartbeatMany extends the leases this owner still holds RUNNING, in one statement, and says which', async () => {
+    const leases = (await holder.acquireBatch({ code: 'many.heartbeat', runKeys: ['a', 'b', 'c', 'd'], leaseMs: 600_000 })).map(held);
+    const forged = { id: leases[2].id, ownerToken: '00000000-0000-4000-8000-000000000000' };
+    expect(await holder.completeMany([leases[1]])).toEqual([true]);
+    const modifiedAt = () =>
+      database.sql<{ runKey: string; modified: string }>(
+        `SELECT "runKey", "modifiedAt"::text AS modified FROM "job-scheduler" WHERE code = 'many.heartbeat' ORDER BY "runKey"`,
+      );
+    const before = await modifiedAt();
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    counter.reset();
+    expect(await holder.heartbeatMany([leases[0], leases[1], forged, leases[3]], { timeoutMs: 2_000 })).toEqual([true, false, false, true]);
+    expect(counter.statements.filter((text) => text.includes('unnest($1::uuid[], $2::uuid[])'))).toHaveLength(1);
+    const after = await modifiedAt();
+    expect(after.map((row, index) => row.modified !== before[index].modified)).toEqual([true, false, false, true]);
+    // Checked before any statement, as heartbeat's arguments are.
+    await expect(holder.heartbeatMany([leases[0]], { timeoutMs: -1 })).rejects.toThrow(/timeoutMs/);
+    await expect(holder.heartbeatMany([{ id: 'not-a-uuid', ownerToken: leases[0].ownerToken }])).rejects.toThrow(/id/);
+  });
+
   it('completeMany and failMany apply per lease and only while the row is RUNNING under that owner', async () => {
     const leases = (await holder.acquireBatch({ code: 'many.finalize', runKeys: ['a', 'b', 'c', 'd'], leaseMs: 600_000 })).map(held);
     expect(await holder.completeMany([leases[0], leases[1]])).toEqual([true, true]);

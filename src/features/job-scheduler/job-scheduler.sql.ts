@@ -161,6 +161,8 @@ export interface LeaseStatements {
   acquire(parameters: AcquireParameters): SqlStatement;
   acquireBatch(parameters: AcquireBatchParameters): SqlStatement;
   heartbeat(id: string, ownerToken: string): SqlStatement;
+  /** heartbeat for many leases of this node at once (each fenced on its own id and token): rows `{ id }` of those still held. */
+  heartbeatMany(ids: readonly string[], ownerTokens: readonly string[]): SqlStatement;
   complete(id: string, ownerToken: string, data: string | null): SqlStatement;
   fail(id: string, ownerToken: string, data: string | null): SqlStatement;
   /**
@@ -403,6 +405,7 @@ RETURNING t."id"`
   // clock, as a crashed holder's would be), so that any instance's take-over scan or acquire may
   // reclaim it (fencing token + 1). The row says so (data { handedOver: true }): its owner did not
   // start it, so the take-over runs it whatever the job's limits on crashed runs.
+  const heartbeatManyText = ownedManyText(`"modifiedAt" = CURRENT_TIMESTAMP`);
   const expireManyText = ownedManyText(`"modifiedAt" = CURRENT_TIMESTAMP - (COALESCE(t."leaseMs", $3::integer) + 1) * INTERVAL '1 millisecond',
   "data" = ${HANDED_OVER}`);
 
@@ -581,6 +584,7 @@ RETURNING "id"`.trim();
       operation: 'acquire',
     }),
     heartbeat: (id, ownerToken) => ({ text: heartbeatText, values: [id, ownerToken], operation: 'heartbeat', secret: ownerToken }),
+    heartbeatMany: (ids, ownerTokens) => ({ text: heartbeatManyText, values: [ids, ownerTokens], operation: 'heartbeat', secret: ownerTokens }),
     complete: (id, ownerToken, data) => ({ text: completeText, values: [id, ownerToken, data], operation: 'complete', secret: ownerToken }),
     fail: (id, ownerToken, data) => ({ text: failText, values: [id, ownerToken, data], operation: 'fail', secret: ownerToken }),
     finalizeMany: (status, ids, ownerTokens, data, again = false) => ({

@@ -9,6 +9,7 @@ import {
 import { claimsAhead, withClaimBatching } from './fleet/claim-batcher';
 import { coalescedTimers } from './timers/coalesced-timers';
 import { withFinalizeBatching } from './fleet/finalize-batcher';
+import { withHeartbeatBatching } from './fleet/heartbeat-batcher';
 import { JitterWaits } from './timers/jitter-waits';
 import { HeldClaim } from './occurrence/held-claim';
 import { JobOccupancy } from './occurrence/job-occupancy';
@@ -127,8 +128,11 @@ export class JobScheduleEngine {
     const clock = holdClockOf(options.timers);
     const wait = (ms: number) => new Promise<void>((resolve) => void clock.after(ms, resolve));
     const ahead = aheadMs > 0 ? { shape: () => claimsAhead(lead()), wait, now: () => clock.now() } : undefined;
-    // Runs that end together are completed together too.
-    this.lease = observedLease(withFinalizeBatching(withClaimBatching(options.lease, () => (options.random ?? Math.random)(), ahead)), options.timers);
+    // Claims, heartbeats and finalizations asked together go to the database together.
+    this.lease = observedLease(
+      withHeartbeatBatching(withFinalizeBatching(withClaimBatching(options.lease, () => (options.random ?? Math.random)(), ahead))),
+      options.timers,
+    );
     this.records = new RunRecords(options);
     this.runner = new OccurrenceRunner(this.lease, options.timers, options.logger);
     this.jitter = new JitterWaits(options.timers, options.random);

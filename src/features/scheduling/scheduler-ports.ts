@@ -41,6 +41,7 @@ export const observedLease = (lease: SchedulerLease, timers: SchedulerTimers): S
     acquireMany: lease.acquireMany && ((runs) => seen(lease.acquireMany!(runs))),
     acquireAhead: lease.acquireAhead && ((options) => seen(lease.acquireAhead!(options))),
     heartbeat: (value, options) => seen(lease.heartbeat(value, options)),
+    heartbeatMany: lease.heartbeatMany && ((leases, options) => seen(lease.heartbeatMany!(leases, options))),
     complete: (value, data, options) => seen(lease.complete(value, data, options)),
     fail: (value, data, options) => seen(lease.fail(value, data, options)),
     failMany: lease.failMany && ((leases, data, options) => seen(lease.failMany!(leases, data, options))),
@@ -63,6 +64,8 @@ export interface SchedulerLease {
   acquireAhead?(options: JobAcquireOptions): Promise<JobAcquireResult>;
   /** `timeoutMs`: a tighter bound on this one statement (a heartbeat is bounded by its interval). */
   heartbeat(lease: JobLease, options?: { timeoutMs?: number }): Promise<boolean>;
+  /** heartbeat for many leases in few statements, whether each is still held. Optional: without it, one heartbeat each. */
+  heartbeatMany?(leases: readonly JobLease[], options?: { timeoutMs?: number }): Promise<boolean[]>;
   /** `{ again }`: a retry, also true when this owner already finalized the run so (JobSchedulerService.complete). */
   complete(lease: JobLease, data?: unknown, options?: JobFinalizeOptions): Promise<boolean>;
   fail(lease: JobLease, data?: unknown, options?: JobFinalizeOptions): Promise<boolean>;

@@ -152,6 +152,7 @@ export const bound = (lease: SchedulerLease): SchedulerLease => ({
   completeMany: lease.completeMany?.bind(lease),
   expireMany: lease.expireMany?.bind(lease),
   heartbeat: lease.heartbeat.bind(lease),
+  heartbeatMany: lease.heartbeatMany?.bind(lease),
   complete: lease.complete.bind(lease),
   fail: lease.fail.bind(lease),
 });

@@ -25,7 +25,7 @@ export const FINALIZE_LINGER_MS = 5;
 const AGAIN = { again: true } as const;
 
 /** The database could not answer (a timeout, a dropped connection, a serialization failure): the statement says nothing of any one run. */
-const isTransient = (error: unknown): boolean => error instanceof JobLeaseDatabaseError && error.retryable;
+export const isTransient = (error: unknown): boolean => error instanceof JobLeaseDatabaseError && error.retryable;
 
 /**
  * One outcome's finalizations asked within FINALIZE_LINGER_MS of each other, sent as one

@@ -1,13 +1,20 @@
 import { JobLeaseDatabaseError, type JobFinalizeOptions, type JobLease, type JobLeaseWithData } from '../../../src/features';
 import { withFinalizeBatching } from '../../../src/features/scheduling/fleet/finalize-batcher';
+import { withHeartbeatBatching } from '../../../src/features/scheduling/fleet/heartbeat-batcher';
 import type { SchedulerLease } from '../../../src/features/scheduling/scheduler-ports';
 
 /**
- * withFinalizeBatching on a port that records what it is asked: completes and fails that come
- * together share a statement; a failed statement is sent again whole, never split per run, unless
- * no retry can fix it.
+ * withFinalizeBatching and withHeartbeatBatching on a port that records what it is asked:
+ * heartbeats, completes and fails that come together share a statement; a failed statement is
+ * never split per run, unless no retry can fix it.
  */
-type Call = { kind: 'complete' | 'fail' | 'completeMany' | 'failMany'; ids: string[]; data: unknown[]; again: boolean };
+type Call = {
+  kind: 'complete' | 'fail' | 'completeMany' | 'failMany' | 'heartbeat' | 'heartbeatMany';
+  ids: string[];
+  data: unknown[];
+  again: boolean;
+  timeoutMs?: number;
+};
 
 const portRecording = (failures: unknown[] = []) => {
   const calls: Call[] = [];
@@ -24,13 +31,22 @@ const portRecording = (failures: unknown[] = []) => {
   const port: SchedulerLease = {
     acquire: async () => ({ acquired: false, status: null }) as never,
     acquireBatch: async () => [],
-    heartbeat: async () => true,
+    heartbeat: async (lease, options) => {
+      calls.push({ kind: 'heartbeat', ids: [lease.id], data: [], again: false, timeoutMs: options?.timeoutMs });
+      return lease.id !== 'taken';
+    },
+    heartbeatMany: async (leases, options) => {
+      calls.push({ kind: 'heartbeatMany', ids: leases.map((lease) => lease.id), data: [], again: false, timeoutMs: options?.timeoutMs });
+      const failure = failures.shift();
+      if (failure !== undefined) throw failure;
+      return leases.map((lease) => lease.id !== 'taken');
+    },
     complete: single('complete'),
     fail: single('fail'),
     completeMany: many('completeMany'),
     failMany: many('failMany'),
   };
-  return { calls, lease: withFinalizeBatching(port) };
+  return { calls, lease: withHeartbeatBatching(withFinalizeBatching(port)) };
 };
 
 const leaseOf = (id: string): JobLease => ({ id, ownerToken: `${id}-token` });
@@ -91,5 +107,39 @@ describe('finalizations batched by withFinalizeBatching', () => {
       { kind: 'complete', ids: ['a'], data: [{ id: 'a' }], again: true },
       { kind: 'complete', ids: ['b'], data: [{ id: 'b' }], again: true },
     ]);
+  });
+});
+
+describe('heartbeats batched by withHeartbeatBatching', () => {
+  it('heartbeats that come together share one heartbeatMany statement, bounded by the tightest timeout; each hold told whether it still holds its lease', async () => {
+    const { calls, lease } = portRecording();
+    const held = await Promise.all([
+      lease.heartbeat(leaseOf('a'), { timeoutMs: 3_000 }),
+      lease.heartbeat(leaseOf('taken'), { timeoutMs: 1_200 }),
+      lease.heartbeat(leaseOf('c')),
+    ]);
+    expect(held).toEqual([true, false, true]);
+    expect(calls).toEqual([{ kind: 'heartbeatMany', ids: ['a', 'taken', 'c'], data: [], again: false, timeoutMs: 1_200 }]);
+  });
+
+  it('a statement the database could not answer tells each hold the error (each retries as its own heartbeat would); another error sends each alone', async () => {
+    const transientFailure = portRecording([transient()]);
+    const outcomes = await Promise.allSettled(['a', 'b'].map((id) => transientFailure.lease.heartbeat(leaseOf(id), { timeoutMs: 1_000 })));
+    expect(outcomes.map((outcome) => outcome.status)).toEqual(['rejected', 'rejected']);
+    expect(transientFailure.calls.map(({ kind }) => kind)).toEqual(['heartbeatMany']);
+
+    const invalid = portRecording([new JobLeaseDatabaseError('invalid input syntax', { operation: 'heartbeat', sqlState: '22P02', retryable: false })]);
+    expect(await Promise.all(['a', 'b'].map((id) => invalid.lease.heartbeat(leaseOf(id), { timeoutMs: 1_000 })))).toEqual([true, true]);
+    expect(invalid.calls.map(({ kind, ids, timeoutMs }) => [kind, ids, timeoutMs])).toEqual([
+      ['heartbeatMany', ['a', 'b'], 1_000],
+      ['heartbeat', ['a'], 1_000],
+      ['heartbeat', ['b'], 1_000],
+    ]);
+  });
+
+  it('a heartbeat alone in its moment is sent as it is', async () => {
+    const { calls, lease } = portRecording();
+    expect(await lease.heartbeat(leaseOf('a'), { timeoutMs: 500 })).toBe(true);
+    expect(calls).toEqual([{ kind: 'heartbeat', ids: ['a'], data: [], again: false, timeoutMs: 500 }]);
   });
 });

@@ -17,9 +17,10 @@ class StatementLog extends StatementCounter {
 import { createTestDatabase, type TestDatabase } from '../../support/test-database';
 
 /**
- * The completes (and fails) of runs that end together share a statement. A real fault on that
- * statement: its backend is terminated while a table lock held by the test blocks it (57P01, a
- * dropped connection). The statement is sent again whole, as a retry, never as a statement per run.
+ * The heartbeats, completes and fails of runs held together share statements. A real fault on
+ * such a statement: its backend is terminated while a table lock held by the test blocks it
+ * (57P01, a dropped connection). It is sent again (whole, as a retry, for a complete; by each
+ * hold's own retry, for a heartbeat), never as a statement per run, and no run is lost or run twice.
  */
 const JOBS = 20;
 const EVERY_MS = 3_000;
@@ -41,19 +42,22 @@ const isComplete = (text: string): boolean => text.includes(`SET "status" = 'SUC
 const isBatchComplete = (text: string): boolean => isComplete(text) && text.includes('unnest($1::uuid[], $2::uuid[], $3::text[])');
 const isRetry = (text: string): boolean => text.includes(`IN ('RUNNING', 'SUCCESS')`);
 
-/** The pid of a backend waiting on a lock for a batched complete (a retry or not), once there is one. */
-const waitingComplete = async (retry: boolean, withinMs: number): Promise<number> => {
+/** The pid of a backend waiting on a lock for a statement `matching`, once there is one. */
+const waitingOnLock = async (what: string, matching: (query: string) => boolean, withinMs: number): Promise<number> => {
   const until = Date.now() + withinMs;
   for (;;) {
     const rows = await database.sql<{ pid: number; query: string }>(
-      `SELECT pid, query FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%unnest($1::uuid[], $2::uuid[], $3::text[])%'`,
+      `SELECT pid, query FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE 'UPDATE "job-scheduler"%'`,
     );
-    const found = rows.find((row) => isRetry(row.query) === retry);
+    const found = rows.find((row) => matching(row.query));
     if (found) return found.pid;
-    if (Date.now() > until) throw new Error(`no batched complete (retry: ${retry}) waited on the lock within ${withinMs} ms`);
+    if (Date.now() > until) throw new Error(`no ${what} waited on the lock within ${withinMs} ms`);
     await sleep(50);
   }
 };
+const waitingComplete = (retry: boolean, withinMs: number): Promise<number> =>
+  waitingOnLock(`batched complete (retry: ${retry})`, (query) => isBatchComplete(query) && isRetry(query) === retry, withinMs);
+const isHeartbeat = (text: string): boolean => /SET "modifiedAt" = CURRENT_TIMESTAMP\s+(FROM|WHERE)/.test(text);
 
 describe('a batched complete statement whose connection drops', () => {
   it('is sent again whole as a retry: every run once, SUCCESS with its own data, and no complete statement per run', async () => {
@@ -99,6 +103,8 @@ describe('a batched complete statement whose connection drops', () => {
     await database.sql('SELECT pg_terminate_backend($1)', [first]);
     await waitingComplete(true, 10_000);
     await locker.query('COMMIT');
+    await locker.end();
+    locker = undefined;
     const service = node.app.get(ScheduledJobsService);
     const until = Date.now() + 10_000;
     while (service.runs.filter((record) => record.scheduledAt.getTime() === due).length < JOBS && Date.now() < until) await sleep(50);
@@ -177,5 +183,62 @@ describe('runs that fail together', () => {
     // Failed together in one statement (one per turn at worst), not one per run.
     expect(fails.length).toBeGreaterThanOrEqual(1);
     expect(fails.length).toBeLessThanOrEqual(2);
+  });
+});
+
+describe('runs held together', () => {
+  it('heartbeat together in one statement; when its connection drops, each hold retries, and every run completes once with its lease', async () => {
+    const counter = new StatementLog();
+    const started: number[] = [];
+    const jobs: Type[] = Array.from({ length: JOBS }, (_, index) => {
+      const name = `held-together.job-${String(index).padStart(2, '0')}`;
+      // Lease 9 s: a heartbeat every 3 s; the handler outlasts one.
+      @Scheduled(name, { every: '10s', leaseMs: 9_000 })
+      class LongJob {
+        async run(): Promise<void> {
+          started.push(Date.now());
+          await sleep(5_000);
+        }
+      }
+      return LongJob;
+    });
+    @Module({ providers: jobs })
+    class JobsModule {}
+    const node = await startNestNode(database.url, {
+      jobScheduler: { nodeId: 'held-together' },
+      typeorm: { logging: ['query'], logger: counter, poolSize: 10 },
+      imports: [SchedulingModule.forRoot({ metrics: false, retention: false, claimAheadMs: 0 }), JobsModule],
+    });
+    nodes.push(node);
+    while (started.length < JOBS) await sleep(50);
+    const due = Math.floor(started[0] / 10_000) * 10_000;
+    // Before the first heartbeat (3 s after the claim): every write to the table waits.
+    await sleep(Math.max(0, started[0] + 1_500 - Date.now()));
+    locker = new Client({ connectionString: database.url });
+    await locker.connect();
+    await locker.query('BEGIN');
+    await locker.query('LOCK TABLE "job-scheduler" IN EXCLUSIVE MODE');
+    const first = await waitingOnLock('batched heartbeat', (query) => isHeartbeat(query) && query.includes('unnest('), 10_000);
+    await database.sql('SELECT pg_terminate_backend($1)', [first]);
+    // Each hold retries (backoff and jitter): some retry waits on the lock too.
+    await waitingOnLock('retried heartbeat', (query) => isHeartbeat(query), 10_000);
+    await locker.query('COMMIT');
+    await locker.end();
+    locker = undefined;
+    const service = node.app.get(ScheduledJobsService);
+    const until = Date.now() + 15_000;
+    while (service.runs.filter((record) => record.scheduledAt.getTime() === due).length < JOBS && Date.now() < until) await sleep(100);
+
+    const records = service.runs.filter((record) => record.scheduledAt.getTime() === due);
+    expect(records.map((record) => record.outcome)).toEqual(Array.from({ length: JOBS }, () => 'succeeded'));
+    const rows = await database.sql<{ id: string; status: string; attempts: number }>(
+      `SELECT id, status::text AS status, attempts FROM "job-scheduler" WHERE "runKey" = $1 AND code LIKE 'held-together.%'`,
+      [new Date(due).toISOString()],
+    );
+    expect(rows.map((row) => [row.status, row.attempts])).toEqual(Array.from({ length: JOBS }, () => ['SUCCESS', 1]));
+    // The first heartbeat of the JOBS runs was one statement for all of them.
+    const ids = new Set(rows.map((row) => row.id));
+    const beats = counter.sent.filter(({ text, parameters }) => isHeartbeat(text) && [parameters[0]].flat().some((id) => ids.has(id as string)));
+    expect(new Set(beats[0].parameters[0] as string[])).toEqual(ids);
   });
 });
