@@ -59,9 +59,47 @@ const waitingComplete = (retry: boolean, withinMs: number): Promise<number> =>
   waitingOnLock(`batched complete (retry: ${retry})`, (query) => isBatchComplete(query) && isRetry(query) === retry, withinMs);
 const isHeartbeat = (text: string): boolean => /SET "modifiedAt" = CURRENT_TIMESTAMP\s+(FROM|WHERE)/.test(text);
 
+/** One instance running these jobs (claimed at the instant, in one statement: JOBS is below the smallest claim batch), its statements logged. */
+const startJobs = async (nodeId: string, jobs: Type[]) => {
+  const counter = new StatementLog();
+  @Module({ providers: jobs })
+  class JobsModule {}
+  const node = await startNestNode(database.url, {
+    jobScheduler: { nodeId },
+    typeorm: { logging: ['query'], logger: counter, poolSize: 10 },
+    imports: [SchedulingModule.forRoot({ metrics: false, retention: false, claimAheadMs: 0 }), JobsModule],
+  });
+  nodes.push(node);
+  return { counter, service: node.app.get(ScheduledJobsService) };
+};
+
+/** Holds a lock that blocks every write to the table (reads go on) until `unlockTable`. */
+const lockTable = async (): Promise<void> => {
+  locker = new Client({ connectionString: database.url });
+  await locker.connect();
+  await locker.query('BEGIN');
+  await locker.query('LOCK TABLE "job-scheduler" IN EXCLUSIVE MODE');
+};
+const unlockTable = async (): Promise<void> => {
+  await locker?.query('COMMIT');
+  await locker?.end();
+  locker = undefined;
+};
+
+/** The records of the instant `due`, once there are JOBS of them (or `withinMs` passed). */
+const recordsOf = async (service: ScheduledJobsService, due: number, withinMs: number) => {
+  const until = Date.now() + withinMs;
+  const of = () => service.runs.filter((record) => record.scheduledAt.getTime() === due);
+  while (of().length < JOBS && Date.now() < until) await sleep(50);
+  return of();
+};
+
+/** The statements `counter` saw that `match` and carry one of these lease ids ($1). */
+const statementsFor = (counter: StatementLog, ids: ReadonlySet<string>, match: (text: string) => boolean) =>
+  counter.sent.filter(({ text, parameters }) => match(text) && [parameters[0]].flat().some((id) => ids.has(id as string)));
+
 describe('a batched complete statement whose connection drops', () => {
   it('is sent again whole as a retry: every run once, SUCCESS with its own data, and no complete statement per run', async () => {
-    const counter = new StatementLog();
     const ran = new Map<string, number>();
     let firstStarted: () => void = () => undefined;
     const started = new Promise<void>((resolve) => (firstStarted = resolve));
@@ -80,34 +118,17 @@ describe('a batched complete statement whose connection drops', () => {
       }
       return FaultJob;
     });
-    @Module({ providers: jobs })
-    class JobsModule {}
-    const node = await startNestNode(database.url, {
-      jobScheduler: { nodeId: 'complete-fault' },
-      typeorm: { logging: ['query'], logger: counter, poolSize: 10 },
-      // Claimed at the instant, in one statement (JOBS is below the smallest claim batch).
-      imports: [SchedulingModule.forRoot({ metrics: false, retention: false, claimAheadMs: 0 }), JobsModule],
-    });
-    nodes.push(node);
-
+    const { counter, service } = await startJobs('complete-fault', jobs);
     await started;
     const due = Math.floor(Date.now() / EVERY_MS) * EVERY_MS;
-    locker = new Client({ connectionString: database.url });
-    await locker.connect();
-    await locker.query('BEGIN');
-    // Blocks every write to the table (reads go on): the completes wait on it.
-    await locker.query('LOCK TABLE "job-scheduler" IN EXCLUSIVE MODE');
+    await lockTable();
     release();
 
     const first = await waitingComplete(false, 10_000);
     await database.sql('SELECT pg_terminate_backend($1)', [first]);
     await waitingComplete(true, 10_000);
-    await locker.query('COMMIT');
-    await locker.end();
-    locker = undefined;
-    const service = node.app.get(ScheduledJobsService);
-    const until = Date.now() + 10_000;
-    while (service.runs.filter((record) => record.scheduledAt.getTime() === due).length < JOBS && Date.now() < until) await sleep(50);
+    await unlockTable();
+    const records = await recordsOf(service, due, 10_000);
 
     const runKey = new Date(due).toISOString();
     const rows = await database.sql<{ id: string; status: string; data: { handlerMs?: number } | null }>(
@@ -120,11 +141,10 @@ describe('a batched complete statement whose connection drops', () => {
       expect(row.data).toEqual({ handlerMs: expect.any(Number) });
     }
     expect([...ran.values()]).toEqual(Array.from({ length: JOBS }, () => 1));
-    const records = service.runs.filter((record) => record.scheduledAt.getTime() === due);
     expect(records.map((record) => record.outcome)).toEqual(Array.from({ length: JOBS }, () => 'succeeded'));
     // Two statements for the JOBS completes of that instant: the one whose connection dropped, and its retry.
     const ids = new Set(rows.map((row) => row.id));
-    const completes = counter.sent.filter(({ text, parameters }) => isComplete(text) && [parameters[0]].flat().some((id) => ids.has(id as string)));
+    const completes = statementsFor(counter, ids, isComplete);
     for (const { parameters } of completes) expect(new Set(parameters[0] as string[])).toEqual(ids);
     expect(completes.map(({ text }) => [isBatchComplete(text), isRetry(text)])).toEqual([
       [true, false],
@@ -135,7 +155,6 @@ describe('a batched complete statement whose connection drops', () => {
 
 describe('runs that fail together', () => {
   it('are failed by one statement, each row with its own error and run time', async () => {
-    const counter = new StatementLog();
     let firstStarted: () => void = () => undefined;
     const started = new Promise<void>((resolve) => (firstStarted = resolve));
     const jobs: Type[] = Array.from({ length: JOBS }, (_, index) => {
@@ -149,19 +168,10 @@ describe('runs that fail together', () => {
       }
       return FailingJob;
     });
-    @Module({ providers: jobs })
-    class JobsModule {}
-    const node = await startNestNode(database.url, {
-      jobScheduler: { nodeId: 'fail-together' },
-      typeorm: { logging: ['query'], logger: counter, poolSize: 10 },
-      imports: [SchedulingModule.forRoot({ metrics: false, retention: false, claimAheadMs: 0 }), JobsModule],
-    });
-    nodes.push(node);
+    const { counter, service } = await startJobs('fail-together', jobs);
     await started;
     const due = Math.floor(Date.now() / EVERY_MS) * EVERY_MS;
-    const service = node.app.get(ScheduledJobsService);
-    const until = Date.now() + 10_000;
-    while (service.runs.filter((record) => record.scheduledAt.getTime() === due).length < JOBS && Date.now() < until) await sleep(50);
+    const records = await recordsOf(service, due, 10_000);
 
     const rows = await database.sql<{ id: string; code: string; status: string; data: { error?: { message?: string }; handlerMs?: number } }>(
       `SELECT id, code, status::text AS status, data FROM "job-scheduler" WHERE "runKey" = $1 AND code LIKE 'fail-together.%' ORDER BY code`,
@@ -173,13 +183,8 @@ describe('runs that fail together', () => {
       expect(row.data.error?.message).toBe(`${row.code} could not reach its dependency`);
       expect(row.data.handlerMs).toEqual(expect.any(Number));
     }
-    expect(service.runs.filter((record) => record.scheduledAt.getTime() === due).map((record) => record.errorCode)).toEqual(
-      Array.from({ length: JOBS }, () => 'JOB_FAILED'),
-    );
-    const ids = new Set(rows.map((row) => row.id));
-    const fails = counter.sent.filter(
-      ({ text, parameters }) => text.includes(`SET "status" = 'FAIL'`) && [parameters[0]].flat().some((id) => ids.has(id as string)),
-    );
+    expect(records.map((record) => record.errorCode)).toEqual(Array.from({ length: JOBS }, () => 'JOB_FAILED'));
+    const fails = statementsFor(counter, new Set(rows.map((row) => row.id)), (text) => text.includes(`SET "status" = 'FAIL'`));
     // Failed together in one statement (one per turn at worst), not one per run.
     expect(fails.length).toBeGreaterThanOrEqual(1);
     expect(fails.length).toBeLessThanOrEqual(2);
@@ -188,7 +193,6 @@ describe('runs that fail together', () => {
 
 describe('runs held together', () => {
   it('heartbeat together in one statement; when its connection drops, each hold retries, and every run completes once with its lease', async () => {
-    const counter = new StatementLog();
     const started: number[] = [];
     const jobs: Type[] = Array.from({ length: JOBS }, (_, index) => {
       const name = `held-together.job-${String(index).padStart(2, '0')}`;
@@ -202,34 +206,18 @@ describe('runs held together', () => {
       }
       return LongJob;
     });
-    @Module({ providers: jobs })
-    class JobsModule {}
-    const node = await startNestNode(database.url, {
-      jobScheduler: { nodeId: 'held-together' },
-      typeorm: { logging: ['query'], logger: counter, poolSize: 10 },
-      imports: [SchedulingModule.forRoot({ metrics: false, retention: false, claimAheadMs: 0 }), JobsModule],
-    });
-    nodes.push(node);
+    const { counter, service } = await startJobs('held-together', jobs);
     while (started.length < JOBS) await sleep(50);
     const due = Math.floor(started[0] / 10_000) * 10_000;
     // Before the first heartbeat (3 s after the claim): every write to the table waits.
     await sleep(Math.max(0, started[0] + 1_500 - Date.now()));
-    locker = new Client({ connectionString: database.url });
-    await locker.connect();
-    await locker.query('BEGIN');
-    await locker.query('LOCK TABLE "job-scheduler" IN EXCLUSIVE MODE');
+    await lockTable();
     const first = await waitingOnLock('batched heartbeat', (query) => isHeartbeat(query) && query.includes('unnest('), 10_000);
     await database.sql('SELECT pg_terminate_backend($1)', [first]);
     // Each hold retries (backoff and jitter): some retry waits on the lock too.
     await waitingOnLock('retried heartbeat', (query) => isHeartbeat(query), 10_000);
-    await locker.query('COMMIT');
-    await locker.end();
-    locker = undefined;
-    const service = node.app.get(ScheduledJobsService);
-    const until = Date.now() + 15_000;
-    while (service.runs.filter((record) => record.scheduledAt.getTime() === due).length < JOBS && Date.now() < until) await sleep(100);
-
-    const records = service.runs.filter((record) => record.scheduledAt.getTime() === due);
+    await unlockTable();
+    const records = await recordsOf(service, due, 15_000);
     expect(records.map((record) => record.outcome)).toEqual(Array.from({ length: JOBS }, () => 'succeeded'));
     const rows = await database.sql<{ id: string; status: string; attempts: number }>(
       `SELECT id, status::text AS status, attempts FROM "job-scheduler" WHERE "runKey" = $1 AND code LIKE 'held-together.%'`,
@@ -238,7 +226,7 @@ describe('runs held together', () => {
     expect(rows.map((row) => [row.status, row.attempts])).toEqual(Array.from({ length: JOBS }, () => ['SUCCESS', 1]));
     // The first heartbeat of the JOBS runs was one statement for all of them.
     const ids = new Set(rows.map((row) => row.id));
-    const beats = counter.sent.filter(({ text, parameters }) => isHeartbeat(text) && [parameters[0]].flat().some((id) => ids.has(id as string)));
+    const beats = statementsFor(counter, ids, isHeartbeat);
     expect(new Set(beats[0].parameters[0] as string[])).toEqual(ids);
   });
 });
