@@ -1,5 +1,5 @@
 import { JobLeaseDatabaseError, type JobFinalizeOptions, type JobLease, type JobLeaseWithData } from '../../../src/features';
-import { withFinalizeBatching } from '../../../src/features/scheduling/fleet/finalize-batcher';
+import { FINALIZE_STATEMENTS_IN_FLIGHT, withFinalizeBatching } from '../../../src/features/scheduling/fleet/finalize-batcher';
 import { withHeartbeatBatching } from '../../../src/features/scheduling/fleet/heartbeat-batcher';
 import type { SchedulerLease } from '../../../src/features/scheduling/scheduler-ports';
 
@@ -107,6 +107,42 @@ describe('finalizations batched by withFinalizeBatching', () => {
       { kind: 'complete', ids: ['a'], data: [{ id: 'a' }], again: true },
       { kind: 'complete', ids: ['b'], data: [{ id: 'b' }], again: true },
     ]);
+  });
+});
+
+describe('finalize statements in flight', () => {
+  it(`are at most ${FINALIZE_STATEMENTS_IN_FLIGHT} at once; the runs that end meanwhile join the next statement, whatever their number`, async () => {
+    const answers: Array<() => void> = [];
+    const statements: string[][] = [];
+    const port: SchedulerLease = {
+      acquire: async () => ({ acquired: false, status: null }) as never,
+      acquireBatch: async () => [],
+      heartbeat: async () => true,
+      complete: async () => true,
+      fail: async () => true,
+      completeMany: (leases) => {
+        statements.push(leases.map((value) => value.id));
+        return new Promise((resolve) => answers.push(() => resolve(leases.map(() => true))));
+      },
+    };
+    const lease = withFinalizeBatching(port);
+    const settle = () => new Promise((resolve) => setTimeout(resolve, 20));
+    const done: Promise<boolean>[] = [];
+    // Four waves of runs ending 20 ms apart, while no statement answers.
+    for (const wave of ['a', 'b', 'c', 'd']) {
+      for (let index = 0; index < 3; index++) done.push(lease.complete(leaseOf(`${wave}${index}`)));
+      await settle();
+    }
+    expect(statements).toEqual([
+      ['a0', 'a1', 'a2'],
+      ['b0', 'b1', 'b2'],
+    ]);
+    answers.shift()!();
+    await settle();
+    // The waves that came meanwhile went out together, once a statement was answered.
+    expect(statements[2]).toEqual(['c0', 'c1', 'c2', 'd0', 'd1', 'd2']);
+    for (const answer of answers.splice(0)) answer();
+    expect(await Promise.all(done)).toEqual(done.map(() => true));
   });
 });
 
