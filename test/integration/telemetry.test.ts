@@ -59,6 +59,19 @@ it('counts lease outcomes in prom-client and traces each operation without the o
   expect(everyValue).not.toContain(lock.ownerToken);
 });
 
+it('counts each lease of a statement over many (heartbeatMany, completeMany, failMany) as its own outcome', async () => {
+  const registry = new Registry();
+  const jobs = new JobSchedulerService(await database.dataSource(), { telemetry: { metrics: { registry } } });
+  const leases = (await jobs.acquireBatch({ code: 'telemetry.many', runKeys: ['a', 'b', 'c'] })).flatMap((result) => (result.acquired ? [result] : []));
+  const forged = { id: leases[2].id, ownerToken: '00000000-0000-4000-8000-000000000000' };
+  expect(await jobs.heartbeatMany([leases[0], leases[1], forged])).toEqual([true, true, false]);
+  expect(await jobs.completeMany([leases[0], forged])).toEqual([true, false]);
+  expect(await jobs.failMany([leases[1], leases[2]])).toEqual([true, true]);
+  const operations = (await registry.getMetricsAsJSON()).find((metric) => metric.name === 'job_lease_operations_total');
+  const counts = Object.fromEntries((operations?.values ?? []).map((value) => [`${value.labels.operation}:${value.labels.outcome}`, value.value]));
+  expect(counts).toMatchObject({ 'heartbeat:extended': 2, 'heartbeat:lost': 1, 'complete:applied': 1, 'complete:lost': 1, 'fail:applied': 2 });
+});
+
 it('traces each scheduled job run with its name, due instant and key', async () => {
   exporter.reset();
   const scheduler = new ManualJobScheduler({ clock: new FixedClock(0) });

@@ -9,7 +9,7 @@ import { ModuleRef } from '@nestjs/core';
 import { JOB_SCHEDULER_DATA_SOURCE, RELEASED_DATA } from './job-scheduler.constants';
 import type { JobSchedulerStatus } from './job-scheduler.entity';
 import { JobSchedulerExecutor } from './job-scheduler.executor';
-import { moduleErrors, replicationErrors } from './job-scheduler.errors';
+import { JobLeaseDatabaseError, moduleErrors, replicationErrors } from './job-scheduler.errors';
 import { JOB_SCHEDULER_MODULE_OPTIONS } from './job-scheduler.module-definition';
 import { checkBoolean, checkGraceMs, checkNodeId, checkStatementTimeoutMs, type JobSchedulerRuntimeOptions } from './job-scheduler.options';
 import type { AcquireRow, SqlStatement, TakeOverRow } from './job-scheduler.sql';
@@ -217,7 +217,11 @@ export class JobSchedulerService implements OnModuleInit, OnApplicationBootstrap
   async heartbeatMany(leases: readonly JobLease[], options?: { timeoutMs?: number }): Promise<boolean[]> {
     const timeoutMs = checkStatementTimeout(options);
     const bound = timeoutMs === undefined ? undefined : Math.min(timeoutMs, this.executor.statementTimeoutMs);
-    return this.appliedPerChunk(leases, (ids, ownerTokens) => this.statements.heartbeatMany(ids, ownerTokens), bound);
+    return this.countedPerLease(
+      'heartbeat',
+      this.appliedPerChunk(leases, (ids, ownerTokens) => this.statements.heartbeatMany(ids, ownerTokens), bound),
+      leases.length,
+    );
   }
 
   /**
@@ -528,8 +532,30 @@ export class JobSchedulerService implements OnModuleInit, OnApplicationBootstrap
       const own = typeof lease === 'object' && lease !== null ? ownValue(lease, 'data') : undefined;
       return own === undefined ? shared : serializeJobData(own);
     });
-    return this.appliedPerChunk(leases, (ids, ownerTokens, start) =>
-      this.statements.finalizeMany(status, ids, ownerTokens, json.slice(start, start + ids.length), again),
+    return this.countedPerLease(
+      status === 'SUCCESS' ? 'complete' : 'fail',
+      this.appliedPerChunk(leases, (ids, ownerTokens, start) =>
+        this.statements.finalizeMany(status, ids, ownerTokens, json.slice(start, start + ids.length), again),
+      ),
+      leases.length,
+    );
+  }
+
+  /**
+   * Counts each lease's outcome of a statement over many, as each run of a batch acquire is
+   * counted (job_lease_operations_total): applied (extended for a heartbeat) or lost, or error for
+   * each when the database failed.
+   */
+  private countedPerLease(operation: LeaseOperation, outcomes: Promise<boolean[]>, leases: number): Promise<boolean[]> {
+    return outcomes.then(
+      (applied) => {
+        for (const each of applied) this.telemetry.count(operation, each ? (operation === 'heartbeat' ? 'extended' : 'applied') : 'lost');
+        return applied;
+      },
+      (error: unknown) => {
+        if (error instanceof JobLeaseDatabaseError) for (let index = 0; index < leases; index++) this.telemetry.count(operation, 'error');
+        throw error;
+      },
     );
   }
 
