@@ -61,6 +61,9 @@ const REPLICATION_RECHECK_MS = 30_000;
  * the heartbeat and the finalization around a callback (run/lease-runs.ts, which this service
  * hands its statements to). Owner tokens are never logged.
  */
+/** How job_lease_operations_total names a fenced write's outcome: applied (extended for a heartbeat) or lost. */
+const fencedOutcome = (operation: LeaseOperation, applied: boolean): string => (applied ? (operation === 'heartbeat' ? 'extended' : 'applied') : 'lost');
+
 @Injectable()
 export class JobSchedulerService implements OnModuleInit, OnApplicationBootstrap, BeforeApplicationShutdown {
   private readonly logger = new LibraryLogger(JobSchedulerService.name);
@@ -200,13 +203,7 @@ export class JobSchedulerService implements OnModuleInit, OnApplicationBootstrap
   /** Bumps the row's modifiedAt (database clock) if this owner still holds it RUNNING. */
   async heartbeat(lease: JobLease, options?: { timeoutMs?: number }): Promise<boolean> {
     const { id, ownerToken } = checkJobLease(lease);
-    const timeoutMs = checkStatementTimeout(options);
-    return this.applies(
-      'heartbeat',
-      id,
-      this.statements.heartbeat(id, ownerToken),
-      timeoutMs === undefined ? undefined : Math.min(timeoutMs, this.executor.statementTimeoutMs),
-    );
+    return this.applies('heartbeat', id, this.statements.heartbeat(id, ownerToken), this.heartbeatTimeoutMs(options));
   }
 
   /**
@@ -215,11 +212,10 @@ export class JobSchedulerService implements OnModuleInit, OnApplicationBootstrap
    * For a scheduler whose runs, started together, heartbeat together.
    */
   async heartbeatMany(leases: readonly JobLease[], options?: { timeoutMs?: number }): Promise<boolean[]> {
-    const timeoutMs = checkStatementTimeout(options);
-    const bound = timeoutMs === undefined ? undefined : Math.min(timeoutMs, this.executor.statementTimeoutMs);
+    const timeoutMs = this.heartbeatTimeoutMs(options);
     return this.countedPerLease(
       'heartbeat',
-      this.appliedPerChunk(leases, (ids, ownerTokens) => this.statements.heartbeatMany(ids, ownerTokens), bound),
+      this.appliedPerChunk(leases, (ids, ownerTokens) => this.statements.heartbeatMany(ids, ownerTokens), timeoutMs),
       leases.length,
     );
   }
@@ -549,7 +545,7 @@ export class JobSchedulerService implements OnModuleInit, OnApplicationBootstrap
   private countedPerLease(operation: LeaseOperation, outcomes: Promise<boolean[]>, leases: number): Promise<boolean[]> {
     return outcomes.then(
       (applied) => {
-        for (const each of applied) this.telemetry.count(operation, each ? (operation === 'heartbeat' ? 'extended' : 'applied') : 'lost');
+        for (const each of applied) this.telemetry.count(operation, fencedOutcome(operation, each));
         return applied;
       },
       (error: unknown) => {
@@ -589,8 +585,14 @@ export class JobSchedulerService implements OnModuleInit, OnApplicationBootstrap
       operation,
       { leaseId },
       async () => (await this.execute(statement, timeoutMs)).length === 1,
-      (applied) => (applied ? (operation === 'heartbeat' ? 'extended' : 'applied') : 'lost'),
+      (applied) => fencedOutcome(operation, applied),
     );
+  }
+
+  /** A heartbeat's own bound (`timeoutMs`, checked), never past the configured statement timeout. */
+  private heartbeatTimeoutMs(options: unknown): number | undefined {
+    const timeoutMs = checkStatementTimeout(options);
+    return timeoutMs === undefined ? undefined : Math.min(timeoutMs, this.executor.statementTimeoutMs);
   }
 
   private execute<Row = Record<string, unknown>>(statement: SqlStatement, timeoutMs?: number): Promise<Row[]> {

@@ -50,7 +50,8 @@ export interface HoldSettings {
   onRetry?: (operation: string, error: unknown, attempt: number) => void;
 }
 
-const isRetryable = (error: unknown): boolean => error instanceof JobLeaseDatabaseError && error.retryable;
+/** A database failure a retry may fix (a timeout, a dropped connection, a serialization failure). */
+export const isRetryable = (error: unknown): boolean => error instanceof JobLeaseDatabaseError && error.retryable;
 
 /** The deadline timer wakes at least this often to compare both clocks (see HoldClock.wallNow). */
 const DEADLINE_RECHECK_MS = 1_000;

@@ -1,5 +1,5 @@
-import { JobLeaseDatabaseError } from '../../job-scheduler/job-scheduler.errors';
 import type { JobFinalizeOptions, JobLease, JobLeaseWithData } from '../../job-scheduler/job-scheduler.types';
+import { isRetryable } from '../../job-scheduler/run/lease-hold';
 import { bound } from './claim-batcher';
 import type { SchedulerLease } from '../scheduler-ports';
 
@@ -55,9 +55,6 @@ export const FINALIZE_LINGER_MS = 5;
 
 const AGAIN = { again: true } as const;
 
-/** The database could not answer (a timeout, a dropped connection, a serialization failure): the statement says nothing of any one run. */
-export const isTransient = (error: unknown): boolean => error instanceof JobLeaseDatabaseError && error.retryable;
-
 /**
  * One outcome's finalizations asked within FINALIZE_LINGER_MS of each other, sent as one
  * statement (`many`, each row fenced on its own id and owner token) instead of one each. Each
@@ -88,7 +85,8 @@ const batched = (single: Finalize, many: FinalizeMany, slots: StatementSlots): F
     try {
       applied = await many(rows, undefined, retry ? AGAIN : undefined);
     } catch (error) {
-      if (!isTransient(error)) {
+      // A failure a retry may fix says nothing of any one run; any other is sent run by run.
+      if (!isRetryable(error)) {
         await Promise.all(batch.map((entry) => alone(entry, true)));
         return;
       }

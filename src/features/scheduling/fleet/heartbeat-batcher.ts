@@ -1,6 +1,7 @@
 import type { JobLease } from '../../job-scheduler/job-scheduler.types';
 import { bound } from './claim-batcher';
-import { FINALIZE_LINGER_MS, isTransient } from './finalize-batcher';
+import { isRetryable } from '../../job-scheduler/run/lease-hold';
+import { FINALIZE_LINGER_MS } from './finalize-batcher';
 import type { SchedulerLease } from '../scheduler-ports';
 
 interface PendingHeartbeat {
@@ -23,8 +24,8 @@ const tightest = (batch: readonly PendingHeartbeat[]): number | undefined => {
 /**
  * Heartbeats asked within a few ms of each other go to the database as one statement
  * (`heartbeatMany`, each row fenced on its own id and owner token) instead of one each. Runs
- * claimed together and started together heartbeat together: 30,000 runs held on one instance
- * were 30,000 statements every heartbeat interval. Each hold still learns whether its own lease
+ * claimed together and started together heartbeat together: one statement each, 30,000 runs
+ * held on one instance would send 30,000 statements every heartbeat interval. Each hold still learns whether its own lease
  * is held, and proves it from the instant it asked (before the wait), never later than the write.
  *
  * A statement the database could not answer tells every hold it carried the error: each retries
@@ -51,7 +52,7 @@ export const withHeartbeatBatching = (lease: SchedulerLease): SchedulerLease => 
         timeoutMs === undefined ? undefined : { timeoutMs },
       );
     } catch (error) {
-      if (isTransient(error)) for (const entry of batch) entry.reject(error);
+      if (isRetryable(error)) for (const entry of batch) entry.reject(error);
       else await Promise.all(batch.map(alone));
       return;
     }
