@@ -1,14 +1,13 @@
 import type { JobFinalizeOptions, JobLease, JobLeaseWithData } from '../../job-scheduler/job-scheduler.types';
 import { isRetryable } from '../../job-scheduler/run/lease-hold';
 import { bound } from './claim-batcher';
+import { LINGER_MS, type Waiting } from './linger';
 import type { SchedulerLease } from '../scheduler-ports';
 
-interface PendingFinalize {
+interface PendingFinalize extends Waiting<boolean> {
   lease: JobLease;
   /** This run's own data (its handler's run time, its error), carried on its row of the statement. */
   data: unknown;
-  resolve(applied: boolean): void;
-  reject(error: unknown): void;
 }
 
 type Finalize = (lease: JobLease, data?: unknown, options?: JobFinalizeOptions) => Promise<boolean>;
@@ -47,16 +46,10 @@ class StatementSlots {
 
 /** Runs per complete or fail statement, at most. */
 const FINALIZES_PER_STATEMENT = 1_000;
-/**
- * How long a complete (or fail) waits for others to share its statement: runs that end a few ms
- * apart (tenants of a fan-out, whose slots do not wait for it) are finalized together.
- */
-export const FINALIZE_LINGER_MS = 5;
-
 const AGAIN = { again: true } as const;
 
 /**
- * One outcome's finalizations asked within FINALIZE_LINGER_MS of each other, sent as one
+ * One outcome's finalizations asked within LINGER_MS of each other, sent as one
  * statement (`many`, each row fenced on its own id and owner token) instead of one each. Each
  * caller still learns whether its own applied, and each row gets its own data.
  *
@@ -119,7 +112,7 @@ const batched = (single: Finalize, many: FinalizeMany, slots: StatementSlots): F
       setTimeout(() => {
         lingering = false;
         void drain();
-      }, FINALIZE_LINGER_MS);
+      }, LINGER_MS);
     });
   };
 };

@@ -1,14 +1,12 @@
 import type { JobLease } from '../../job-scheduler/job-scheduler.types';
 import { bound } from './claim-batcher';
 import { isRetryable } from '../../job-scheduler/run/lease-hold';
-import { FINALIZE_LINGER_MS } from './finalize-batcher';
+import { lingering, type Waiting } from './linger';
 import type { SchedulerLease } from '../scheduler-ports';
 
-interface PendingHeartbeat {
+interface PendingHeartbeat extends Waiting<boolean> {
   lease: JobLease;
   timeoutMs: number | undefined;
-  resolve(held: boolean): void;
-  reject(error: unknown): void;
 }
 
 /** Leases per heartbeat statement, at most. */
@@ -37,7 +35,6 @@ export const withHeartbeatBatching = (lease: SchedulerLease): SchedulerLease => 
   const port = bound(lease);
   const { heartbeatMany } = port;
   if (!heartbeatMany) return lease;
-  let pending: PendingHeartbeat[] = [];
 
   const alone = (entry: PendingHeartbeat): Promise<void> =>
     port.heartbeat(entry.lease, entry.timeoutMs === undefined ? undefined : { timeoutMs: entry.timeoutMs }).then(entry.resolve, entry.reject);
@@ -59,19 +56,13 @@ export const withHeartbeatBatching = (lease: SchedulerLease): SchedulerLease => 
     batch.forEach((entry, index) => entry.resolve(held[index]));
   };
 
-  const flush = (): void => {
-    const batch = pending;
-    pending = [];
+  const add = lingering<PendingHeartbeat>((batch) => {
     for (let start = 0; start < batch.length; start += HEARTBEATS_PER_STATEMENT) void send(batch.slice(start, start + HEARTBEATS_PER_STATEMENT));
-  };
+  });
 
   return {
     ...port,
     heartbeat: (value, options) =>
-      new Promise<boolean>((resolve, reject) => {
-        if (pending.push({ lease: { id: value.id, ownerToken: value.ownerToken }, timeoutMs: options?.timeoutMs, resolve, reject }) === 1) {
-          setTimeout(flush, FINALIZE_LINGER_MS);
-        }
-      }),
+      new Promise<boolean>((resolve, reject) => add({ lease: { id: value.id, ownerToken: value.ownerToken }, timeoutMs: options?.timeoutMs, resolve, reject })),
   };
 };
