@@ -9,6 +9,7 @@ import {
 import { claimsAhead, withClaimBatching } from './fleet/claim-batcher';
 import { coalescedTimers } from './timers/coalesced-timers';
 import { withFinalizeBatching } from './fleet/finalize-batcher';
+import { withHandOverBatching } from './fleet/hand-over-batcher';
 import { withHeartbeatBatching } from './fleet/heartbeat-batcher';
 import { JitterWaits } from './timers/jitter-waits';
 import { HeldClaim } from './occurrence/held-claim';
@@ -128,11 +129,9 @@ export class JobScheduleEngine {
     const clock = holdClockOf(options.timers);
     const wait = (ms: number) => new Promise<void>((resolve) => void clock.after(ms, resolve));
     const ahead = aheadMs > 0 ? { shape: () => claimsAhead(lead()), wait, now: () => clock.now() } : undefined;
-    // Claims, heartbeats and finalizations asked together go to the database together.
-    this.lease = observedLease(
-      withHeartbeatBatching(withFinalizeBatching(withClaimBatching(options.lease, () => (options.random ?? Math.random)(), ahead))),
-      options.timers,
-    );
+    // Claims, heartbeats, finalizations and hand-overs asked together go to the database together.
+    const claims = withClaimBatching(options.lease, () => (options.random ?? Math.random)(), ahead);
+    this.lease = observedLease(withHandOverBatching(withHeartbeatBatching(withFinalizeBatching(claims))), options.timers);
     this.records = new RunRecords(options);
     this.runner = new OccurrenceRunner(this.lease, options.timers, options.logger);
     this.jitter = new JitterWaits(options.timers, options.random);

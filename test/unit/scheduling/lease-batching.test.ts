@@ -1,15 +1,16 @@
 import { JobLeaseDatabaseError, type JobFinalizeOptions, type JobLease, type JobLeaseWithData } from '../../../src/features';
 import { FINALIZE_STATEMENTS_IN_FLIGHT, withFinalizeBatching } from '../../../src/features/scheduling/fleet/finalize-batcher';
+import { withHandOverBatching } from '../../../src/features/scheduling/fleet/hand-over-batcher';
 import { withHeartbeatBatching } from '../../../src/features/scheduling/fleet/heartbeat-batcher';
 import type { SchedulerLease } from '../../../src/features/scheduling/scheduler-ports';
 
 /**
- * withFinalizeBatching and withHeartbeatBatching on a port that records what it is asked:
- * heartbeats, completes and fails that come together share a statement; a failed statement is
- * never split per run, unless no retry can fix it.
+ * withFinalizeBatching, withHeartbeatBatching and withHandOverBatching on a port that records
+ * what it is asked: heartbeats, completes, fails and hand-overs that come together share a
+ * statement; a failed statement is never split per run, unless no retry can fix it.
  */
 type Call = {
-  kind: 'complete' | 'fail' | 'completeMany' | 'failMany' | 'heartbeat' | 'heartbeatMany';
+  kind: 'complete' | 'fail' | 'completeMany' | 'failMany' | 'heartbeat' | 'heartbeatMany' | 'expireMany';
   ids: string[];
   data: unknown[];
   again: boolean;
@@ -41,12 +42,18 @@ const portRecording = (failures: unknown[] = []) => {
       if (failure !== undefined) throw failure;
       return leases.map((lease) => lease.id !== 'taken');
     },
+    expireMany: async (leases) => {
+      calls.push({ kind: 'expireMany', ids: leases.map((lease) => lease.id), data: [], again: false });
+      const failure = failures.shift();
+      if (failure !== undefined) throw failure;
+      return leases.map((lease) => lease.id !== 'taken');
+    },
     complete: single('complete'),
     fail: single('fail'),
     completeMany: many('completeMany'),
     failMany: many('failMany'),
   };
-  return { calls, lease: withHeartbeatBatching(withFinalizeBatching(port)) };
+  return { calls, lease: withHandOverBatching(withHeartbeatBatching(withFinalizeBatching(port))) };
 };
 
 const leaseOf = (id: string): JobLease => ({ id, ownerToken: `${id}-token` });
@@ -177,5 +184,32 @@ describe('heartbeats batched by withHeartbeatBatching', () => {
     const { calls, lease } = portRecording();
     expect(await lease.heartbeat(leaseOf('a'), { timeoutMs: 500 })).toBe(true);
     expect(calls).toEqual([{ kind: 'heartbeat', ids: ['a'], data: [], again: false, timeoutMs: 500 }]);
+  });
+});
+
+describe('hand-overs batched by withHandOverBatching', () => {
+  it('hand-overs that come together share one expireMany statement; each caller told, per lease, whether it was its own', async () => {
+    const { calls, lease } = portRecording();
+    const handed = await Promise.all([lease.expireMany!([leaseOf('a')]), lease.expireMany!([leaseOf('taken'), leaseOf('c')]), lease.expireMany!([])]);
+    expect(handed).toEqual([[true], [false, true], []]);
+    expect(calls).toEqual([{ kind: 'expireMany', ids: ['a', 'taken', 'c'], data: [], again: false }]);
+  });
+
+  it('a statement the database could not answer tells each caller the error (the leases run out by themselves); another error sends each caller alone', async () => {
+    const transientFailure = portRecording([transient()]);
+    const outcomes = await Promise.allSettled(['a', 'b'].map((id) => transientFailure.lease.expireMany!([leaseOf(id)])));
+    expect(outcomes.map((outcome) => outcome.status)).toEqual(['rejected', 'rejected']);
+    expect(transientFailure.calls.map(({ kind }) => kind)).toEqual(['expireMany']);
+
+    const invalid = portRecording([new JobLeaseDatabaseError('invalid input syntax', { operation: 'release', sqlState: '22P02', retryable: false })]);
+    expect(await Promise.all([invalid.lease.expireMany!([leaseOf('a')]), invalid.lease.expireMany!([leaseOf('b'), leaseOf('taken')])])).toEqual([
+      [true],
+      [true, false],
+    ]);
+    expect(invalid.calls.map(({ kind, ids }) => [kind, ids])).toEqual([
+      ['expireMany', ['a', 'b', 'taken']],
+      ['expireMany', ['a']],
+      ['expireMany', ['b', 'taken']],
+    ]);
   });
 });

@@ -87,6 +87,8 @@ export const holdClockOf = (timers: SchedulerTimers): HoldClock =>
 export class OccurrenceRunner {
   readonly active = new Set<ActiveJobRun>();
   private readonly acquiring = new Set<Promise<unknown>>();
+  /** Claims won after stop() began, being given back unrun: shutdown waits for them too. */
+  private readonly givingBack = new Set<Promise<unknown>>();
   /** Set by the scheduler's stop(): a lease won from now on is handed over (given back for runNow) unrun. */
   closed = false;
   private readonly span = createSpanRunner();
@@ -209,6 +211,10 @@ export class OccurrenceRunner {
   /** Aborts every run, waits up to the grace, then gives back the leases still held. */
   async shutdown(graceMs: number): Promise<void> {
     await Promise.allSettled([...this.acquiring]);
+    // The runs whose claims just came back refuse to start and give them back (refuseStart): one
+    // turn for them to begin, then wait for those statements, before the pool may close.
+    await new Promise<void>((resolve) => setImmediate(resolve));
+    await Promise.allSettled([...this.givingBack]);
     const running = [...this.active];
     for (const run of running) run.hold.abort(new JobShutdownError(run.lease.id));
     let cancel: () => void = ignore;
@@ -315,8 +321,10 @@ export class OccurrenceRunner {
   private async refuseStart(claim: HeldClaim, request: OccurrenceRequest, base: JobRunRecord): Promise<{ record: JobRunRecord } | null> {
     if (this.closed) {
       const error = new JobShutdownError(claim.lease.id);
-      if (request.trigger === 'run-now') await this.end([claim], { released: true, reason: 'shutdown' });
-      else await this.handOver([claim]);
+      const given = request.trigger === 'run-now' ? this.end([claim], { released: true, reason: 'shutdown' }) : this.handOver([claim]);
+      this.givingBack.add(given);
+      await given;
+      this.givingBack.delete(given);
       return { record: { ...base, outcome: 'failed', errorCode: 'JOB_SHUTDOWN', error } };
     }
     const proof = await claim.prove();
