@@ -22,3 +22,13 @@ export class StatementCounter implements Logger {
   logMigration(): void {}
   log(): void {}
 }
+
+/** A StatementCounter that also keeps each statement's parameters (which leases it carried). */
+export class StatementLog extends StatementCounter {
+  readonly sent: Array<{ text: string; parameters: unknown[] }> = [];
+
+  override logQuery(query: string, parameters?: unknown[]): void {
+    super.logQuery(query);
+    this.sent.push({ text: query, parameters: parameters ?? [] });
+  }
+}

@@ -3,17 +3,8 @@ import { Client } from 'pg';
 import { Scheduled, ScheduledJobsService, SchedulingModule } from '../../../src/features';
 import { type NestNode, startNestNode } from '../../support/nest-node';
 import { sleep } from '../../support/lease-nodes';
-import { StatementCounter } from '../../support/statement-counter';
+import { StatementLog } from '../../support/statement-counter';
 
-/** The statements a DataSource sends, with their parameters. */
-class StatementLog extends StatementCounter {
-  readonly sent: Array<{ text: string; parameters: unknown[] }> = [];
-
-  override logQuery(query: string, parameters?: unknown[]): void {
-    super.logQuery(query);
-    this.sent.push({ text: query, parameters: parameters ?? [] });
-  }
-}
 import { createTestDatabase, type TestDatabase } from '../../support/test-database';
 
 /**

@@ -6,7 +6,7 @@ import { checkJobDeclaration } from '../../../src/features/scheduling/schedule/j
 import { systemTimers } from '../../../src/features/scheduling/scheduler-ports';
 import type { JobRunRecord } from '../../../src/features/scheduling/scheduling.types';
 import { sleep } from '../../support/lease-nodes';
-import { StatementCounter } from '../../support/statement-counter';
+import { StatementLog } from '../../support/statement-counter';
 import { createTestDatabase, type TestDatabase } from '../../support/test-database';
 
 /**
@@ -19,16 +19,6 @@ const JOBS = 20;
 const EVERY_MS = 3_000;
 const SCAN_MS = 1_000;
 const silent = { log: () => undefined, warn: () => undefined, error: () => undefined };
-
-/** The statements a DataSource sends, with their parameters. */
-class StatementLog extends StatementCounter {
-  readonly sent: Array<{ text: string; parameters: unknown[] }> = [];
-
-  override logQuery(query: string, parameters?: unknown[]): void {
-    super.logQuery(query);
-    this.sent.push({ text: query, parameters: parameters ?? [] });
-  }
-}
 
 let database: TestDatabase;
 const engines: JobScheduleEngine[] = [];
