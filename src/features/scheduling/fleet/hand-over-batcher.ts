@@ -1,7 +1,6 @@
 import type { JobLease } from '../../job-scheduler/job-scheduler.types';
-import { isRetryable } from '../../job-scheduler/run/lease-hold';
 import { bound } from './claim-batcher';
-import { lingering, type Waiting } from './linger';
+import { lingering, sendTogether, type Waiting } from './linger';
 import type { SchedulerLease } from '../scheduler-ports';
 
 interface PendingHandOver extends Waiting<boolean[]> {
@@ -28,22 +27,19 @@ export const withHandOverBatching = (lease: SchedulerLease): SchedulerLease => {
 
   const alone = (entry: PendingHandOver): Promise<void> => expireMany(entry.leases).then(entry.resolve, entry.reject);
 
-  const send = async (batch: PendingHandOver[]): Promise<void> => {
-    if (batch.length === 1) return alone(batch[0]);
-    let handed: boolean[];
-    try {
-      handed = await expireMany(batch.flatMap((entry) => entry.leases));
-    } catch (error) {
-      if (isRetryable(error)) for (const entry of batch) entry.reject(error);
-      else await Promise.all(batch.map(alone));
-      return;
-    }
-    let at = 0;
-    for (const entry of batch) {
-      entry.resolve(handed.slice(at, at + entry.leases.length));
-      at += entry.leases.length;
-    }
-  };
+  const send = (batch: PendingHandOver[]): Promise<void> =>
+    sendTogether(
+      batch,
+      () => expireMany(batch.flatMap((entry) => entry.leases)),
+      (handed) => {
+        let at = 0;
+        for (const entry of batch) {
+          entry.resolve(handed.slice(at, at + entry.leases.length));
+          at += entry.leases.length;
+        }
+      },
+      alone,
+    );
 
   const add = lingering<PendingHandOver>((batch) => void send(batch));
   return {

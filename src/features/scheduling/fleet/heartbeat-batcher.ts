@@ -1,7 +1,6 @@
 import type { JobLease } from '../../job-scheduler/job-scheduler.types';
 import { bound } from './claim-batcher';
-import { isRetryable } from '../../job-scheduler/run/lease-hold';
-import { lingering, type Waiting } from './linger';
+import { lingering, sendTogether, type Waiting } from './linger';
 import type { SchedulerLease } from '../scheduler-ports';
 
 interface PendingHeartbeat extends Waiting<boolean> {
@@ -23,8 +22,9 @@ const tightest = (batch: readonly PendingHeartbeat[]): number | undefined => {
  * Heartbeats asked within a few ms of each other go to the database as one statement
  * (`heartbeatMany`, each row fenced on its own id and owner token) instead of one each. Runs
  * claimed together and started together heartbeat together: one statement each, 30,000 runs
- * held on one instance would send 30,000 statements every heartbeat interval. Each hold still learns whether its own lease
- * is held, and proves it from the instant it asked (before the wait), never later than the write.
+ * held on one instance would send 30,000 statements every heartbeat interval. Each hold still
+ * learns whether its own lease is held, and proves it from the instant it asked (before the
+ * wait), never later than the write.
  *
  * A statement the database could not answer tells every hold it carried the error: each retries
  * as it would a heartbeat of its own (backoff and jitter, until its deadline), batched again. An
@@ -39,21 +39,18 @@ export const withHeartbeatBatching = (lease: SchedulerLease): SchedulerLease => 
   const alone = (entry: PendingHeartbeat): Promise<void> =>
     port.heartbeat(entry.lease, entry.timeoutMs === undefined ? undefined : { timeoutMs: entry.timeoutMs }).then(entry.resolve, entry.reject);
 
-  const send = async (batch: PendingHeartbeat[]): Promise<void> => {
-    if (batch.length === 1) return alone(batch[0]);
+  const send = (batch: PendingHeartbeat[]): Promise<void> => {
     const timeoutMs = tightest(batch);
-    let held: boolean[];
-    try {
-      held = await heartbeatMany(
-        batch.map((entry) => entry.lease),
-        timeoutMs === undefined ? undefined : { timeoutMs },
-      );
-    } catch (error) {
-      if (isRetryable(error)) for (const entry of batch) entry.reject(error);
-      else await Promise.all(batch.map(alone));
-      return;
-    }
-    batch.forEach((entry, index) => entry.resolve(held[index]));
+    return sendTogether(
+      batch,
+      () =>
+        heartbeatMany(
+          batch.map((entry) => entry.lease),
+          timeoutMs === undefined ? undefined : { timeoutMs },
+        ),
+      (held) => batch.forEach((entry, index) => entry.resolve(held[index])),
+      alone,
+    );
   };
 
   const add = lingering<PendingHeartbeat>((batch) => {
