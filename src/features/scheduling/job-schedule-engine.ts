@@ -506,9 +506,12 @@ export class JobScheduleEngine {
   private async handleDue(state: JobState, due: DueInstants, now: number, reportMissed = true): Promise<void> {
     const onTime = now - due.latest <= (this.options.lateToleranceMs ?? 60_000);
     if (onTime || state.job.declaration.missed === 'run-once') {
+      const admitted = this.admit(state, due.latest, onTime ? 'schedule' : 'catch-up');
+      // Only an instant with missed ones before it has more to do once its run ended.
+      if (!reportMissed || due.count <= 1) return void this.track(admitted);
       void this.track(
-        this.admit(state, due.latest, onTime ? 'schedule' : 'catch-up').then(async ([record]) => {
-          if (reportMissed && due.count > 1 && record?.outcome !== 'skipped-locked') await this.unrun.before(state, due);
+        admitted.then(async ([record]) => {
+          if (record?.outcome !== 'skipped-locked') await this.unrun.before(state, due);
         }),
       );
       return;

@@ -50,7 +50,11 @@ interface Span {
   end(): void;
 }
 interface OpenTelemetryApi {
-  trace: { getTracer(name: string): { startActiveSpan<T>(name: string, options: object, fn: (span: Span) => T): T } };
+  trace: {
+    getTracer(name: string): { startActiveSpan<T>(name: string, options: object, fn: (span: Span) => T): T };
+    /** The global provider: a proxy whose delegate is the SDK's provider once one is registered. */
+    getTracerProvider(): { getDelegateTracer?(name: string): unknown };
+  };
   SpanStatusCode: { ERROR: number };
 }
 
@@ -76,13 +80,30 @@ const TRACER_NAME = '@sdcorejs/nestjs';
  */
 const labelsOf = (labels: Record<string, string>): Record<string, string> => Object.assign(Object.create(null) as Record<string, string>, labels);
 
-/** Wraps `run` in an active span when OpenTelemetry is installed (and tracing is on). */
+/** A span's attributes, asked for only when the span is recorded. */
+export type SpanAttributes = () => Record<string, string | number>;
+
+/**
+ * Wraps `run` in an active span when OpenTelemetry is installed (and tracing is on) and a tracer
+ * provider is registered. Until an SDK registers one, every span would be a no-op that still
+ * costs its objects (about 1.4 KB per scheduled run, measured with 33,000 runs due together), so
+ * `run` goes alone; once a provider is there, every span is traced.
+ */
 export const createSpanRunner = (enabled = true) => {
   const api = enabled ? optionalPeer<OpenTelemetryApi>('@opentelemetry/api') : undefined;
-  if (!api) return <T>(_name: string, _attributes: Record<string, string | number>, run: (span?: Span) => Promise<T>) => run();
+  if (!api) return <T>(_name: string, _attributes: SpanAttributes, run: (span?: Span) => Promise<T>) => run();
   const tracer = api.trace.getTracer(TRACER_NAME);
-  return <T>(name: string, attributes: Record<string, string | number>, run: (span?: Span) => Promise<T>): Promise<T> =>
-    tracer.startActiveSpan(name, { attributes }, async (span) => {
+  let registered = false;
+  const tracing = (): boolean => {
+    if (registered) return true;
+    const provider = api.trace.getTracerProvider();
+    // A provider that is not the API's proxy is a registered one.
+    registered = typeof provider.getDelegateTracer !== 'function' || provider.getDelegateTracer(TRACER_NAME) !== undefined;
+    return registered;
+  };
+  return <T>(name: string, attributes: SpanAttributes, run: (span?: Span) => Promise<T>): Promise<T> => {
+    if (!tracing()) return run();
+    return tracer.startActiveSpan(name, { attributes: attributes() }, async (span) => {
       try {
         return await run(span);
       } catch (error) {
@@ -93,6 +114,7 @@ export const createSpanRunner = (enabled = true) => {
         span.end();
       }
     });
+  };
 };
 
 export const createLeaseTelemetry = (options: LeaseTelemetryOptions = {}): LeaseTelemetry => {
@@ -137,10 +159,13 @@ export const createLeaseTelemetry = (options: LeaseTelemetryOptions = {}): Lease
 
   return {
     observe: (operation, attributes, run, outcomeOf) => {
-      const spanAttributes: Record<string, string> = {};
-      if (attributes.code) spanAttributes['job.code'] = attributes.code;
-      if (attributes.idempotencyKey) spanAttributes['job.idempotency_key'] = attributes.idempotencyKey;
-      if (attributes.leaseId) spanAttributes['job_lease.id'] = attributes.leaseId;
+      const spanAttributes = (): Record<string, string> => {
+        const named: Record<string, string> = {};
+        if (attributes.code) named['job.code'] = attributes.code;
+        if (attributes.idempotencyKey) named['job.idempotency_key'] = attributes.idempotencyKey;
+        if (attributes.leaseId) named['job_lease.id'] = attributes.leaseId;
+        return named;
+      };
       return span(`job_lease.${operation}`, spanAttributes, async (active) => {
         const started = process.hrtime.bigint();
         let outcome = 'error';

@@ -23,13 +23,20 @@ export class JobOccupancy<Queued = unknown> {
   /**
    * Right before a handler starts, its lease proven: a function to call when it settles, or null
    * when it must not start now (a run of the job goes on here and the job skips overlaps). With
-   * 'queue' it waits its turn (its lease held meanwhile).
+   * 'queue' it waits its turn (its lease held meanwhile): a promise then, and only then (an
+   * occurrence due together with thousands of others starts without a wait of its own).
    */
-  async enter(overlap: OverlapPolicy): Promise<(() => void) | null> {
-    if (this.running > 0) {
-      if (overlap !== 'queue') return null;
-      while (this.running > 0) await new Promise<void>((resolve) => this.waiting.push(resolve));
-    }
+  enter(overlap: OverlapPolicy): (() => void) | null | Promise<() => void> {
+    if (this.running === 0) return this.occupy();
+    return overlap === 'queue' ? this.turn() : null;
+  }
+
+  private async turn(): Promise<() => void> {
+    while (this.running > 0) await new Promise<void>((resolve) => this.waiting.push(resolve));
+    return this.occupy();
+  }
+
+  private occupy(): () => void {
     this.running++;
     return () => {
       this.running--;

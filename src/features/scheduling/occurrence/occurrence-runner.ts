@@ -19,9 +19,22 @@ export interface ActiveJobRun {
   name: string;
   lease: JobLease;
   hold: LeaseHold;
-  settled: Promise<void>;
   done: boolean;
+  /** Told once the run has settled: set by shutdown only (no promise per run otherwise). */
+  onDone?: () => void;
 }
+
+/** Once the run has settled (its handler returned and its lease was finalized, or it never started). */
+const settledOf = (run: ActiveJobRun): Promise<void> =>
+  run.done
+    ? Promise.resolve()
+    : new Promise<void>((resolve) => {
+        const before = run.onDone;
+        run.onDone = () => {
+          before?.();
+          resolve();
+        };
+      });
 
 export interface OccurrenceRequest {
   job: JobDeclaration;
@@ -114,9 +127,13 @@ export class OccurrenceRunner {
       if (outcome.kind === 'lost') return { ...base, outcome: 'skipped-locked' };
       claim = outcome.claim;
     }
-    const refused = await this.refuseStart(claim, request, base);
-    if (refused) return refused.record;
-    const leave = await this.enter(request);
+    // Proven by its deadline and the scheduler running (most runs): no wait before the handler.
+    if (this.closed || !claim.hold.proven) {
+      const refused = await this.refuseStart(claim, request, base);
+      if (refused) return refused.record;
+    }
+    const entering = request.enter ? request.enter() : ignore;
+    const leave = entering instanceof Promise ? await entering : entering;
     if (leave === null) {
       await this.handOver([claim]);
       return { ...base, outcome: 'skipped-overlap' };
@@ -143,20 +160,22 @@ export class OccurrenceRunner {
     };
     // Set after, not spread in: the same fields in the same order, without copying an object per run.
     if (schedule) (execution as { schedule?: typeof schedule }).schedule = schedule;
-    let finished: () => void = ignore;
-    const active: ActiveJobRun = { name: job.name, lease, hold, settled: new Promise((resolve) => (finished = resolve)), done: false };
+    const active: ActiveJobRun = { name: job.name, lease, hold, done: false };
     this.active.add(active);
     started.startedAt = execution.startedAt;
 
     // Each run in its own scope: code below run() reads it with currentJobExecution().
-    const attributes: Record<string, string> = {
-      'job.name': job.name,
-      'job.scheduled_at': execution.scheduledAt.toISOString(),
-      'job.idempotency_key': execution.idempotencyKey,
-      'job.trigger': trigger,
+    const attributes = (): Record<string, string> => {
+      const named: Record<string, string> = {
+        'job.name': job.name,
+        'job.scheduled_at': execution.scheduledAt.toISOString(),
+        'job.idempotency_key': execution.idempotencyKey,
+        'job.trigger': trigger,
+      };
+      if (execution.tenantId !== undefined) named['job.tenant_id'] = execution.tenantId;
+      if (schedule) named['job.schedule_id'] = schedule.id;
+      return named;
     };
-    if (execution.tenantId !== undefined) attributes['job.tenant_id'] = execution.tenantId;
-    if (schedule) attributes['job.schedule_id'] = schedule.id;
     // Proven again in the very turn the handler starts: a process frozen after the proof (a SIGSTOP,
     // a long pause while runs due together start one after another) does not start it on a lease
     // that ran out meanwhile (another owner may run it by now).
@@ -182,15 +201,11 @@ export class OccurrenceRunner {
       // take-over scan (no statement: under overload thousands of these would each need one).
       await hold.stop();
       this.forget(active);
-      finished();
       return { ...base, outcome: 'skipped-locked' };
     }
     const record = await this.finalize(job, claim, settlement, started, handlerMs);
     // A run that timed out goes on behind (nothing stops a promise); its lease is already failed.
-    const done = (): void => {
-      this.forget(active);
-      finished();
-    };
+    const done = (): void => this.forget(active);
     // then(done, rethrow) rather than finally(done): the same ends with fewer promises.
     work
       .then(ignore, (error: unknown) => {
@@ -221,7 +236,7 @@ export class OccurrenceRunner {
     const grace = new Promise<void>((resolve) => {
       cancel = this.timers.at(this.timers.now() + graceMs, resolve);
     });
-    await Promise.race([Promise.all(running.map((run) => run.settled)), grace]);
+    await Promise.race([Promise.all(running.map(settledOf)), grace]);
     cancel();
     await Promise.all(
       running
@@ -334,13 +349,10 @@ export class OccurrenceRunner {
     return { record: { ...base, outcome: 'failed', errorCode: 'JOB_LEASE_UNAVAILABLE', error: proof.error } };
   }
 
-  private async enter(request: OccurrenceRequest): Promise<(() => void) | null> {
-    return request.enter ? request.enter() : ignore;
-  }
-
   private forget(active: ActiveJobRun): void {
     active.done = true;
     this.active.delete(active);
+    active.onDone?.();
   }
 
   private settle(work: Promise<void>, job: JobDeclaration): Promise<Settlement> {
