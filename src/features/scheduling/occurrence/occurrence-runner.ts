@@ -5,6 +5,7 @@ import { describeFailure } from '../../job-scheduler/lease-arguments';
 import type { HoldClock, LeaseHold } from '../../job-scheduler/run/lease-hold';
 import { createSpanRunner } from '../../job-scheduler/telemetry/lease-telemetry';
 import { withJobExecution } from './job-execution-context';
+import { lingering } from '../fleet/linger';
 import { type ClaimOutcome, HeldClaim } from './held-claim';
 import { runKeyOf } from './occurrence-keys';
 import type { JobDeclaration } from '../schedule/job-declaration';
@@ -307,10 +308,23 @@ export class OccurrenceRunner {
     try {
       return (await HeldClaim.handOver(this.lease, claims)).filter(Boolean).length;
     } catch (error) {
-      this.logger.warn(`Could not hand over ${claims.length} claimed occurrence(s); they are taken over once their lease runs out: ${String(error)}`);
+      this.handOverFailed({ count: claims.length, error });
       return 0;
     }
   }
+
+  /**
+   * Hand-overs that failed within LINGER_MS of each other, logged as one line: the callers of one
+   * batched statement fail together (up to 1,000 of them, a line each before).
+   */
+  private readonly handOverFailed = lingering<{ count: number; error: unknown }>((failures) => {
+    const count = failures.reduce((sum, failure) => sum + failure.count, 0);
+    const errors = new Set(failures.map((failure) => String(failure.error)));
+    const others = errors.size > 1 ? ` (and ${errors.size - 1} other error(s))` : '';
+    this.logger.warn(
+      `Could not hand over ${count} claimed occurrence(s); they are taken over once their lease runs out: ${String(failures[0].error)}${others}`,
+    );
+  });
 
   /**
    * Ends claims that must not run (FAIL `data`: a paused, changed or removed schedule), each
