@@ -1,12 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import { JobShutdownError, LostJobLeaseError } from '../../job-scheduler/job-scheduler.errors';
-import type { JobLease } from '../../job-scheduler/job-scheduler.types';
 import { describeFailure } from '../../job-scheduler/lease-arguments';
-import type { HoldClock, LeaseHold } from '../../job-scheduler/run/lease-hold';
+import type { HoldClock } from '../../job-scheduler/run/lease-hold';
 import { createSpanRunner } from '../../job-scheduler/telemetry/lease-telemetry';
 import { withJobExecution } from './job-execution-context';
 import { lingering } from '../fleet/linger';
 import { type ClaimOutcome, HeldClaim } from './held-claim';
+import { type ActiveJobRun, RunRegistry } from './run-registry';
 import { runKeyOf } from './occurrence-keys';
 import type { JobDeclaration } from '../schedule/job-declaration';
 import type { SchedulerLease, SchedulerLogger, SchedulerTimers } from '../scheduler-ports';
@@ -14,28 +14,6 @@ import { JobTimeoutError } from '../scheduling.errors';
 import type { JobExecution, JobRunRecord } from '../scheduling.types';
 
 export type JobHandler = (execution: JobExecution) => Promise<void> | void;
-
-/** One run the runner still owns, for shutdown. */
-export interface ActiveJobRun {
-  name: string;
-  lease: JobLease;
-  hold: LeaseHold;
-  done: boolean;
-  /** Told once the run has settled: set by shutdown only (no promise per run otherwise). */
-  onDone?: () => void;
-}
-
-/** Once the run has settled (its handler returned and its lease was finalized, or it never started). */
-const settledOf = (run: ActiveJobRun): Promise<void> =>
-  run.done
-    ? Promise.resolve()
-    : new Promise<void>((resolve) => {
-        const before = run.onDone;
-        run.onDone = () => {
-          before?.();
-          resolve();
-        };
-      });
 
 export interface OccurrenceRequest {
   job: JobDeclaration;
@@ -99,10 +77,7 @@ export const holdClockOf = (timers: SchedulerTimers): HoldClock =>
  * ended unrun. Never throws: every end is a JobRunRecord.
  */
 export class OccurrenceRunner {
-  readonly active = new Set<ActiveJobRun>();
-  private readonly acquiring = new Set<Promise<unknown>>();
-  /** Claims won after stop() began, being given back unrun: shutdown waits for them too. */
-  private readonly givingBack = new Set<Promise<unknown>>();
+  private readonly runs: RunRegistry;
   /** Set by the scheduler's stop(): a lease won from now on is handed over (given back for runNow) unrun. */
   closed = false;
   private readonly span = createSpanRunner();
@@ -111,7 +86,9 @@ export class OccurrenceRunner {
     private readonly lease: SchedulerLease,
     private readonly timers: SchedulerTimers,
     private readonly logger: SchedulerLogger,
-  ) {}
+  ) {
+    this.runs = new RunRegistry(lease, timers, logger);
+  }
 
   async run(request: OccurrenceRequest): Promise<JobRunRecord> {
     const { job, scheduledAt, tenantId, ahead } = request;
@@ -162,7 +139,7 @@ export class OccurrenceRunner {
     // Set after, not spread in: the same fields in the same order, without copying an object per run.
     if (schedule) (execution as { schedule?: typeof schedule }).schedule = schedule;
     const active: ActiveJobRun = { name: job.name, lease, hold, done: false };
-    this.active.add(active);
+    this.runs.started(active);
     started.startedAt = execution.startedAt;
 
     // Each run in its own scope: code below run() reads it with currentJobExecution().
@@ -201,12 +178,12 @@ export class OccurrenceRunner {
       // Never started. Its lease has run out here: like a stalled holder's, it is left to the
       // take-over scan (no statement: under overload thousands of these would each need one).
       await hold.stop();
-      this.forget(active);
+      this.runs.settled(active);
       return { ...base, outcome: 'skipped-locked' };
     }
     const record = await this.finalize(job, claim, settlement, started, handlerMs);
     // A run that timed out goes on behind (nothing stops a promise); its lease is already failed.
-    const done = (): void => this.forget(active);
+    const done = (): void => this.runs.settled(active);
     // then(done, rethrow) rather than finally(done): the same ends with fewer promises.
     work
       .then(ignore, (error: unknown) => {
@@ -224,30 +201,9 @@ export class OccurrenceRunner {
     return holdClockOf(this.timers);
   }
 
-  /** Aborts every run, waits up to the grace, then gives back the leases still held. */
-  async shutdown(graceMs: number): Promise<void> {
-    await Promise.allSettled([...this.acquiring]);
-    // The runs whose claims just came back refuse to start and give them back (refuseStart): one
-    // turn for them to begin, then wait for those statements, before the pool may close.
-    await new Promise<void>((resolve) => setImmediate(resolve));
-    await Promise.allSettled([...this.givingBack]);
-    const running = [...this.active];
-    for (const run of running) run.hold.abort(new JobShutdownError(run.lease.id));
-    let cancel: () => void = ignore;
-    const grace = new Promise<void>((resolve) => {
-      cancel = this.timers.at(this.timers.now() + graceMs, resolve);
-    });
-    await Promise.race([Promise.all(running.map(settledOf)), grace]);
-    cancel();
-    await Promise.all(
-      running
-        .filter((run) => !run.done)
-        .map((run) =>
-          this.lease.fail(run.lease, { released: true, reason: 'shutdown' }).catch((error: unknown) => {
-            this.logger.error(`Could not release the lease of ${run.name} on shutdown: ${String(error)}`);
-          }),
-        ),
-    );
+  /** Aborts every run, waits up to the grace, then gives back the leases still held (see RunRegistry). */
+  shutdown(graceMs: number): Promise<void> {
+    return this.runs.shutdown(graceMs);
   }
 
   /**
@@ -277,9 +233,7 @@ export class OccurrenceRunner {
       // The lock store cannot be reached: failed, rather than run on every instance.
       (error: unknown): ClaimOutcome => ({ kind: 'unavailable', error }),
     );
-    this.acquiring.add(outcome);
-    // outcome never rejects: one reaction (finally made two promises).
-    void outcome.then(() => this.acquiring.delete(outcome));
+    this.runs.claiming(outcome);
     return outcome;
   }
 
@@ -350,10 +304,7 @@ export class OccurrenceRunner {
   private async refuseStart(claim: HeldClaim, request: OccurrenceRequest, base: JobRunRecord): Promise<{ record: JobRunRecord } | null> {
     if (this.closed) {
       const error = new JobShutdownError(claim.lease.id);
-      const given = request.trigger === 'run-now' ? this.end([claim], { released: true, reason: 'shutdown' }) : this.handOver([claim]);
-      this.givingBack.add(given);
-      await given;
-      this.givingBack.delete(given);
+      await this.runs.givenBack(request.trigger === 'run-now' ? this.end([claim], { released: true, reason: 'shutdown' }) : this.handOver([claim]));
       return { record: { ...base, outcome: 'failed', errorCode: 'JOB_SHUTDOWN', error } };
     }
     const proof = await claim.prove();
@@ -361,12 +312,6 @@ export class OccurrenceRunner {
     await claim.hold.stop();
     if (proof.kind === 'lost') return { record: { ...base, outcome: 'skipped-locked' } };
     return { record: { ...base, outcome: 'failed', errorCode: 'JOB_LEASE_UNAVAILABLE', error: proof.error } };
-  }
-
-  private forget(active: ActiveJobRun): void {
-    active.done = true;
-    this.active.delete(active);
-    active.onDone?.();
   }
 
   private settle(work: Promise<void>, job: JobDeclaration): Promise<Settlement> {
