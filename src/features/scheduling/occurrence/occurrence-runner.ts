@@ -111,7 +111,16 @@ export class OccurrenceRunner {
       if (refused) return refused.record;
     }
     const entering = request.enter ? request.enter() : ignore;
-    const leave = entering instanceof Promise ? await entering : entering;
+    let leave: (() => void) | null;
+    if (entering === null || typeof entering === 'function') leave = entering;
+    else {
+      leave = await entering;
+      // Its turn came after the stop began: given back, not started.
+      if (leave && this.closed) {
+        leave();
+        return this.giveBack(claim, request, base);
+      }
+    }
     if (leave === null) {
       await this.handOver([claim]);
       return { ...base, outcome: 'skipped-overlap' };
@@ -297,21 +306,32 @@ export class OccurrenceRunner {
   }
 
   /**
-   * Why the claim must not start, as a record; null when it may. Shutdown began: handed over (a
-   * runNow given back). Its lease not proven held right now: not started (another owner has it,
-   * or its lease runs out and the take-over decides).
+   * Why the claim must not start, as a record; null when it may. Shutdown began (before the proof,
+   * or while its heartbeat was out): handed over (a runNow given back). Its lease not proven held
+   * right now: not started (another owner has it, or its lease runs out and the take-over decides).
    */
   private async refuseStart(claim: HeldClaim, request: OccurrenceRequest, base: JobRunRecord): Promise<{ record: JobRunRecord } | null> {
-    if (this.closed) {
-      const error = new JobShutdownError(claim.lease.id);
-      await this.runs.givenBack(request.trigger === 'run-now' ? this.end([claim], { released: true, reason: 'shutdown' }) : this.handOver([claim]));
-      return { record: { ...base, outcome: 'failed', errorCode: 'JOB_SHUTDOWN', error } };
+    if (!this.closed) {
+      // The proof may wait on a heartbeat: shutdown waits for it as for a claim in flight.
+      const proving = claim.prove();
+      this.runs.claiming(proving.catch(ignore));
+      const proof = await proving;
+      if (proof.kind !== 'held') {
+        await claim.hold.stop();
+        if (proof.kind === 'lost') return { record: { ...base, outcome: 'skipped-locked' } };
+        return { record: { ...base, outcome: 'failed', errorCode: 'JOB_LEASE_UNAVAILABLE', error: proof.error } };
+      }
+      // Held; unless the stop began while the heartbeat was out, it starts.
+      if (!this.closed) return null;
     }
-    const proof = await claim.prove();
-    if (proof.kind === 'held') return null;
-    await claim.hold.stop();
-    if (proof.kind === 'lost') return { record: { ...base, outcome: 'skipped-locked' } };
-    return { record: { ...base, outcome: 'failed', errorCode: 'JOB_LEASE_UNAVAILABLE', error: proof.error } };
+    return { record: await this.giveBack(claim, request, base) };
+  }
+
+  /** Shutdown began: a claim won is handed over (a runNow's given back), not started. */
+  private async giveBack(claim: HeldClaim, request: OccurrenceRequest, base: JobRunRecord): Promise<JobRunRecord> {
+    const error = new JobShutdownError(claim.lease.id);
+    await this.runs.givenBack(request.trigger === 'run-now' ? this.end([claim], { released: true, reason: 'shutdown' }) : this.handOver([claim]));
+    return { ...base, outcome: 'failed', errorCode: 'JOB_SHUTDOWN', error };
   }
 
   private settle(work: Promise<void>, job: JobDeclaration): Promise<Settlement> {
