@@ -81,6 +81,18 @@ export class OccurrenceRunner {
   /** Set by the scheduler's stop(): a lease won from now on is handed over (given back for runNow) unrun. */
   closed = false;
   private readonly span = createSpanRunner();
+  /**
+   * Hand-overs that failed within LINGER_MS of each other, logged as one line: the callers of one
+   * batched statement fail together (up to 1,000 of them, a line each before).
+   */
+  private readonly handOverFailed = lingering<{ count: number; error: unknown }>((failures) => {
+    const count = failures.reduce((sum, failure) => sum + failure.count, 0);
+    const errors = new Set(failures.map((failure) => String(failure.error)));
+    const others = errors.size > 1 ? ` (and ${errors.size - 1} other error(s))` : '';
+    this.logger.warn(
+      `Could not hand over ${count} claimed occurrence(s); they are taken over once their lease runs out: ${String(failures[0].error)}${others}`,
+    );
+  });
 
   constructor(
     private readonly lease: SchedulerLease,
@@ -105,11 +117,13 @@ export class OccurrenceRunner {
       if (outcome.kind === 'lost') return { ...base, outcome: 'skipped-locked' };
       claim = outcome.claim;
     }
-    // Proven by its deadline and the scheduler running (most runs): no wait before the handler.
-    if (this.closed || !claim.hold.proven) {
-      const refused = await this.refuseStart(claim, request, base);
-      if (refused) return refused.record;
+    // Not proven by its deadline (most runs are: no wait before the handler): one fenced heartbeat decides.
+    if (!this.closed && !claim.hold.proven) {
+      const unproven = await this.prove(claim, base);
+      if (unproven) return unproven;
     }
+    // Shutdown began (before the proof, or while its heartbeat was out): given back, not started.
+    if (this.closed) return this.giveBack(claim, request, base);
     const entering = request.enter ? request.enter() : ignore;
     let leave: (() => void) | null;
     if (entering === null || typeof entering === 'function') leave = entering;
@@ -277,19 +291,6 @@ export class OccurrenceRunner {
   }
 
   /**
-   * Hand-overs that failed within LINGER_MS of each other, logged as one line: the callers of one
-   * batched statement fail together (up to 1,000 of them, a line each before).
-   */
-  private readonly handOverFailed = lingering<{ count: number; error: unknown }>((failures) => {
-    const count = failures.reduce((sum, failure) => sum + failure.count, 0);
-    const errors = new Set(failures.map((failure) => String(failure.error)));
-    const others = errors.size > 1 ? ` (and ${errors.size - 1} other error(s))` : '';
-    this.logger.warn(
-      `Could not hand over ${count} claimed occurrence(s); they are taken over once their lease runs out: ${String(failures[0].error)}${others}`,
-    );
-  });
-
-  /**
    * Ends claims that must not run (FAIL `data`: a paused, changed or removed schedule), each
    * retried within its lease: how many were this instance's.
    */
@@ -306,25 +307,18 @@ export class OccurrenceRunner {
   }
 
   /**
-   * Why the claim must not start, as a record; null when it may. Shutdown began (before the proof,
-   * or while its heartbeat was out): handed over (a runNow given back). Its lease not proven held
-   * right now: not started (another owner has it, or its lease runs out and the take-over decides).
+   * Proves a claim its deadline no longer proves (see HeldClaim.prove): null when it is held, else
+   * why it must not start, as a record (another owner has it, or its lease runs out and the
+   * take-over decides). Shutdown waits for the proof as for a claim in flight.
    */
-  private async refuseStart(claim: HeldClaim, request: OccurrenceRequest, base: JobRunRecord): Promise<{ record: JobRunRecord } | null> {
-    if (!this.closed) {
-      // The proof may wait on a heartbeat: shutdown waits for it as for a claim in flight.
-      const proving = claim.prove();
-      this.runs.claiming(proving.catch(ignore));
-      const proof = await proving;
-      if (proof.kind !== 'held') {
-        await claim.hold.stop();
-        if (proof.kind === 'lost') return { record: { ...base, outcome: 'skipped-locked' } };
-        return { record: { ...base, outcome: 'failed', errorCode: 'JOB_LEASE_UNAVAILABLE', error: proof.error } };
-      }
-      // Held; unless the stop began while the heartbeat was out, it starts.
-      if (!this.closed) return null;
-    }
-    return { record: await this.giveBack(claim, request, base) };
+  private async prove(claim: HeldClaim, base: JobRunRecord): Promise<JobRunRecord | null> {
+    const proving = claim.prove();
+    this.runs.claiming(proving.catch(ignore));
+    const proof = await proving;
+    if (proof.kind === 'held') return null;
+    await claim.hold.stop();
+    if (proof.kind === 'lost') return { ...base, outcome: 'skipped-locked' };
+    return { ...base, outcome: 'failed', errorCode: 'JOB_LEASE_UNAVAILABLE', error: proof.error };
   }
 
   /** Shutdown began: a claim won is handed over (a runNow's given back), not started. */

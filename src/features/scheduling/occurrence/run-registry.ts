@@ -28,8 +28,8 @@ const settledOf = (run: ActiveJobRun): Promise<void> =>
 const ignore = (): void => undefined;
 
 /**
- * What an instance's runs are doing, as its shutdown needs to know: the claims in flight, the
- * claims given back after the stop began, and the handlers running. `shutdown` waits for the
+ * What an instance's runs are doing, as its shutdown needs to know: the claims (and the proofs of
+ * claims) in flight, the claims given back after the stop began, and the handlers running. `shutdown` waits for the
  * first two, aborts the third, waits for them up to the grace, then gives back the leases still
  * held: the pool may close once it resolves.
  */
@@ -45,7 +45,7 @@ export class RunRegistry {
     private readonly logger: SchedulerLogger,
   ) {}
 
-  /** A claim in flight until `outcome` settles (it never rejects). */
+  /** A claim, or the fenced proof of one, in flight until `outcome` settles (it never rejects). */
   claiming(outcome: Promise<unknown>): void {
     this.acquiring.add(outcome);
     // One reaction (finally made two promises).
