@@ -3,6 +3,7 @@ import { sleep } from '../support/lease-nodes';
 import { type NestNode, startNestNode } from '../support/nest-node';
 import { TcpProxy } from '../support/tcp-proxy';
 import { createTestDatabase, type TestDatabase } from '../support/test-database';
+import { aborted } from '../support/abortable-work';
 
 /**
  * The database going away under a running Nest application (a TCP proxy that drops every
@@ -79,7 +80,7 @@ describe('database down', () => {
       node.jobs.runExclusive(request, async ({ id, signal }) => {
         leaseId = id;
         proxy.cut();
-        await new Promise((resolve) => signal.addEventListener('abort', resolve, { once: true }));
+        await aborted(signal);
         reason = signal.reason;
         return 'stopped';
       }),

@@ -5,6 +5,7 @@ import { startNestNode } from '../support/nest-node';
 import { captureNestLogs } from '../support/nest-log-capture';
 import { TcpProxy } from '../support/tcp-proxy';
 import { createTestDatabase, type TestDatabase } from '../support/test-database';
+import { aborted } from '../support/abortable-work';
 
 let database: TestDatabase;
 let nodes: JobSchedulerService[];
@@ -128,7 +129,7 @@ describe('runExclusive', () => {
       }
       if (!stolen.acquired) throw new Error('expected the thief to reclaim');
       Object.assign(thief, stolen);
-      await new Promise((resolve) => signal.addEventListener('abort', resolve, { once: true }));
+      await aborted(signal);
       reason = signal.reason;
       return 'finished anyway';
     });
@@ -191,7 +192,7 @@ describe('runExclusive', () => {
         let reason: unknown;
         const outcome = node.runExclusive(request, async ({ signal }) => {
           proxy.cut();
-          await new Promise((resolve) => signal.addEventListener('abort', resolve, { once: true }));
+          await aborted(signal);
           reason = signal.reason;
           return 'stopped';
         });

@@ -3,6 +3,7 @@ import { createJobScheduler, JobSchedulerStatus, JobShutdownError, type Standalo
 import { sleep } from '../support/lease-nodes';
 import { captureNestLogs } from '../support/nest-log-capture';
 import { createTestDatabase, type TestDatabase } from '../support/test-database';
+import { aborted } from '../support/abortable-work';
 
 /**
  * The lease without Nest, as a script, an Express app or a worker uses it: createJobScheduler on a
@@ -76,7 +77,7 @@ describe('createJobScheduler', () => {
     let reason: unknown;
     const running = scheduler.jobs
       .runExclusive(request, async ({ signal }) => {
-        await new Promise((resolve) => signal.addEventListener('abort', resolve, { once: true }));
+        await aborted(signal);
         reason = signal.reason;
         await sleep(1_000); // ignores the grace: its lease is released under it
       })

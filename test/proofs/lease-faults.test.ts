@@ -14,6 +14,7 @@ import { JobSchedulerExecutor } from '../../src/features/job-scheduler/job-sched
 import { sleep } from '../support/lease-nodes';
 import { TcpProxy } from '../support/tcp-proxy';
 import { createTestDatabase, type TestDatabase } from '../support/test-database';
+import { aborted } from '../support/abortable-work';
 
 /**
  * The lease where PostgreSQL misbehaves, on a real server through real connections: a table lock
@@ -179,7 +180,7 @@ describe('the local deadline', () => {
         tokensSeen.add(ownerToken);
         proxy.cut();
         const taken = acquireWhenFree(direct, options, 30_000);
-        await new Promise((resolve) => signal.addEventListener('abort', resolve, { once: true }));
+        await aborted(signal);
         abortedAt = performance.now();
         expect(signal.reason).toBeInstanceOf(LostJobLeaseError);
         takenAt = (await taken).at;
@@ -281,7 +282,7 @@ describe('keepAlive for hand-acquired leases', () => {
       stolen = await second.acquire(options);
     }
     expect(stolen.acquired).toBe(true);
-    await new Promise((resolve) => hold.signal.addEventListener('abort', resolve, { once: true }));
+    await aborted(hold.signal);
     expect(hold.signal.reason).toBeInstanceOf(LostJobLeaseError);
     expect(await hold.complete()).toBe(false);
   });

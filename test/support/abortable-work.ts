@@ -15,3 +15,7 @@ export const workFor = (ms: number, signal: AbortSignal): Promise<void> =>
     }, ms);
     signal.addEventListener('abort', onAbort, { once: true });
   });
+
+/** Resolves once `signal` has aborted: at once if it already has (an aborted signal fires no more events). */
+export const aborted = (signal: AbortSignal): Promise<void> =>
+  signal.aborted ? Promise.resolve() : new Promise((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));

@@ -10,6 +10,7 @@ import {
 import { buildLockKey } from '../../../src/features/job-scheduler/job-identity';
 import { sleep } from '../../support/lease-nodes';
 import type { StatementCounter } from '../../support/statement-counter';
+import { aborted } from '../../support/abortable-work';
 
 /**
  * The lease's behaviour, written once and run against every supported configuration (as
@@ -186,7 +187,7 @@ export const describeLeaseContract = (configuration: LeaseContractConfiguration,
           stolen = (await target.nodes[2].acquire({ ...watched, leaseMs: 60_000, heartbeatMs: 0 })).acquired;
         }
         expect(stolen).toBe(true);
-        await new Promise((resolve) => signal.addEventListener('abort', resolve, { once: true }));
+        await aborted(signal);
         const atLoss = heartbeats();
         await sleep(400); // 16 heartbeat intervals
         afterLoss = heartbeats() - atLoss;
