@@ -541,55 +541,106 @@ export class JobScheduleEngine {
    * due while the previous one runs is skipped here (an idle instance runs it; see
    * UnrunOccurrences.skippedOverlap), or queued behind it (one at most).
    */
-  private async admit(state: JobState, scheduledAt: number, trigger: JobExecution['trigger'], tenantId?: string, claim?: HeldClaim): Promise<JobRunRecord[]> {
+  private admit(state: JobState, scheduledAt: number, trigger: JobExecution['trigger'], tenantId?: string, claim?: HeldClaim): Promise<JobRunRecord[]> {
     const { occupancy } = state;
-    const { overlap } = state.job.declaration;
-    if (occupancy.overlaps(overlap)) {
-      if (claim) {
-        // A claimed take-over (checked idle a moment ago): handed back to the fleet, never queued unheld.
-        await this.runner.handOver([claim]);
-        return [];
-      }
-      if (overlap === 'queue' && !occupancy.queued) {
-        occupancy.queued = { scheduledAt, trigger };
-        return [];
-      }
-      return [await this.unrun.skippedOverlap(state, scheduledAt, trigger)];
-    }
+    if (occupancy.overlaps(state.job.declaration.overlap)) return this.overlapping(state, scheduledAt, trigger, claim);
     occupancy.admitted++;
-    try {
-      return await this.runOccurrence(state, scheduledAt, trigger, tenantId, claim);
-    } finally {
+    // Not async (see runOccurrence).
+    const leave = (): void => {
       occupancy.admitted--;
       const queued = occupancy.queued;
       if (queued && occupancy.admitted === 0 && this.started) {
         occupancy.queued = undefined;
         void this.track(this.admit(state, queued.scheduledAt, queued.trigger));
       }
+    };
+    return this.runOccurrence(state, scheduledAt, trigger, tenantId, claim).then(
+      (records) => {
+        leave();
+        return records;
+      },
+      (error: unknown) => {
+        leave();
+        throw error;
+      },
+    );
+  }
+
+  /** An occurrence due while the job runs here: skipped, queued (one at most), or a take-over's claim handed back. */
+  private async overlapping(state: JobState, scheduledAt: number, trigger: JobExecution['trigger'], claim?: HeldClaim): Promise<JobRunRecord[]> {
+    const { occupancy } = state;
+    if (claim) {
+      // A claimed take-over (checked idle a moment ago): handed back to the fleet, never queued unheld.
+      await this.runner.handOver([claim]);
+      return [];
+    }
+    if (state.job.declaration.overlap === 'queue' && !occupancy.queued) {
+      occupancy.queued = { scheduledAt, trigger };
+      return [];
+    }
+    return [await this.unrun.skippedOverlap(state, scheduledAt, trigger)];
+  }
+
+  /**
+   * Runs an occurrence (its tenants', for a per-tenant job) and records how each ended. Not async
+   * on the way of a run claimed ahead: a suspended frame per run, while thousands run together,
+   * was a tenth of a running handler's memory.
+   */
+  private runOccurrence(state: JobState, scheduledAt: number, trigger: JobExecution['trigger'], tenantId?: string, claim?: HeldClaim): Promise<JobRunRecord[]> {
+    try {
+      return this.startOccurrence(state, scheduledAt, trigger, tenantId, claim);
+    } catch (error) {
+      // As from the async function it was: an error is a rejection, never a throw into a timer.
+      // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors -- whatever was thrown, passed on as it came
+      return Promise.reject(error);
     }
   }
 
-  private async runOccurrence(
+  private startOccurrence(
     state: JobState,
     scheduledAt: number,
     trigger: JobExecution['trigger'],
     tenantId?: string,
     claim?: HeldClaim,
   ): Promise<JobRunRecord[]> {
-    const { declaration, handler } = state.job;
+    const { declaration } = state.job;
     const ahead = trigger === 'schedule' || trigger === 'catch-up' ? this.ahead.take(state, scheduledAt) : undefined;
     // Claimed ahead by another instance (known before the instant): recorded at once, nothing to wait for.
-    if (ahead?.settled?.kind === 'lost') return [this.records.emit(lostAheadRecord(declaration, scheduledAt, trigger, ahead))];
+    if (ahead?.settled?.kind === 'lost') return Promise.resolve([this.records.emit(lostAheadRecord(declaration, scheduledAt, trigger, ahead))]);
     if ((trigger === 'schedule' || trigger === 'catch-up') && declaration.jitterMs > 0) {
       // Cancelled by stop(), which hands over the claim ahead this wait held.
-      if (!(await this.jitter.wait(declaration.jitterMs, ahead))) return [];
+      return this.jitter
+        .wait(declaration.jitterMs, ahead)
+        .then((waited) => (waited ? this.runClaimed(state, scheduledAt, trigger, tenantId, ahead, claim) : []));
     }
+    return this.runClaimed(state, scheduledAt, trigger, tenantId, ahead, claim);
+  }
+
+  /** The occurrence's run (its claim ahead or take-over claim, if any), or its tenants' runs. */
+  private runClaimed(
+    state: JobState,
+    scheduledAt: number,
+    trigger: JobExecution['trigger'],
+    tenantId: string | undefined,
+    ahead: AheadClaim | undefined,
+    claim: HeldClaim | undefined,
+  ): Promise<JobRunRecord[]> {
+    const { declaration, handler } = state.job;
     // A take-over runs the one (tenant's) occurrence that was abandoned.
     if (declaration.tenancy === 'global' || trigger === 'take-over') {
       // A runNow runs whatever runs already (as asked); an occurrence enters by the overlap policy.
       const enter = trigger === 'run-now' || tenantId !== undefined ? undefined : () => state.occupancy.enter(declaration.overlap);
-      return [this.records.emit(await this.runner.run({ job: declaration, handler, scheduledAt, trigger, tenantId, ahead, claim, enter }))];
+      return this.runner.run({ job: declaration, handler, scheduledAt, trigger, tenantId, ahead, claim, enter }).then(this.emitOne);
     }
+    return this.runTenants(state, scheduledAt, trigger);
+  }
+
+  /** A run's record, emitted (one function for every run: no closure per run). */
+  private readonly emitOne = (record: JobRunRecord): JobRunRecord[] => [this.records.emit(record)];
+
+  /** A per-tenant occurrence: the tenants listed now, each in a run of its own. */
+  private async runTenants(state: JobState, scheduledAt: number, trigger: JobExecution['trigger']): Promise<JobRunRecord[]> {
+    const { declaration, handler } = state.job;
     let tenants: readonly unknown[];
     try {
       const listing = Promise.resolve((this.options.tenants as TenantDirectory).listTenants());

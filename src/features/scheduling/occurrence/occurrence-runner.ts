@@ -4,6 +4,7 @@ import { describeFailure } from '../../job-scheduler/lease-arguments';
 import type { HoldClock } from '../../job-scheduler/run/lease-hold';
 import { createSpanRunner } from '../../job-scheduler/telemetry/lease-telemetry';
 import { withJobExecution } from './job-execution-context';
+import { RunExecution } from './run-execution';
 import { lingering } from '../fleet/linger';
 import { type ClaimOutcome, HeldClaim } from './held-claim';
 import { type ActiveJobRun, RunRegistry } from './run-registry';
@@ -61,6 +62,19 @@ const failureCode = (settlement: Settlement, error: unknown, recorded: boolean):
   if (error instanceof JobShutdownError) return 'JOB_SHUTDOWN';
   if (!recorded || error instanceof LostJobLeaseError) return 'JOB_LEASE_LOST';
   return 'JOB_FAILED';
+};
+
+/** A run's span attributes (built only when a tracer is registered). */
+const spanAttributesOf = (execution: JobExecution): Record<string, string> => {
+  const named: Record<string, string> = {
+    'job.name': execution.name,
+    'job.scheduled_at': execution.scheduledAt.toISOString(),
+    'job.idempotency_key': execution.idempotencyKey,
+    'job.trigger': execution.trigger,
+  };
+  if (execution.tenantId !== undefined) named['job.tenant_id'] = execution.tenantId;
+  if (execution.schedule) named['job.schedule_id'] = execution.schedule.id;
+  return named;
 };
 
 /** The timers' clock for waits measured in durations: monotonic on system timers, the manual clock in tests. */
@@ -139,44 +153,41 @@ export class OccurrenceRunner {
       await this.handOver([claim]);
       return { ...base, outcome: 'skipped-overlap' };
     }
+    return this.execute(request, claim, base, leave);
+  }
+
+  /**
+   * A run from its start: the handler under the proven lease, then its finalization. Not async,
+   * and run() returns into it: while thousands of handlers run together, none keeps run()'s frame
+   * alive (an async function's suspended frame was the largest part of a running handler's memory).
+   */
+  private execute(request: OccurrenceRequest, claim: HeldClaim, base: JobRunRecord, leave: () => void): Promise<JobRunRecord> {
+    const { job, scheduledAt, tenantId } = request;
+    const schedule = job.dynamicSchedule;
     claim.start();
-    const { hold, lock, lease } = claim;
+    const { hold, lock } = claim;
     // A claim that reclaimed an expired row (a holder that vanished, a hand-over) runs it again: a take-over, whoever claimed it.
     const trigger: JobExecution['trigger'] = lock.reclaimed && request.trigger !== 'run-now' ? 'take-over' : request.trigger;
     const started = { ...base, trigger };
     const startedAt = this.timers.now();
-    const execution: JobExecution = {
-      name: job.name,
-      scheduledAt: new Date(scheduledAt),
-      startedAt: new Date(startedAt),
-      // Read when the handler asks for it (see LeaseHold.signal).
-      get signal() {
-        return hold.signal;
+    const execution = new RunExecution(
+      {
+        name: job.name,
+        scheduledAt: new Date(scheduledAt),
+        startedAt: new Date(startedAt),
+        tenantId: tenantId ?? schedule?.tenantId,
+        idempotencyKey: lock.idempotencyKey,
+        fencingToken: lock.fencingToken,
+        correlationId: base.correlationId as string,
+        trigger,
       },
-      tenantId: tenantId ?? schedule?.tenantId,
-      idempotencyKey: lock.idempotencyKey,
-      fencingToken: lock.fencingToken,
-      correlationId,
-      trigger,
-    };
-    // Set after, not spread in: the same fields in the same order, without copying an object per run.
-    if (schedule) (execution as { schedule?: typeof schedule }).schedule = schedule;
-    const active: ActiveJobRun = { name: job.name, lease, hold, done: false };
+      hold,
+      schedule,
+    );
+    const active: ActiveJobRun = { name: job.name, lease: claim.lease, hold, done: false };
     this.runs.started(active);
     started.startedAt = execution.startedAt;
 
-    // Each run in its own scope: code below run() reads it with currentJobExecution().
-    const attributes = (): Record<string, string> => {
-      const named: Record<string, string> = {
-        'job.name': job.name,
-        'job.scheduled_at': execution.scheduledAt.toISOString(),
-        'job.idempotency_key': execution.idempotencyKey,
-        'job.trigger': trigger,
-      };
-      if (execution.tenantId !== undefined) named['job.tenant_id'] = execution.tenantId;
-      if (schedule) named['job.schedule_id'] = schedule.id;
-      return named;
-    };
     // Proven again in the very turn the handler starts: a process frozen after the proof (a SIGSTOP,
     // a long pause while runs due together start one after another) does not start it on a lease
     // that ran out meanwhile (another owner may run it by now).
@@ -191,32 +202,38 @@ export class OccurrenceRunner {
         return;
       }
       handlerStart = clock.now();
-      return this.span('scheduled_job.run', attributes, async () => withJobExecution(execution, () => request.handler(execution)));
+      // Each run in its own scope: code below run() reads it with currentJobExecution().
+      return this.span(
+        'scheduled_job.run',
+        () => spanAttributesOf(execution),
+        () => withJobExecution(execution, () => request.handler(execution)),
+      );
     });
-    const settlement = await this.settle(work, job);
-    const handlerMs = Math.max(0, Math.round(clock.now() - handlerStart));
-    leave?.();
-    request.onSettled?.(this.timers.now() - startedAt);
-    if (frozen) {
-      // Never started. Its lease has run out here: like a stalled holder's, it is left to the
-      // take-over scan (no statement: under overload thousands of these would each need one).
-      await hold.stop();
-      this.runs.settled(active);
-      return { ...base, outcome: 'skipped-locked' };
-    }
-    const record = await this.finalize(job, claim, settlement, started, handlerMs);
-    // A run that timed out goes on behind (nothing stops a promise); its lease is already failed.
-    const done = (): void => this.runs.settled(active);
-    // then(done, rethrow) rather than finally(done): the same ends with fewer promises.
-    work
-      .then(ignore, (error: unknown) => {
-        if (settlement.kind === 'timed-out') this.logger.warn(`${job.name} failed after its timeout: ${String(error)}`);
-      })
-      .then(done, (error: unknown) => {
-        done();
-        throw error;
-      });
-    return record;
+    return this.settle(work, job).then(async (settlement) => {
+      const handlerMs = Math.max(0, Math.round(clock.now() - handlerStart));
+      leave();
+      request.onSettled?.(this.timers.now() - startedAt);
+      if (frozen) {
+        // Never started. Its lease has run out here: like a stalled holder's, it is left to the
+        // take-over scan (no statement: under overload thousands of these would each need one).
+        await hold.stop();
+        this.runs.settled(active);
+        return { ...base, outcome: 'skipped-locked' };
+      }
+      const record = await this.finalize(job, claim, settlement, started, handlerMs);
+      // A run that timed out goes on behind (nothing stops a promise); its lease is already failed.
+      const done = (): void => this.runs.settled(active);
+      // then(done, rethrow) rather than finally(done): the same ends with fewer promises.
+      work
+        .then(ignore, (error: unknown) => {
+          if (settlement.kind === 'timed-out') this.logger.warn(`${job.name} failed after its timeout: ${String(error)}`);
+        })
+        .then(done, (error: unknown) => {
+          done();
+          throw error;
+        });
+      return record;
+    });
   }
 
   /** The holder's clock: monotonic on system timers, the manual clock in tests. */
