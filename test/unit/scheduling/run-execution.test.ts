@@ -13,6 +13,15 @@ const fields = {
   trigger: 'schedule' as const,
 };
 
+const modulePath = join(__dirname, '../../../src/features/scheduling/occurrence/run-execution');
+
+/** Runs `script` in a Node process of its own (with ts-node), returning what it wrote. */
+const runNode = (script: string, flags: string[] = []): string =>
+  execFileSync(process.execPath, [...flags, '-r', 'ts-node/register/transpile-only', '-e', script], {
+    env: { ...process.env, TS_NODE_PROJECT: join(__dirname, '../../../tsconfig.json') },
+    encoding: 'utf8',
+  });
+
 /** A hold whose signal is counted when read (LeaseHold makes its AbortController then). */
 const countingSource = () => {
   const controller = new AbortController();
@@ -53,19 +62,26 @@ describe('RunExecution: the JobExecution a handler gets', () => {
     expect(source.reads).toBe(2);
   });
 
+  it('is made even when Object.prototype is polluted with a descriptor field (value): no run breaks on it', () => {
+    // In a child process: a polluted Object.prototype would break the test runner itself.
+    const script = `
+      const { RunExecution } = require(${JSON.stringify(modulePath)});
+      Object.prototype.value = 1;
+      const made = new RunExecution(${JSON.stringify(fields)}, { signal: new AbortController().signal }, undefined);
+      process.stdout.write(String(made.signal instanceof AbortSignal));
+    `;
+    expect(runNode(script)).toBe('true');
+  });
+
   it('is a fast-properties object, where a literal with a getter of its own is a dictionary (V8, --allow-natives-syntax)', () => {
     // In a child process: natives syntax is a flag of the process. The literal proves the check can fail.
     const script = `
-      const { RunExecution } = require(${JSON.stringify(join(__dirname, '../../../src/features/scheduling/occurrence/run-execution'))});
+      const { RunExecution } = require(${JSON.stringify(modulePath)});
       const hold = { signal: new AbortController().signal };
       const made = new RunExecution(${JSON.stringify(fields)}, hold, undefined);
       const literal = { name: 'a', scheduledAt: 1, startedAt: 2, get signal() { return hold.signal; }, tenantId: undefined, idempotencyKey: 'k', fencingToken: 1, correlationId: 'c', trigger: 's' };
       process.stdout.write(JSON.stringify({ made: %HasFastProperties(made), literal: %HasFastProperties(literal) }));
     `;
-    const output = execFileSync(process.execPath, ['--allow-natives-syntax', '-r', 'ts-node/register/transpile-only', '-e', script], {
-      env: { ...process.env, TS_NODE_PROJECT: join(__dirname, '../../../tsconfig.json') },
-      encoding: 'utf8',
-    });
-    expect(JSON.parse(output)).toEqual({ made: true, literal: false });
+    expect(JSON.parse(runNode(script, ['--allow-natives-syntax']))).toEqual({ made: true, literal: false });
   });
 });
