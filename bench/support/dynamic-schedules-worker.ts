@@ -44,6 +44,8 @@ export type DynamicWorkerLine =
       windowGcMs: number;
       windowScavengeMs: number;
       windowMs: number;
+      /** The claim statements (acquireMany) sent before the measured instant, each its send time (ms after the instant: negative). */
+      claimSentMs: number[];
     };
 
 /** A gc entry's kind (minor, major, incremental, weak callbacks). */
@@ -60,8 +62,13 @@ const main = async (): Promise<void> => {
   let scheduleStatements = 0;
   let polls = 0;
   const finalizes = { batched: 0, alone: 0 };
+  const claimSentMs: number[] = [];
   onWireStatement((statement) => {
     statements++;
+    if (statement.text.includes('AS k("lockKey", "runKey", "code", "name", "leaseMs")')) {
+      const sentMs = Date.now() - options.measureFrom;
+      if (Date.now() >= options.windowFrom && sentMs < 0) claimSentMs.push(sentMs);
+    }
     if (statement.text.includes('"job-schedule"')) scheduleStatements++;
     if (statement.text.includes('"version" > $1')) polls++;
     if (/SET "status" = '(SUCCESS|FAIL)'/.test(statement.text)) {
@@ -131,6 +138,7 @@ const main = async (): Promise<void> => {
     windowGcMs: gc.all,
     windowScavengeMs: gc.scavenge,
     windowMs: Date.now() - before.at,
+    claimSentMs,
   };
   await app.close();
   print(figures);
