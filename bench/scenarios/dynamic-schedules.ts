@@ -96,7 +96,7 @@ export const dynamicSchedules: Scenario = {
         booted.map((line) => line.bootStatements),
       );
       // How each instance kept the pace of its claims ahead (the same on every instance by design): an
-      // instance whose statements go late wins fewer runs, and the others' share (the p99's) grows.
+      // instance whose statements go late wins fewer runs, and the others start more.
       sheet.add(
         caseName,
         'library',

@@ -66,8 +66,8 @@ const main = async (): Promise<void> => {
   onWireStatement((statement) => {
     statements++;
     if (statement.text.includes('AS k("lockKey", "runKey", "code", "name", "leaseMs")')) {
-      const sentMs = Date.now() - options.measureFrom;
-      if (Date.now() >= options.windowFrom && sentMs < 0) claimSentMs.push(sentMs);
+      const sentAt = Date.now();
+      if (sentAt >= options.windowFrom && sentAt < options.measureFrom) claimSentMs.push(sentAt - options.measureFrom);
     }
     if (statement.text.includes('"job-schedule"')) scheduleStatements++;
     if (statement.text.includes('"version" > $1')) polls++;

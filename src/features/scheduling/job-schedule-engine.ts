@@ -15,6 +15,7 @@ import { JitterWaits } from './timers/jitter-waits';
 import { HeldClaim } from './occurrence/held-claim';
 import { JobOccupancy } from './occurrence/job-occupancy';
 import { UnrunOccurrences } from './occurrence/unrun-occurrences';
+import { whenSettled } from './occurrence/when-settled';
 import { type AheadClaim, holdClockOf, type JobHandler, OccurrenceRunner } from './occurrence/occurrence-runner';
 import { RunRecords } from './records/run-records';
 import { dueCountSince, type DueSince, dueInstantsSince } from './schedule/due-instants';
@@ -554,16 +555,7 @@ export class JobScheduleEngine {
         void this.track(this.admit(state, queued.scheduledAt, queued.trigger));
       }
     };
-    return this.runOccurrence(state, scheduledAt, trigger, tenantId, claim).then(
-      (records) => {
-        leave();
-        return records;
-      },
-      (error: unknown) => {
-        leave();
-        throw error;
-      },
-    );
+    return whenSettled(this.runOccurrence(state, scheduledAt, trigger, tenantId, claim), leave);
   }
 
   /** An occurrence due while the job runs here: skipped, queued (one at most), or a take-over's claim handed back. */

@@ -5,6 +5,7 @@ import type { HoldClock } from '../../job-scheduler/run/lease-hold';
 import { createSpanRunner } from '../../job-scheduler/telemetry/lease-telemetry';
 import { withJobExecution } from './job-execution-context';
 import { RunExecution } from './run-execution';
+import { whenSettled } from './when-settled';
 import { lingering } from '../fleet/linger';
 import { type ClaimOutcome, HeldClaim } from './held-claim';
 import { type ActiveJobRun, RunRegistry } from './run-registry';
@@ -222,16 +223,10 @@ export class OccurrenceRunner {
       }
       const record = await this.finalize(job, claim, settlement, started, handlerMs);
       // A run that timed out goes on behind (nothing stops a promise); its lease is already failed.
-      const done = (): void => this.runs.settled(active);
-      // then(done, rethrow) rather than finally(done): the same ends with fewer promises.
-      work
-        .then(ignore, (error: unknown) => {
-          if (settlement.kind === 'timed-out') this.logger.warn(`${job.name} failed after its timeout: ${String(error)}`);
-        })
-        .then(done, (error: unknown) => {
-          done();
-          throw error;
-        });
+      const behind = work.then(ignore, (error: unknown) => {
+        if (settlement.kind === 'timed-out') this.logger.warn(`${job.name} failed after its timeout: ${String(error)}`);
+      });
+      void whenSettled(behind, () => this.runs.settled(active));
       return record;
     });
   }
