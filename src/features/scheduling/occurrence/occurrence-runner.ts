@@ -51,6 +51,8 @@ export interface AheadClaim {
   outcome: Promise<ClaimOutcome>;
   /** The outcome once it is known. */
   settled?: ClaimOutcome;
+  /** Claims over a FAIL row this instance ended unrun (a schedule paused and resumed before its instant). */
+  reclaimFailed?: boolean;
 }
 
 type Settlement = { kind: 'returned' } | { kind: 'threw'; error: unknown } | { kind: 'timed-out' };
@@ -109,6 +111,11 @@ export class OccurrenceRunner {
     );
   });
 
+  /** Claims ahead that failed, logged as one line per batch of them (they are claimed again at their instant). */
+  private readonly aheadFailed = lingering<unknown>((errors) => {
+    this.logger.warn(`${errors.length} occurrence(s) could not be claimed ahead (${String(errors[0])}); each is claimed again at its instant`);
+  });
+
   constructor(
     private readonly lease: SchedulerLease,
     private readonly timers: SchedulerTimers,
@@ -127,7 +134,14 @@ export class OccurrenceRunner {
     let claim = request.claim;
     if (!claim) {
       // Shutdown waits for acquires in flight: one that wins after stop() is handed over.
-      const outcome = await (ahead?.outcome ?? this.claimNow(request, correlationId));
+      let outcome = await (ahead?.outcome ?? this.claimNow(request, correlationId));
+      // A claim ahead the database did not answer is claimed again now, as it would be without
+      // claims ahead: the database may be back by the instant. If that claim committed unseen,
+      // this one loses to its row, which the take-over scan runs once its lease has run out.
+      if (outcome.kind === 'unavailable' && ahead) {
+        this.aheadFailed(outcome.error);
+        outcome = await this.claimNow(request, correlationId, ahead.reclaimFailed);
+      }
       if (outcome.kind === 'unavailable') return { ...base, errorCode: 'JOB_LEASE_UNAVAILABLE', error: outcome.error };
       if (outcome.kind === 'lost') return { ...base, outcome: 'skipped-locked' };
       claim = outcome.claim;
@@ -251,7 +265,13 @@ export class OccurrenceRunner {
     const correlationId = randomUUID();
     // `reclaim`: this instance ended the occurrence's row unrun (a pause lifted since): once that
     // end is done, a row it ended (true) is claimed over its FAIL.
-    const outcome = reclaim ? reclaim.then((ended) => this.claim(job, runKey, correlationId, true, ended)) : this.claim(job, runKey, correlationId, true);
+    const outcome = reclaim
+      ? reclaim.then((ended) => {
+          // Claimed again at the instant if this claim fails (see run): over the same row.
+          if (ended) claim.reclaimFailed = true;
+          return this.claim(job, runKey, correlationId, true, ended);
+        })
+      : this.claim(job, runKey, correlationId, true);
     const claim: AheadClaim = { scheduledAt, code: job.name, correlationId, outcome };
     void claim.outcome.then((outcome) => (claim.settled = outcome));
     return claim;
@@ -276,9 +296,9 @@ export class OccurrenceRunner {
    * Claims the occurrence of a request that has no claim ahead, now. (A claim ahead named its key
    * when it was sent: at 100,000 runs due together, naming it again took 2% of the CPU.)
    */
-  private claimNow({ job, scheduledAt, tenantId, trigger }: OccurrenceRequest, correlationId: string): Promise<ClaimOutcome> {
+  private claimNow({ job, scheduledAt, tenantId, trigger }: OccurrenceRequest, correlationId: string, reclaimFailed = false): Promise<ClaimOutcome> {
     const runKey = runKeyOf({ scheduleId: job.dynamicSchedule?.id }, scheduledAt, tenantId, trigger === 'run-now' ? { correlationId } : undefined);
-    return this.claim(job, runKey, correlationId);
+    return this.claim(job, runKey, correlationId, false, reclaimFailed);
   }
 
   /** The claims won of these outcomes (waited for). */

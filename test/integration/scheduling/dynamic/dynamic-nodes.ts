@@ -4,6 +4,7 @@ import {
   DynamicSchedules,
   DynamicSchedulesModule,
   type DynamicSchedulesModuleOptions,
+  type JobSchedulerModuleOptions,
   ScheduleHandler,
 } from '../../../../src/features';
 import { sleep } from '../../../support/lease-nodes';
@@ -62,12 +63,18 @@ export interface DynamicNode extends NestNode {
 }
 
 /** One instance: its own Nest application, pool and timers, with both handlers. */
-export const startDynamicNode = async (url: string, name: string, options: DynamicSchedulesModuleOptions = {}, poolSize = 5): Promise<DynamicNode> => {
+export const startDynamicNode = async (
+  url: string,
+  name: string,
+  options: DynamicSchedulesModuleOptions = {},
+  poolSize = 5,
+  jobScheduler: Omit<JobSchedulerModuleOptions, 'nodeId'> = {},
+): Promise<DynamicNode> => {
   @Module({ providers: [{ provide: NodeName, useValue: new NodeName(name) }, TenantReportHandler, IntegrationPollHandler] })
   class HandlersModule {}
   const statements = new StatementCounter();
   const node = await startNestNode(url, {
-    jobScheduler: { nodeId: name },
+    jobScheduler: { ...jobScheduler, nodeId: name },
     typeorm: { logging: ['query'], logger: statements, poolSize },
     imports: [DynamicSchedulesModule.forRoot({ metrics: false, retention: false, changePollMs: 200, ...options }), HandlersModule],
   });

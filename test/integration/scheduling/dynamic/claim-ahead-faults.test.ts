@@ -1,0 +1,92 @@
+import { sleep } from '../../../support/lease-nodes';
+import { TcpProxy } from '../../../support/tcp-proxy';
+import { calls, type DynamicNode, startDynamicNode, useDynamicFleet } from './dynamic-nodes';
+
+const EVERY_MS = 4_000;
+const AHEAD_MS = 1_500;
+/** A claim is taken at most a quarter of its lease ahead: the shortest lease that lets AHEAD_MS through. */
+const LEASE_MS = 4 * AHEAD_MS;
+const fleet = useDynamicFleet();
+
+/** The next due instant whose claim time is at least `marginMs` away. */
+const nextDue = (marginMs: number): number => Math.ceil((Date.now() + AHEAD_MS + marginMs) / EVERY_MS) * EVERY_MS;
+
+const rowsOf = (id: string, dueAt: number) =>
+  fleet.database.sql<{ status: string; ownerId: string; claimedBeforeDue: boolean }>(
+    `SELECT status::text AS status, "ownerId", "createdAt" < $2::timestamptz AS "claimedBeforeDue" FROM "job-scheduler" WHERE "runKey" = $1`,
+    [`schedule=${encodeURIComponent(id)} ${new Date(dueAt).toISOString()}`, new Date(dueAt).toISOString()],
+  );
+
+/**
+ * The database fails the claims ahead of an instant, and is back by the instant. A claim ahead is
+ * an optimisation: the occurrence is claimed again at its instant, where it would have been claimed
+ * without one, so that a fault seconds before the instant does not cost the run (before the fix,
+ * it was recorded failed, JOB_LEASE_UNAVAILABLE, and ran nowhere unless another instance claimed it).
+ */
+describe('a claim ahead the database did not answer', () => {
+  let proxy: TcpProxy | undefined;
+  let node: DynamicNode | undefined;
+  afterEach(async () => {
+    await node?.close();
+    await proxy?.close();
+    node = undefined;
+    proxy = undefined;
+  });
+
+  /** One instance whose every connection goes through a proxy, with a 1 s statement bound. */
+  const startBehindProxy = async (): Promise<{ node: DynamicNode; proxy: TcpProxy }> => {
+    proxy = TcpProxy.forUrl(fleet.database.url);
+    const url = await proxy.start(fleet.database.url);
+    // No change polls: during the fault, the claim is the only statement of its own making.
+    node = await startDynamicNode(url, 'a', { claimAheadMs: AHEAD_MS, takeOverScanMs: 300, changePollMs: 60_000 }, 5, { statementTimeoutMs: 1_000 });
+    return { node, proxy };
+  };
+
+  it('is claimed again at its instant: the database refused connections during the claim, the occurrence runs once, on time', async () => {
+    const { node, proxy } = await startBehindProxy();
+    await node.schedules.upsert({ id: 'refused', handler: 'reports.tenant-report', every: EVERY_MS, leaseMs: LEASE_MS });
+    const dueAt = nextDue(1_500);
+    // From before the claim time until shortly before the instant: no connection gets through.
+    await sleep(dueAt - AHEAD_MS - 300 - Date.now());
+    proxy.cut();
+    await sleep(dueAt - 300 - Date.now());
+    proxy.restore();
+    await sleep(dueAt + 1_500 - Date.now());
+    await node.schedules.idle();
+
+    const ran = calls.filter((call) => call.scheduleId === 'refused' && Date.parse(call.scheduledAt) === dueAt);
+    expect(ran.map((call) => call.execution.trigger)).toEqual(['schedule']);
+    // Claimed at the instant, not before it: the claim ahead did fail.
+    expect(await rowsOf('refused', dueAt)).toEqual([{ status: 'SUCCESS', ownerId: 'a', claimedBeforeDue: false }]);
+    const records = node.schedules.runs.filter((run) => run.scheduleId === 'refused' && run.scheduledAt.getTime() === dueAt);
+    expect(records.map((run) => [run.outcome, run.errorCode])).toEqual([['succeeded', undefined]]);
+  });
+
+  it('that committed with its reply lost is not run twice: claimed again at the instant, lost to its own row, run once by the take-over', async () => {
+    const { node, proxy } = await startBehindProxy();
+    await node.schedules.upsert({ id: 'unanswered', handler: 'reports.tenant-report', every: EVERY_MS, leaseMs: LEASE_MS });
+    const dueAt = nextDue(1_500);
+    // The claim reaches the database and commits; its connection drops before the answer comes back.
+    // (Connections opened beforehand: one opened while the answers are dropped would hang until the cut.)
+    await sleep(dueAt - AHEAD_MS - 1_000 - Date.now());
+    await Promise.all(Array.from({ length: 5 }, () => node.dataSource.query('SELECT pg_sleep(0.05)')));
+    await sleep(dueAt - AHEAD_MS - 300 - Date.now());
+    proxy.mute();
+    await sleep(dueAt - AHEAD_MS + 700 - Date.now());
+    proxy.cut();
+    proxy.unmute();
+    proxy.restore();
+    // The row's lease (from the claim, LEASE_MS) runs out, then the take-over scan runs it.
+    await sleep(dueAt - AHEAD_MS + LEASE_MS + 2_500 - Date.now());
+    await node.schedules.idle();
+
+    const ran = calls.filter((call) => call.scheduleId === 'unanswered' && Date.parse(call.scheduledAt) === dueAt);
+    expect(ran.map((call) => call.execution.trigger)).toEqual(['take-over']);
+    expect(await rowsOf('unanswered', dueAt)).toEqual([{ status: 'SUCCESS', ownerId: 'a', claimedBeforeDue: true }]);
+    const records = node.schedules.runs.filter((run) => run.scheduleId === 'unanswered' && run.scheduledAt.getTime() === dueAt);
+    expect(records.map((run) => [run.trigger, run.outcome])).toEqual([
+      ['schedule', 'skipped-locked'],
+      ['take-over', 'succeeded'],
+    ]);
+  }, 30_000);
+});
