@@ -138,7 +138,8 @@ export class OccurrenceRunner {
       // A claim ahead the database did not answer is claimed again now, as it would be without
       // claims ahead: the database may be back by the instant. If that claim committed unseen,
       // this one loses to its row, which the take-over scan runs once its lease has run out.
-      if (outcome.kind === 'unavailable' && ahead) {
+      // Not once the stop began: it waits only for the claims already in flight.
+      if (outcome.kind === 'unavailable' && ahead && !this.closed) {
         this.aheadFailed(outcome.error);
         outcome = await this.claimNow(request, correlationId, ahead.reclaimFailed);
       }

@@ -1,6 +1,7 @@
+import { Client } from 'pg';
 import { sleep } from '../../../support/lease-nodes';
 import { TcpProxy } from '../../../support/tcp-proxy';
-import { calls, type DynamicNode, startDynamicNode, useDynamicFleet } from './dynamic-nodes';
+import { calls, type DynamicNode, eventually, startDynamicNode, useDynamicFleet } from './dynamic-nodes';
 
 const EVERY_MS = 4_000;
 const AHEAD_MS = 1_500;
@@ -89,4 +90,39 @@ describe('a claim ahead the database did not answer', () => {
       ['take-over', 'succeeded'],
     ]);
   }, 30_000);
+
+  // A schedule paused and resumed inside the window claims its instant again over the row its pause
+  // ended (FAIL, released), which only such a claim may take. That claim fails here (the table is
+  // locked, as a migration would, past the statement bound); the claim at the instant must take the
+  // same row, or the occurrence runs nowhere.
+  it('over the row its own pause ended is claimed again at the instant over that row: it runs once', async () => {
+    const { node } = await startBehindProxy();
+    await node.schedules.upsert({ id: 'resumed', handler: 'reports.tenant-report', every: EVERY_MS, leaseMs: LEASE_MS });
+    const dueAt = nextDue(1_500);
+    await sleep(dueAt - AHEAD_MS + 400 - Date.now());
+    expect(await rowsOf('resumed', dueAt)).toEqual([{ status: 'RUNNING', ownerId: 'a', claimedBeforeDue: true }]);
+    await node.schedules.setEnabled('resumed', false);
+    await eventually(async () => (await rowsOf('resumed', dueAt))[0]?.status === 'FAIL', 2_000, 'the pause to end the claim');
+    const locker = new Client({ connectionString: fleet.database.url });
+    await locker.connect();
+    try {
+      await locker.query('BEGIN');
+      await locker.query('LOCK TABLE "job-scheduler" IN EXCLUSIVE MODE');
+      await node.schedules.setEnabled('resumed', true);
+      // The claim sent on resume waits on the lock until its bound (1 s) ends it, after the instant.
+      await sleep(dueAt + 600 - Date.now());
+      await locker.query('COMMIT');
+    } finally {
+      await locker.end();
+    }
+    await sleep(dueAt + 2_000 - Date.now());
+    await node.schedules.idle();
+
+    const ran = calls.filter((call) => call.scheduleId === 'resumed' && Date.parse(call.scheduledAt) === dueAt);
+    // A claim over an existing row reclaims it: its run reads as a take-over, as every reclaim does.
+    expect(ran.map((call) => call.execution.trigger)).toEqual(['take-over']);
+    expect(await rowsOf('resumed', dueAt)).toEqual([{ status: 'SUCCESS', ownerId: 'a', claimedBeforeDue: true }]);
+    const records = node.schedules.runs.filter((run) => run.scheduleId === 'resumed' && run.scheduledAt.getTime() === dueAt);
+    expect(records.map((run) => run.outcome)).toEqual(['succeeded']);
+  });
 });
