@@ -18,6 +18,15 @@ const rowsOf = (id: string, dueAt: number) =>
     [`schedule=${encodeURIComponent(id)} ${new Date(dueAt).toISOString()}`, new Date(dueAt).toISOString()],
   );
 
+/** What came of a schedule's occurrence: the handler's calls (their triggers), its rows, the instance's records. */
+const occurrenceOf = async (node: DynamicNode, id: string, dueAt: number) => ({
+  ran: calls.filter((call) => call.scheduleId === id && Date.parse(call.scheduledAt) === dueAt).map((call) => call.execution.trigger),
+  rows: await rowsOf(id, dueAt),
+  records: node.schedules.runs
+    .filter((run) => run.scheduleId === id && run.scheduledAt.getTime() === dueAt)
+    .map(({ trigger, outcome, errorCode }) => ({ trigger, outcome, errorCode })),
+});
+
 /**
  * The database fails the claims ahead of an instant, and is back by the instant. A claim ahead is
  * an optimisation: the occurrence is claimed again at its instant, where it would have been claimed
@@ -55,12 +64,12 @@ describe('a claim ahead the database did not answer', () => {
     await sleep(dueAt + 1_500 - Date.now());
     await node.schedules.idle();
 
-    const ran = calls.filter((call) => call.scheduleId === 'refused' && Date.parse(call.scheduledAt) === dueAt);
-    expect(ran.map((call) => call.execution.trigger)).toEqual(['schedule']);
-    // Claimed at the instant, not before it: the claim ahead did fail.
-    expect(await rowsOf('refused', dueAt)).toEqual([{ status: 'SUCCESS', ownerId: 'a', claimedBeforeDue: false }]);
-    const records = node.schedules.runs.filter((run) => run.scheduleId === 'refused' && run.scheduledAt.getTime() === dueAt);
-    expect(records.map((run) => [run.outcome, run.errorCode])).toEqual([['succeeded', undefined]]);
+    expect(await occurrenceOf(node, 'refused', dueAt)).toEqual({
+      ran: ['schedule'],
+      // Claimed at the instant, not before it: the claim ahead did fail.
+      rows: [{ status: 'SUCCESS', ownerId: 'a', claimedBeforeDue: false }],
+      records: [{ trigger: 'schedule', outcome: 'succeeded', errorCode: undefined }],
+    });
   });
 
   it('that committed with its reply lost is not run twice: claimed again at the instant, lost to its own row, run once by the take-over', async () => {
@@ -81,14 +90,14 @@ describe('a claim ahead the database did not answer', () => {
     await sleep(dueAt - AHEAD_MS + LEASE_MS + 2_500 - Date.now());
     await node.schedules.idle();
 
-    const ran = calls.filter((call) => call.scheduleId === 'unanswered' && Date.parse(call.scheduledAt) === dueAt);
-    expect(ran.map((call) => call.execution.trigger)).toEqual(['take-over']);
-    expect(await rowsOf('unanswered', dueAt)).toEqual([{ status: 'SUCCESS', ownerId: 'a', claimedBeforeDue: true }]);
-    const records = node.schedules.runs.filter((run) => run.scheduleId === 'unanswered' && run.scheduledAt.getTime() === dueAt);
-    expect(records.map((run) => [run.trigger, run.outcome])).toEqual([
-      ['schedule', 'skipped-locked'],
-      ['take-over', 'succeeded'],
-    ]);
+    expect(await occurrenceOf(node, 'unanswered', dueAt)).toEqual({
+      ran: ['take-over'],
+      rows: [{ status: 'SUCCESS', ownerId: 'a', claimedBeforeDue: true }],
+      records: [
+        { trigger: 'schedule', outcome: 'skipped-locked', errorCode: undefined },
+        { trigger: 'take-over', outcome: 'succeeded', errorCode: undefined },
+      ],
+    });
   }, 30_000);
 
   // A schedule paused and resumed inside the window claims its instant again over the row its pause
@@ -118,11 +127,11 @@ describe('a claim ahead the database did not answer', () => {
     await sleep(dueAt + 2_000 - Date.now());
     await node.schedules.idle();
 
-    const ran = calls.filter((call) => call.scheduleId === 'resumed' && Date.parse(call.scheduledAt) === dueAt);
     // A claim over an existing row reclaims it: its run reads as a take-over, as every reclaim does.
-    expect(ran.map((call) => call.execution.trigger)).toEqual(['take-over']);
-    expect(await rowsOf('resumed', dueAt)).toEqual([{ status: 'SUCCESS', ownerId: 'a', claimedBeforeDue: true }]);
-    const records = node.schedules.runs.filter((run) => run.scheduleId === 'resumed' && run.scheduledAt.getTime() === dueAt);
-    expect(records.map((run) => run.outcome)).toEqual(['succeeded']);
+    expect(await occurrenceOf(node, 'resumed', dueAt)).toEqual({
+      ran: ['take-over'],
+      rows: [{ status: 'SUCCESS', ownerId: 'a', claimedBeforeDue: true }],
+      records: [{ trigger: 'take-over', outcome: 'succeeded', errorCode: undefined }],
+    });
   });
 });
