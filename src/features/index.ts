@@ -2,6 +2,8 @@
 
 export { JobScheduler, JobSchedulerStatus, JobSchedulerType } from './job-scheduler/job-scheduler.entity';
 export type {
+  JobAcquireManyOptions,
+  JobAcquireManyRun,
   JobAcquireOptions,
   JobAcquireResult,
   JobAcquiredLease,

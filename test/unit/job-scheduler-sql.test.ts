@@ -36,8 +36,8 @@ describe('lease SQL', () => {
     expect(acquire.text).toMatch(/COALESCE\(t\."leaseMs", \$7\)/);
   });
 
-  it('claims a batch with one statement whose winners get owner tokens drawn by the database, none sent', () => {
-    const batch = statements.acquireBatch({
+  const batchOf = (ownerTokens: Array<string | null> | null, again = false) =>
+    statements.acquireBatch({
       lockKeys: ['v2:a', 'v2:b'],
       runKeys: ['a', 'b'],
       codes: ['code', 'other'],
@@ -46,15 +46,41 @@ describe('lease SQL', () => {
       type: 'SCHEDULE',
       ownerId: 'node',
       reclaimFailed: false,
+      ownerTokens,
+      again,
     });
+
+  it('claims a batch with one statement whose winners get owner tokens drawn by the database, none sent', () => {
+    const batch = batchOf(null);
     expect(batch.secret).toBeUndefined();
-    expect(batch.values).toEqual([['v2:a', 'v2:b'], ['a', 'b'], ['code', 'other'], [null, 'Other'], [1000, 2000], 'SCHEDULE', 'node', false]);
-    expect(batch.text).toMatch(/unnest\(\$1::text\[\], \$2::text\[\], \$3::text\[\], \$4::text\[\], \$5::int\[\]\)/);
+    expect(batch.values).toEqual([['v2:a', 'v2:b'], ['a', 'b'], ['code', 'other'], [null, 'Other'], [1000, 2000], 'SCHEDULE', 'node', false, null]);
+    expect(batch.text).toMatch(/unnest\(\$1::text\[\], \$2::text\[\], \$3::text\[\], \$4::text\[\], \$5::int\[\], \$9::uuid\[\]\)/);
     expect(batch.text).toMatch(/ON CONFLICT \("lockKey"\) DO NOTHING/);
     expect(batch.text).toMatch(/FOR UPDATE OF t SKIP LOCKED/);
     expect(batch.text.match(/ORDER BY (c|t)\."lockKey"/g)).toHaveLength(2);
-    expect(batch.text.match(/gen_random_uuid\(\)/g)).toHaveLength(2);
+    expect(batch.text.match(/COALESCE\(\w\."ownerToken", gen_random_uuid\(\)\)/g)).toHaveLength(2);
     expect(batch.text).not.toMatch(/DO UPDATE/);
+  });
+
+  it('claims a batch under the owner tokens the caller drew, redacted as secrets', () => {
+    const tokens = ['6f1c0d3e-8a51-4a39-9f5e-2b7c1d0e4a11', null];
+    const batch = batchOf(tokens);
+    expect(batch.secret).toBe(tokens);
+    expect(batch.values[8]).toBe(tokens);
+    expect(batch.text).toBe(batchOf(null).text);
+  });
+
+  it('claims a batch again: a run RUNNING under the token named is won again, visible or still in flight, never reclaimed from itself', () => {
+    const again = batchOf(['6f1c0d3e-8a51-4a39-9f5e-2b7c1d0e4a11', null], true).text;
+    expect(again).not.toBe(batchOf(null).text);
+    // Visible: a fenced update of the row, as a heartbeat.
+    expect(again).toMatch(/mine AS \(\s*UPDATE [^]*SET "modifiedAt" = CURRENT_TIMESTAMP[^]*t\."ownerToken" = c\."ownerToken" AND t\."status" = 'RUNNING'/);
+    // In flight: the insert's conflict waits for it, then applies only under the same token.
+    expect(again).toMatch(
+      /ON CONFLICT \("lockKey"\) DO UPDATE SET "modifiedAt" = CURRENT_TIMESTAMP\s+WHERE t\."ownerToken" = EXCLUDED\."ownerToken" AND t\."status" = 'RUNNING'/,
+    );
+    expect(again).toMatch(/AND NOT \(t\."status" = 'RUNNING' AND t\."ownerToken" IS NOT DISTINCT FROM c\."ownerToken"\)/);
+    expect(again).toMatch(/UNION ALL SELECT \* FROM mine/);
   });
 
   it('fences every mutation by id, owner token and RUNNING', () => {

@@ -1,5 +1,6 @@
 import { databaseErrors, type JobLeaseDatabaseError, type JobLeaseDatabaseOperation } from './job-scheduler.errors';
 import { isRetryableSqlState } from './run/lease-deadline';
+import type { LeaseSecret } from './job-scheduler.sql';
 
 /** What stands in an error or a log line where the owner token was. */
 export const REDACTED = '[redacted]';
@@ -10,9 +11,9 @@ export const REDACTED = '[redacted]';
  */
 const DESCRIPTIVE_FIELDS = ['severity', 'hint', 'schema', 'table', 'column', 'constraint', 'routine'] as const;
 
-const redact = (text: string, secret: string | readonly string[] | undefined): string => {
+const redact = (text: string, secret: LeaseSecret | undefined): string => {
   if (secret === undefined) return text;
-  return (typeof secret === 'string' ? [secret] : secret).reduce((redacted, token) => (token ? redacted.split(token).join(REDACTED) : redacted), text);
+  return (typeof secret === 'string' ? [secret] : secret).reduce<string>((redacted, token) => (token ? redacted.split(token).join(REDACTED) : redacted), text);
 };
 
 const textField = (error: object, field: string): string | undefined => {
@@ -31,7 +32,7 @@ const sqlStateOf = (error: unknown): string | undefined => {
  * The driver's error rebuilt from its descriptive fields only, with `secret` (the owner token of
  * the statement) replaced wherever it appears: no parameters, no query, no stack of the driver.
  */
-const sanitizedCause = (error: unknown, secret: string | readonly string[] | undefined): Error => {
+const sanitizedCause = (error: unknown, secret: LeaseSecret | undefined): Error => {
   if (!(error instanceof Error)) return new Error(redact(String(error), secret));
   const copy = new Error(redact(error.message, secret));
   copy.name = error.name;
@@ -48,7 +49,7 @@ const sanitizedCause = (error: unknown, secret: string | readonly string[] | und
  * Wraps whatever the driver threw for a lease statement in JobLeaseDatabaseError: SQLSTATE,
  * retryable or not, a sanitized cause, and for a missing table or column the migrations to run.
  */
-export const toLeaseDatabaseError = (error: unknown, operation: JobLeaseDatabaseOperation, secret?: string | readonly string[]): JobLeaseDatabaseError => {
+export const toLeaseDatabaseError = (error: unknown, operation: JobLeaseDatabaseOperation, secret?: LeaseSecret): JobLeaseDatabaseError => {
   const sqlState = sqlStateOf(error);
   const cause = sanitizedCause(error, secret);
   if (sqlState === '42P01') return databaseErrors.missingRelation(operation, cause.message, cause);

@@ -211,6 +211,9 @@ export const leaseErrors = {
   recordHandlerMs: (value: unknown) => new InvalidJobLeaseOptionsError(`runAcquired options are { recordHandlerMs?: boolean }, got ${describe(value)}`),
   again: (value: unknown) =>
     new InvalidJobLeaseOptionsError(`again must be a boolean when given (the options of complete or fail are { again?: boolean }), got ${describe(value)}`),
+  claimAgain: (value: unknown) =>
+    new InvalidJobLeaseOptionsError(`the options of acquireMany are { again?: boolean } (again a boolean when given), got ${describe(value)}`),
+  ownerToken: (value: unknown) => new InvalidJobLeaseOptionsError(`ownerToken must be a UUID when given (e.g. crypto.randomUUID()), got ${describe(value)}`),
 };
 
 export const moduleErrors = {

@@ -16,6 +16,8 @@ import type { AcquireRow, SqlStatement, TakeOverRow } from './job-scheduler.sql'
 import type { JobSchedulerStatements } from './job-scheduler.statements';
 import type { ReplicationRow } from './operations/operations.sql';
 import type {
+  JobAcquireManyOptions,
+  JobAcquireManyRun,
   JobAcquireOptions,
   JobAcquireResult,
   JobAcquiredLease,
@@ -43,7 +45,7 @@ import {
   resolveManyAcquireRequests,
 } from './lease-batch-acquire';
 import { ownValue } from './job-identity';
-import { checkFinalizeAgain, checkJobLease, checkStatementTimeout, resolveAcquireRequest, serializeJobData } from './lease-arguments';
+import { checkClaimAgain, checkFinalizeAgain, checkJobLease, checkStatementTimeout, resolveAcquireRequest, serializeJobData } from './lease-arguments';
 import { monotonicNow } from './run/lease-deadline';
 import type { JobSchedulerDatabase } from './lease-database';
 import type { HoldStatements } from './run/lease-hold';
@@ -182,12 +184,19 @@ export class JobSchedulerService implements OnModuleInit, OnApplicationBootstrap
    * acquired; losers write nothing), in one statement per kind of run (type and reclaimFailed):
    * the scheduler claims the jobs due at one instant so. At most 1,000 distinct runs; results in
    * order. Validated like acquire before any SQL.
+   *
+   * A run may name the `ownerToken` it gets if won (a UUID the caller drew), so that a claim can
+   * be retried when its answer was lost (a timeout, a dropped connection: the statement may still
+   * have committed): with `{ again: true }` and the same tokens, a run that claim won, still
+   * RUNNING under its token, is acquired again (same id, fencing token and attempt; its lease
+   * renewed from this call) instead of lost to its own row.
    */
-  async acquireMany(runs: readonly JobAcquireOptions[]): Promise<JobAcquireResult[]> {
+  async acquireMany(runs: readonly JobAcquireManyRun[], options?: JobAcquireManyOptions): Promise<JobAcquireResult[]> {
     const requests = resolveManyAcquireRequests(runs, this.timingDefaults);
+    const again = checkClaimAgain(options);
     if (requests.length === 0) return [];
     await this.checkReplicationBeforeGranting();
-    return acquireGrouped(requests, this.batchContext());
+    return acquireGrouped(requests, this.batchContext(), again);
   }
 
   /**

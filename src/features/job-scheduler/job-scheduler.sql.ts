@@ -13,13 +13,16 @@ import type { JobLeaseDatabaseOperation } from './job-scheduler.errors';
  * dashboard's reads of occurrences in operations/occurrence-history.sql.ts.
  */
 
+/** An owner token among a statement's values, or an array of them (null where a run has none). */
+export type LeaseSecret = string | readonly (string | null)[];
+
 export interface SqlStatement {
   text: string;
   values: unknown[];
   /** What the statement does, for errors and timeouts. */
   operation: JobLeaseDatabaseOperation;
   /** The owner token among `values` (or the array of them), if any: redacted from logs and errors. */
-  secret?: string | readonly string[];
+  secret?: LeaseSecret;
   /**
    * The same statement as a call of the server-side function that holds it (installed by a
    * migration), taking the same values. PostgreSQL keeps the function's plan per server session,
@@ -110,7 +113,7 @@ export interface TakeOverRow {
 /**
  * One claim of several runs in one statement: the scheduler's tenants of one occurrence, or the
  * jobs due at one instant. Per run (same index in every array): lock key (distinct), runKey, code,
- * name, lease; shared: type, owner id, whether FAIL rows are reclaimed.
+ * name, lease, owner token; shared: type, owner id, whether FAIL rows are reclaimed, again.
  */
 export interface AcquireBatchParameters {
   lockKeys: string[];
@@ -121,10 +124,14 @@ export interface AcquireBatchParameters {
   type: string;
   ownerId: string;
   reclaimFailed: boolean;
+  /** Per run: the owner token it gets if won (the caller's, a UUID), or null (drawn by the database); null: all drawn. */
+  ownerTokens: Array<string | null> | null;
+  /** A retry of a claim whose answer was lost: a run RUNNING under the token named is returned as won. */
+  again: boolean;
 }
 
 /**
- * One row per lock key of the batch. Won: id, the owner token the database drew, fencing token,
+ * One row per lock key of the batch. Won: id, its owner token (the caller's or drawn), fencing token,
  * attempts, reclaimed. Lost: id null and the status the loser saw (null when not visible yet).
  */
 export interface AcquireBatchRow {
@@ -303,43 +310,73 @@ WHERE t."lockKey" = $1 AND NOT EXISTS (SELECT 1 FROM inserted) AND NOT EXISTS (S
   // Acquire for several keys at once (each with its own code, name and lease), each key by the rules above: insert-or-nothing,
   // else reclaim (FAIL when allowed, RUNNING past its lease by the database clock), else a read
   // of the status lost to. Differences, all for batches:
-  // - Owner tokens are drawn by the database (gen_random_uuid) for the winning rows only and
-  //   returned: no secret travels as a parameter, and a loser draws nothing.
+  // - A run's owner token is the caller's when it names one ($9, redacted like every token), else
+  //   drawn by the database (gen_random_uuid) for the winning rows only; either way it is returned.
   // - A key is inserted only if no row is visible in the statement's snapshot and reclaimed only
   //   if one is: one key can never be both. Rows are inserted and locked in lockKey order, so two
   //   batches that overlap wait on each other in one direction only (no deadlock).
   // - Reclaimable rows are locked with SKIP LOCKED: a row another instance is reclaiming (or
   //   heartbeating) right now is lost, not waited for. The WHERE is re-checked on the version
   //   locked, so a row reclaimed meanwhile is not taken twice.
-  const acquireBatchText = `
+  //
+  // `again` (a retry of a claim whose answer was lost: the statement can commit after its caller
+  // gave up on it) also returns, as won, each key whose row is RUNNING under the owner token the
+  // caller names, with its lease renewed (modifiedAt: the caller proves it from the retry's send):
+  // same id, fencing token and attempts. That lost claim won the run, and only the holder of its
+  // token can name it, so no other owner is ever handed a run. Two paths, disjoint by the snapshot:
+  // - `mine`: the row is visible (the lost claim committed before this statement began): a fenced
+  //   UPDATE, as a heartbeat is (a row reclaimed meanwhile has another token and does not match).
+  // - the insert's ON CONFLICT: the row is not visible yet (the lost claim is still in flight or
+  //   committed after the snapshot). The conflict waits for that insert's transaction, then
+  //   DO UPDATE locks the committed row and applies only if its token is the caller's; otherwise
+  //   it writes nothing and the key is lost. (Unlike DO NOTHING, it locks the row it conflicts
+  //   with: a cost only retries pay.)
+  // A reclaim by the lost claim still in flight when the retry runs is not seen (its row is
+  // locked and skipped): the key is lost, and the take-over scan runs it once its lease runs out.
+  const acquireBatchText = (again: boolean): string => {
+    const mine = `
+mine AS (
+  UPDATE ${table} AS t SET "modifiedAt" = CURRENT_TIMESTAMP
+  FROM candidate AS c
+  WHERE t."lockKey" = c."lockKey" AND t."ownerToken" = c."ownerToken" AND t."status" = 'RUNNING'
+  RETURNING t."lockKey", t."id", t."ownerToken"::text AS "ownerToken", t."fencingToken"::text AS "fencingToken", t."attempts", t."attempts" > 1 AS "reclaimed"
+),`;
+    const onConflict = again
+      ? `DO UPDATE SET "modifiedAt" = CURRENT_TIMESTAMP
+    WHERE t."ownerToken" = EXCLUDED."ownerToken" AND t."status" = 'RUNNING'`
+      : 'DO NOTHING';
+    // A row that is the caller's own is for `mine`, never reclaimed from itself.
+    const notMine = `
+    AND NOT (t."status" = 'RUNNING' AND t."ownerToken" IS NOT DISTINCT FROM c."ownerToken")`;
+    return `
 WITH candidate AS (
-  SELECT k."lockKey", k."runKey", k."code", k."name", k."leaseMs"
-  FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::int[]) AS k("lockKey", "runKey", "code", "name", "leaseMs")
-),
+  SELECT k."lockKey", k."runKey", k."code", k."name", k."leaseMs", k."ownerToken"
+  FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::int[], $9::uuid[]) AS k("lockKey", "runKey", "code", "name", "leaseMs", "ownerToken")
+),${again ? mine : ''}
 inserted AS (
   INSERT INTO ${table} AS t
     ("lockKey", "code", "name", "type", "status", "ownerToken", "runKey", "leaseMs", "ownerId",
      "fencingToken", "attempts", "startedAt", "createdAt", "modifiedAt")
-  SELECT c."lockKey", c."code", c."name", $6, 'RUNNING', gen_random_uuid(), c."runKey", c."leaseMs", $7,
+  SELECT c."lockKey", c."code", c."name", $6, 'RUNNING', COALESCE(c."ownerToken", gen_random_uuid()), c."runKey", c."leaseMs", $7,
      nextval(${nextFencingToken}), 1, CURRENT_TIMESTAMP, CURRENT_TIMESTAMP, CURRENT_TIMESTAMP
   FROM candidate AS c
   WHERE NOT EXISTS (SELECT 1 FROM ${table} WHERE "lockKey" = c."lockKey")
   ORDER BY c."lockKey"
-  ON CONFLICT ("lockKey") DO NOTHING
-  RETURNING t."lockKey", t."id", t."ownerToken"::text AS "ownerToken", t."fencingToken"::text AS "fencingToken", t."attempts", false AS "reclaimed"
+  ON CONFLICT ("lockKey") ${onConflict}
+  RETURNING t."lockKey", t."id", t."ownerToken"::text AS "ownerToken", t."fencingToken"::text AS "fencingToken", t."attempts", t."attempts" > 1 AS "reclaimed"
 ),
 reclaimable AS (
-  SELECT t."id", c."runKey", c."name", c."leaseMs" FROM ${table} AS t JOIN candidate AS c ON c."lockKey" = t."lockKey"
-  WHERE (t."status" = 'FAIL' AND $8::boolean)
+  SELECT t."id", c."runKey", c."name", c."leaseMs", c."ownerToken" FROM ${table} AS t JOIN candidate AS c ON c."lockKey" = t."lockKey"
+  WHERE ((t."status" = 'FAIL' AND $8::boolean)
      OR (t."status" = 'RUNNING'
-         AND t."modifiedAt" < CURRENT_TIMESTAMP - COALESCE(t."leaseMs", c."leaseMs") * INTERVAL '1 millisecond')
+         AND t."modifiedAt" < CURRENT_TIMESTAMP - COALESCE(t."leaseMs", c."leaseMs") * INTERVAL '1 millisecond'))${again ? notMine : ''}
   ORDER BY t."lockKey"
   FOR UPDATE OF t SKIP LOCKED
 ),
 reclaimed AS (
   UPDATE ${table} AS t SET
     "status" = 'RUNNING',
-    "ownerToken" = gen_random_uuid(),
+    "ownerToken" = COALESCE(r."ownerToken", gen_random_uuid()),
     "name" = COALESCE(r."name", t."name"),
     "runKey" = r."runKey",
     "leaseMs" = r."leaseMs",
@@ -349,10 +386,12 @@ reclaimed AS (
   WHERE t."id" = r."id"
   RETURNING t."lockKey", t."id", t."ownerToken"::text AS "ownerToken", t."fencingToken"::text AS "fencingToken", t."attempts", true AS "reclaimed"
 ),
-won AS (SELECT * FROM inserted UNION ALL SELECT * FROM reclaimed)
+won AS (SELECT * FROM inserted UNION ALL SELECT * FROM reclaimed${again ? ' UNION ALL SELECT * FROM mine' : ''})
 SELECT c."lockKey", w."id", w."ownerToken", w."fencingToken", w."attempts", w."reclaimed",
   CASE WHEN w."id" IS NULL THEN (SELECT s."status"::text FROM ${table} AS s WHERE s."lockKey" = c."lockKey") END AS "status"
 FROM candidate AS c LEFT JOIN won AS w ON w."lockKey" = c."lockKey"`.trim();
+  };
+  const acquireBatchTexts = [acquireBatchText(false), acquireBatchText(true)] as const;
 
   const heartbeatText = `
 UPDATE ${table} SET "modifiedAt" = CURRENT_TIMESTAMP
@@ -579,9 +618,10 @@ RETURNING "id"`.trim();
       ...(acquireViaFunction === undefined ? {} : { viaFunction: acquireViaFunction }),
     }),
     acquireBatch: (p) => ({
-      text: acquireBatchText,
-      values: [p.lockKeys, p.runKeys, p.codes, p.names, p.leaseMs, p.type, p.ownerId, p.reclaimFailed],
+      text: acquireBatchTexts[p.again ? 1 : 0],
+      values: [p.lockKeys, p.runKeys, p.codes, p.names, p.leaseMs, p.type, p.ownerId, p.reclaimFailed, p.ownerTokens],
       operation: 'acquire',
+      ...(p.ownerTokens ? { secret: p.ownerTokens } : {}),
     }),
     heartbeat: (id, ownerToken) => ({ text: heartbeatText, values: [id, ownerToken], operation: 'heartbeat', secret: ownerToken }),
     heartbeatMany: (ids, ownerTokens) => ({ text: heartbeatManyText, values: [ids, ownerTokens], operation: 'heartbeat', secret: ownerTokens }),

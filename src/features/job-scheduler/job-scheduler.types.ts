@@ -30,6 +30,26 @@ export interface JobBatchAcquireOptions extends Omit<JobAcquireOptions, 'runKey'
   runKeys: readonly string[];
 }
 
+/** One run of `acquireMany`: acquire's options, plus the owner token the run gets if won, when the caller draws it. */
+export interface JobAcquireManyRun extends JobAcquireOptions {
+  /**
+   * A UUID the caller drew (`crypto.randomUUID()`): the run's owner token if this claim wins it.
+   * Kept as secret as the token it becomes. Default: drawn by the database. Name it to be able to
+   * retry the claim with `{ again: true }` when its answer is lost.
+   */
+  ownerToken?: string;
+}
+
+/** Options of acquireMany. */
+export interface JobAcquireManyOptions {
+  /**
+   * This call repeats one whose answer was lost (a timeout, a dropped connection: it may have
+   * committed), with the same owner tokens: a run that call won, still RUNNING under its token, is
+   * acquired again (same id, fencing token and attempt, its lease renewed) instead of lost.
+   */
+  again?: boolean;
+}
+
 /** The fencing capability: whoever holds both may heartbeat and finalize the run. */
 export interface JobLease {
   id: string;

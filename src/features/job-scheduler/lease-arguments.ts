@@ -85,7 +85,27 @@ export const describeFailure = (error: unknown): { error: { name: string; messag
 export interface AcquireRequest extends LeaseTiming {
   identity: JobIdentity;
   reclaimFailed: boolean;
+  /** The owner token the caller drew for the run (acquireMany), if any. */
+  ownerToken?: string;
 }
+
+/** acquireMany's run: acquire's options, plus the `ownerToken` the run gets if won (a UUID), when the caller draws it. */
+export const resolveClaimRequest = (options: unknown, defaults: ResolvedTimingDefaults): AcquireRequest => {
+  const request = resolveAcquireRequest(options, defaults);
+  const ownerToken = ownValue(options as object, 'ownerToken');
+  if (ownerToken === undefined) return request;
+  if (typeof ownerToken !== 'string' || !UUID.test(ownerToken)) throw leaseErrors.ownerToken(ownerToken);
+  return { ...request, ownerToken: ownerToken.toLowerCase() };
+};
+
+/** The optional `{ again }` of acquireMany: a boolean when given. */
+export const checkClaimAgain = (options: unknown): boolean => {
+  if (options === undefined) return false;
+  if (typeof options !== 'object' || options === null) throw leaseErrors.claimAgain(options);
+  const value = ownValue(options, 'again');
+  if (value !== undefined && typeof value !== 'boolean') throw leaseErrors.claimAgain(value);
+  return value === true;
+};
 
 /**
  * Everything an acquire needs, validated in order (identity first, then timing), before any SQL.

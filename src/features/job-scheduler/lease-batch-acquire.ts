@@ -2,7 +2,7 @@ import { identityErrors, JobLeaseDatabaseError } from './job-scheduler.errors';
 import type { AcquireBatchRow, LeaseStatements, SqlStatement } from './job-scheduler.sql';
 import type { JobAcquireResult } from './job-scheduler.types';
 import { ownValue } from './job-identity';
-import { type AcquireRequest, resolveAcquireRequest } from './lease-arguments';
+import { type AcquireRequest, resolveAcquireRequest, resolveClaimRequest } from './lease-arguments';
 import { monotonicNow, provenUntil } from './run/lease-deadline';
 import type { LeaseTelemetry } from './telemetry/lease-telemetry';
 import type { ResolvedTimingDefaults } from './lease-timing';
@@ -42,13 +42,14 @@ export const resolveBatchAcquireRequests = (options: unknown, defaults: Resolved
 
 /**
  * Validates the runs of `acquireMany` like acquire validates each (same errors, same defaults),
- * plus: an array of at most MAX_BATCH_RUN_KEYS naming distinct runs. Throws before any SQL.
+ * plus: an array of at most MAX_BATCH_RUN_KEYS naming distinct runs, each `ownerToken` a UUID
+ * when given. Throws before any SQL.
  */
 export const resolveManyAcquireRequests = (runs: unknown, defaults: ResolvedTimingDefaults): AcquireRequest[] => {
   if (!Array.isArray(runs) || runs.length > MAX_BATCH_RUN_KEYS) throw identityErrors.runsInvalid(runs, MAX_BATCH_RUN_KEYS);
   const lockKeys = new Set<string>();
   return runs.map((run: unknown, index) => {
-    const request = resolveAcquireRequest(run, defaults);
+    const request = resolveClaimRequest(run, defaults);
     if (lockKeys.has(request.identity.lockKey)) throw identityErrors.runsRepeated(index);
     lockKeys.add(request.identity.lockKey);
     return request;
@@ -81,9 +82,10 @@ export const isSerializationFailure = (error: unknown): boolean => error instanc
  * codes and leases may differ) in one statement: each run is acquired or not by acquire's own
  * rules; results in the order of the requests. A serialization failure (a stricter isolation
  * level saw a concurrent winner) is "none acquired", as for acquire; any other database error is
- * thrown.
+ * thrown. `again`: a retry of a claim whose answer was lost; a run RUNNING under the owner token
+ * its request names is won again (see the statement).
  */
-export const acquireBatch = async (requests: readonly AcquireRequest[], context: BatchAcquireContext): Promise<JobAcquireResult[]> => {
+export const acquireBatch = async (requests: readonly AcquireRequest[], context: BatchAcquireContext, again = false): Promise<JobAcquireResult[]> => {
   const [first] = requests;
   if (!first) return [];
   const codes = requests.map((request) => request.identity.code);
@@ -97,6 +99,9 @@ export const acquireBatch = async (requests: readonly AcquireRequest[], context:
     type: first.identity.type,
     ownerId: context.ownerId,
     reclaimFailed: first.reclaimFailed,
+    // null, not an array of nulls, when the database draws every token (unnest pads it).
+    ownerTokens: requests.some((request) => request.ownerToken !== undefined) ? requests.map((request) => request.ownerToken ?? null) : null,
+    again,
   });
   // Every lease of the batch runs from its row's modifiedAt, stamped no earlier than this send.
   const sentAt = monotonicNow();
@@ -126,7 +131,7 @@ export const acquireBatch = async (requests: readonly AcquireRequest[], context:
  * acquireBatch for runs of any codes and leases: one statement per kind of run (type and
  * reclaimFailed; usually one), results in the order of the requests.
  */
-export const acquireGrouped = async (requests: readonly AcquireRequest[], context: BatchAcquireContext): Promise<JobAcquireResult[]> => {
+export const acquireGrouped = async (requests: readonly AcquireRequest[], context: BatchAcquireContext, again = false): Promise<JobAcquireResult[]> => {
   const groups = new Map<string, number[]>();
   requests.forEach((request, index) => {
     const kind = `${request.identity.type} ${request.reclaimFailed}`;
@@ -139,6 +144,7 @@ export const acquireGrouped = async (requests: readonly AcquireRequest[], contex
     const claimed = await acquireBatch(
       indexes.map((index) => requests[index]),
       context,
+      again,
     );
     indexes.forEach((index, position) => (results[index] = claimed[position]));
   }

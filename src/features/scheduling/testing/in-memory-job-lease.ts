@@ -1,8 +1,16 @@
 import { randomUUID } from 'node:crypto';
 import { JobSchedulerStatus } from '../../job-scheduler/job-scheduler.entity';
-import type { JobAcquireOptions, JobAcquireResult, JobBatchAcquireOptions, JobFinalizeOptions, JobLease } from '../../job-scheduler/job-scheduler.types';
+import type {
+  JobAcquireManyOptions,
+  JobAcquireManyRun,
+  JobAcquireOptions,
+  JobAcquireResult,
+  JobBatchAcquireOptions,
+  JobFinalizeOptions,
+  JobLease,
+} from '../../job-scheduler/job-scheduler.types';
 import { resolveBatchAcquireRequests, resolveManyAcquireRequests } from '../../job-scheduler/lease-batch-acquire';
-import { type AcquireRequest, checkJobLease, resolveAcquireRequest, serializeJobData } from '../../job-scheduler/lease-arguments';
+import { type AcquireRequest, checkClaimAgain, checkJobLease, resolveAcquireRequest, serializeJobData } from '../../job-scheduler/lease-arguments';
 import { provenUntil } from '../../job-scheduler/run/lease-deadline';
 import { defaultHeartbeatMs, resolveTimingDefaults } from '../../job-scheduler/lease-timing';
 import { dueInstantOf, occurrenceOfRunKey } from '../occurrence/occurrence-keys';
@@ -46,16 +54,18 @@ export class InMemoryJobLease implements SchedulerLease, SchedulerHistory, Aband
     return resolveBatchAcquireRequests(options, this.timing).map((request) => this.take(request));
   }
 
-  /** Each run by acquire's rules, validated like the PostgreSQL lease's acquireMany. */
-  async acquireMany(runs: readonly JobAcquireOptions[]): Promise<JobAcquireResult[]> {
-    return resolveManyAcquireRequests(runs, this.timing).map((request) => this.take(request));
+  /** Each run by acquire's rules, validated like the PostgreSQL lease's acquireMany; `{ again }` as its. */
+  async acquireMany(runs: readonly JobAcquireManyRun[], options?: JobAcquireManyOptions): Promise<JobAcquireResult[]> {
+    const requests = resolveManyAcquireRequests(runs, this.timing);
+    const again = checkClaimAgain(options);
+    return requests.map((request) => this.take(request, again));
   }
 
-  private take(request: AcquireRequest): JobAcquireResult {
+  private take(request: AcquireRequest, again = false): JobAcquireResult {
     const { identity } = request;
     const now = this.clock.now();
     const existing = this.rows.get(identity.lockKey);
-    const ownerToken = randomUUID();
+    const ownerToken = request.ownerToken ?? randomUUID();
     const acquired = (row: LeaseRow, reclaimed: boolean): JobAcquireResult => ({
       acquired: true,
       id: row.id,
@@ -83,6 +93,11 @@ export class InMemoryJobLease implements SchedulerLease, SchedulerHistory, Aband
       };
       this.rows.set(identity.lockKey, row);
       return acquired(row, false);
+    }
+    // A retry of a claim that won this row (its answer lost): the same run, its lease renewed.
+    if (again && existing.status === JobSchedulerStatus.RUNNING && existing.ownerToken === request.ownerToken) {
+      existing.modifiedAt = now;
+      return acquired(existing, existing.attempts > 1);
     }
     const reclaimable =
       (existing.status === JobSchedulerStatus.FAIL && request.reclaimFailed) ||
