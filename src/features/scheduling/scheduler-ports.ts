@@ -1,4 +1,6 @@
 import type {
+  JobAcquireManyOptions,
+  JobAcquireManyRun,
   JobAcquireOptions,
   JobAcquireResult,
   JobBatchAcquireOptions,
@@ -38,8 +40,9 @@ export const observedLease = (lease: SchedulerLease, timers: SchedulerTimers): S
   return {
     acquire: (options) => seen(lease.acquire(options)),
     acquireBatch: (options) => seen(lease.acquireBatch(options)),
-    acquireMany: lease.acquireMany && ((runs) => seen(lease.acquireMany!(runs))),
+    acquireMany: lease.acquireMany && ((runs, options) => seen(lease.acquireMany!(runs, options))),
     acquireAhead: lease.acquireAhead && ((options) => seen(lease.acquireAhead!(options))),
+    acquireAgain: lease.acquireAgain && ((options) => seen(lease.acquireAgain!(options))),
     heartbeat: (value, options) => seen(lease.heartbeat(value, options)),
     heartbeatMany: lease.heartbeatMany && ((leases, options) => seen(lease.heartbeatMany!(leases, options))),
     complete: (value, data, options) => seen(lease.complete(value, data, options)),
@@ -57,11 +60,18 @@ export interface SchedulerLease {
   acquireBatch(options: JobBatchAcquireOptions): Promise<JobAcquireResult[]>;
   /**
    * Several runs of any codes in one statement (the jobs due at one instant): results in order.
-   * Optional: without it, every occurrence is acquired by a statement of its own.
+   * A run may name its owner token; `{ again }` retries a claim whose answer was lost
+   * (JobSchedulerService.acquireMany). Optional: without it, every occurrence is acquired by a
+   * statement of its own, and claims are never retried so.
    */
-  acquireMany?(runs: readonly JobAcquireOptions[]): Promise<JobAcquireResult[]>;
+  acquireMany?(runs: readonly JobAcquireManyRun[], options?: JobAcquireManyOptions): Promise<JobAcquireResult[]>;
   /** acquire, for an occurrence claimed ahead of its instant (batched and spread by the scheduler). Optional: acquire otherwise. */
-  acquireAhead?(options: JobAcquireOptions): Promise<JobAcquireResult>;
+  acquireAhead?(options: JobAcquireManyRun): Promise<JobAcquireResult>;
+  /**
+   * acquire again, for a claim whose answer was lost, under the owner token it named: the run it
+   * won comes back acquired (acquireMany with `{ again: true }`, batched). Optional: acquire otherwise.
+   */
+  acquireAgain?(options: JobAcquireManyRun): Promise<JobAcquireResult>;
   /** `timeoutMs`: a tighter bound on this one statement (a heartbeat is bounded by its interval). */
   heartbeat(lease: JobLease, options?: { timeoutMs?: number }): Promise<boolean>;
   /** heartbeat for many leases in few statements, whether each is still held. Optional: without it, one heartbeat each. */

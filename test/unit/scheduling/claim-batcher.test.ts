@@ -1,6 +1,6 @@
-import type { JobAcquireOptions } from '../../../src/features';
+import type { JobAcquireManyRun, JobAcquireOptions } from '../../../src/features';
 import { JobLeaseDatabaseError } from '../../../src/features/job-scheduler/job-scheduler.errors';
-import { ClaimBatcher, claimBatchSize } from '../../../src/features/scheduling/fleet/claim-batcher';
+import { ClaimBatcher, claimBatchSize, withClaimBatching } from '../../../src/features/scheduling/fleet/claim-batcher';
 import { FixedClock, InMemoryJobLease } from '../../../src/features/testing';
 
 /** The in-memory lease, with every claim statement it is asked for written down. */
@@ -8,17 +8,19 @@ const recordingLease = () => {
   const lease = new InMemoryJobLease(new FixedClock(Date.UTC(2026, 0, 1)));
   const calls: string[][] = [];
   const singles: string[] = [];
+  const again: boolean[] = [];
   const acquireMany = lease.acquireMany.bind(lease);
   const acquire = lease.acquire.bind(lease);
-  lease.acquireMany = (runs) => {
+  lease.acquireMany = (runs, options) => {
     calls.push(runs.map((run) => run.code));
-    return acquireMany(runs);
+    again.push(options?.again === true);
+    return acquireMany(runs, options);
   };
   lease.acquire = (options) => {
     singles.push(options.code);
     return acquire(options);
   };
-  return { lease, calls, singles };
+  return { lease, calls, singles, again };
 };
 
 const run = (index: number): JobAcquireOptions => ({ code: `jobs.job-${index}`, runKey: '2026-01-01T00:00:00.000Z', leaseMs: 60_000 });
@@ -44,6 +46,30 @@ describe('ClaimBatcher', () => {
     expect((await batcher.acquire(run(2))).acquired).toBe(true);
     expect(calls).toEqual([]);
     expect(singles).toEqual(['jobs.job-1', 'jobs.job-2']);
+  });
+
+  it('sends a run that names its owner token through acquireMany, alone too: acquire draws a token of its own', async () => {
+    const { lease, calls, singles } = recordingLease();
+    const batcher = new ClaimBatcher(lease, Math.random);
+    const ownerToken = '6f1c0d3e-8a51-4a39-9f5e-2b7c1d0e4a11';
+    expect(await batcher.acquire({ ...run(1), ownerToken })).toMatchObject({ acquired: true, ownerToken });
+    expect(calls).toEqual([['jobs.job-1']]);
+    expect(singles).toEqual([]);
+  });
+
+  it('batches claims again apart, every statement with { again }: a claim whose answer was lost gets its run back', async () => {
+    const { lease, calls, again } = recordingLease();
+    const batched = withClaimBatching(lease, () => 0);
+    const tokens = Array.from({ length: 30 }, (_, index) => `6f1c0d3e-8a51-4a39-9f5e-${String(index).padStart(12, '0')}`);
+    // The first claims won (their answers lost, say); the claims again name the same tokens.
+    const runs: JobAcquireManyRun[] = tokens.map((ownerToken, index) => ({ ...run(index), ownerToken }));
+    const first = await Promise.all(runs.map((options) => batched.acquire(options)));
+    const firstStatements = calls.length;
+    expect(again).toEqual(Array(firstStatements).fill(false));
+    const retried = await Promise.all(runs.map((options) => batched.acquireAgain!(options)));
+    expect(retried.map((result) => result.acquired && result.id)).toEqual(first.map((result) => result.acquired && result.id));
+    expect(again.slice(firstStatements)).toEqual(Array(calls.length - firstStatements).fill(true));
+    expect(calls.length).toBeLessThanOrEqual(2 * firstStatements);
   });
 
   it('an invalid run fails alone: its statement is sent again one run at a time', async () => {

@@ -1,5 +1,5 @@
 import { JobLeaseDatabaseError } from '../../job-scheduler/job-scheduler.errors';
-import type { JobAcquireOptions, JobAcquireResult } from '../../job-scheduler/job-scheduler.types';
+import type { JobAcquireManyRun, JobAcquireResult } from '../../job-scheduler/job-scheduler.types';
 import { fromRandomOffset, shuffled } from './random-walk';
 import type { SchedulerLease } from '../scheduler-ports';
 
@@ -42,7 +42,7 @@ export const claimBatchSize = (runs: number, shape: ClaimShape = CLAIMS_AT_THE_I
     : Math.min(shape.maxBatch, Math.max(CLAIM_BATCH_MIN, Math.ceil(runs / shape.statements)));
 
 interface PendingClaim {
-  options: JobAcquireOptions;
+  options: JobAcquireManyRun;
   resolve(result: JobAcquireResult): void;
   reject(error: unknown): void;
 }
@@ -54,7 +54,8 @@ interface PendingClaim {
  * runs from a random offset, so instances racing for the same instant claim different runs first
  * and the work spreads; a run another instance took is lost without a write, as with acquire.
  *
- * One acquire alone in its turn is sent as it is. A claim the database refuses fails every run of
+ * One acquire alone in its turn is sent as it is (through acquireMany when it names its owner
+ * token: acquire draws its own). A claim the database refuses fails every run of
  * its statement (each records JOB_LEASE_UNAVAILABLE, as an acquire would); any other error (an
  * invalid run) sends that statement's runs one by one, so only the invalid one fails.
  */
@@ -72,7 +73,7 @@ export class ClaimBatcher {
     private readonly now: () => number = () => performance.now(),
   ) {}
 
-  acquire(options: JobAcquireOptions): Promise<JobAcquireResult> {
+  acquire(options: JobAcquireManyRun): Promise<JobAcquireResult> {
     return new Promise((resolve, reject) => {
       if (this.pending.push({ options, resolve, reject }) === 1) setImmediate(() => void this.flush());
     });
@@ -81,7 +82,7 @@ export class ClaimBatcher {
   private async flush(): Promise<void> {
     const claims = this.pending;
     this.pending = [];
-    if (claims.length === 1) {
+    if (claims.length === 1 && claims[0].options.ownerToken === undefined) {
       const [claim] = claims;
       return this.lease.acquire(claim.options).then(claim.resolve, claim.reject);
     }
@@ -115,10 +116,17 @@ export class ClaimBatcher {
         for (const claim of batch) claim.reject(error);
         return;
       }
-      await Promise.all(batch.map((claim) => this.lease.acquire(claim.options).then(claim.resolve, claim.reject)));
+      await Promise.all(batch.map((claim) => this.alone(claim.options).then(claim.resolve, claim.reject)));
       return;
     }
     batch.forEach((claim, index) => claim.resolve(results[index]));
+  }
+
+  /** One run in a statement of its own. */
+  private async alone(options: JobAcquireManyRun): Promise<JobAcquireResult> {
+    if (options.ownerToken === undefined) return this.lease.acquire(options);
+    const [result] = await this.lease.acquireMany([options]);
+    return result;
   }
 }
 
@@ -133,12 +141,15 @@ export const withClaimBatching = (
   if (!acquireMany) return lease;
   const batched = { ...port, acquireMany };
   const atTheInstant = new ClaimBatcher(batched, random);
+  // Claims retried after their answer was lost: batched apart, every statement with { again }.
+  const again = new ClaimBatcher({ ...batched, acquireMany: (runs) => acquireMany(runs, { again: true }) }, random);
   // Claims ahead of the instant go through a batcher of their own, spread (see claimsAhead).
   const spread = ahead && new ClaimBatcher(batched, random, ahead.shape, ahead.wait, ahead.now);
   return {
     ...port,
     acquire: (options) => atTheInstant.acquire(options),
-    ...(spread ? { acquireAhead: (options: JobAcquireOptions) => spread.acquire(options) } : {}),
+    acquireAgain: (options) => again.acquire(options),
+    ...(spread ? { acquireAhead: (options: JobAcquireManyRun) => spread.acquire(options) } : {}),
   };
 };
 
@@ -148,6 +159,7 @@ export const bound = (lease: SchedulerLease): SchedulerLease => ({
   acquireBatch: lease.acquireBatch.bind(lease),
   acquireMany: lease.acquireMany?.bind(lease),
   acquireAhead: lease.acquireAhead?.bind(lease),
+  acquireAgain: lease.acquireAgain?.bind(lease),
   failMany: lease.failMany?.bind(lease),
   completeMany: lease.completeMany?.bind(lease),
   expireMany: lease.expireMany?.bind(lease),

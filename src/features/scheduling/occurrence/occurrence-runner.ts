@@ -48,11 +48,24 @@ export interface AheadClaim {
   /** The code its row is under (its job's name when claimed). */
   code: string;
   correlationId: string;
+  /**
+   * The owner token the claim named (drawn here): if its answer is lost, the claim at the instant
+   * names it again and gets back the run it may have won. A secret, like every owner token.
+   */
+  ownerToken: string;
   outcome: Promise<ClaimOutcome>;
   /** The outcome once it is known. */
   settled?: ClaimOutcome;
   /** Claims over a FAIL row this instance ended unrun (a schedule paused and resumed before its instant). */
   reclaimFailed?: boolean;
+}
+
+/** How a claim is sent: ahead of its instant, over a FAIL row, under an owner token of its own, as a retry of a claim whose answer was lost. */
+interface ClaimOptions {
+  ahead?: boolean;
+  reclaimFailed?: boolean;
+  ownerToken?: string;
+  again?: boolean;
 }
 
 type Settlement = { kind: 'returned' } | { kind: 'threw'; error: unknown } | { kind: 'timed-out' };
@@ -136,12 +149,13 @@ export class OccurrenceRunner {
       // Shutdown waits for acquires in flight: one that wins after stop() is handed over.
       let outcome = await (ahead?.outcome ?? this.claimNow(request, correlationId));
       // A claim ahead the database did not answer is claimed again now, as it would be without
-      // claims ahead: the database may be back by the instant. If that claim committed unseen,
-      // this one loses to its row, which the take-over scan runs once its lease has run out.
+      // claims ahead: the database may be back by the instant. It names the same owner token: if
+      // the claim ahead committed unseen (its answer lost, or its statement run after this
+      // instance gave up on it), this claim gets that run back instead of losing to its row.
       // Not once the stop began: it waits only for the claims already in flight.
       if (outcome.kind === 'unavailable' && ahead && !this.closed) {
         this.aheadFailed(outcome.error);
-        outcome = await this.claimNow(request, correlationId, ahead.reclaimFailed);
+        outcome = await this.claimNow(request, correlationId, { reclaimFailed: ahead.reclaimFailed, ownerToken: ahead.ownerToken, again: true });
       }
       if (outcome.kind === 'unavailable') return { ...base, errorCode: 'JOB_LEASE_UNAVAILABLE', error: outcome.error };
       if (outcome.kind === 'lost') return { ...base, outcome: 'skipped-locked' };
@@ -264,26 +278,33 @@ export class OccurrenceRunner {
   claimAhead(job: JobDeclaration, scheduledAt: number, reclaim?: Promise<boolean>): AheadClaim {
     const runKey = runKeyOf({ scheduleId: job.dynamicSchedule?.id }, scheduledAt);
     const correlationId = randomUUID();
+    const ownerToken = randomUUID();
     // `reclaim`: this instance ended the occurrence's row unrun (a pause lifted since): once that
     // end is done, a row it ended (true) is claimed over its FAIL.
     const outcome = reclaim
       ? reclaim.then((ended) => {
           // Claimed again at the instant if this claim fails (see run): over the same row.
           if (ended) claim.reclaimFailed = true;
-          return this.claim(job, runKey, correlationId, true, ended);
+          return this.claim(job, runKey, correlationId, { ahead: true, reclaimFailed: ended, ownerToken });
         })
-      : this.claim(job, runKey, correlationId, true);
-    const claim: AheadClaim = { scheduledAt, code: job.name, correlationId, outcome };
+      : this.claim(job, runKey, correlationId, { ahead: true, ownerToken });
+    const claim: AheadClaim = { scheduledAt, code: job.name, correlationId, ownerToken, outcome };
     void claim.outcome.then((outcome) => (claim.settled = outcome));
     return claim;
   }
 
   /** Claims an occurrence's lease now (one of a batch), as a value; a claim won is held from its send instant. */
-  claim(job: JobDeclaration, runKey: string, correlationId: string, ahead = false, reclaimFailed = false): Promise<ClaimOutcome> {
-    const options = { code: job.name, runKey, name: job.name, leaseMs: job.leaseMs, reclaimFailed };
+  claim(job: JobDeclaration, runKey: string, correlationId: string, how: ClaimOptions = {}): Promise<ClaimOutcome> {
+    const { ahead = false, reclaimFailed = false, ownerToken, again = false } = how;
+    const options = { code: job.name, runKey, name: job.name, leaseMs: job.leaseMs, reclaimFailed, ownerToken };
     const clock = this.clock;
     const sentAt = clock.now();
-    const acquiring = ahead && this.lease.acquireAhead ? this.lease.acquireAhead(options) : this.lease.acquire(options);
+    const acquiring =
+      ahead && this.lease.acquireAhead
+        ? this.lease.acquireAhead(options)
+        : again && this.lease.acquireAgain
+          ? this.lease.acquireAgain(options)
+          : this.lease.acquire(options);
     const outcome = acquiring.then(
       (lock): ClaimOutcome => (lock.acquired ? { kind: 'acquired', claim: new HeldClaim(this.lease, clock, lock, sentAt, correlationId) } : { kind: 'lost' }),
       // The lock store cannot be reached: failed, rather than run on every instance.
@@ -297,9 +318,9 @@ export class OccurrenceRunner {
    * Claims the occurrence of a request that has no claim ahead, now. (A claim ahead named its key
    * when it was sent: at 100,000 runs due together, naming it again took 2% of the CPU.)
    */
-  private claimNow({ job, scheduledAt, tenantId, trigger }: OccurrenceRequest, correlationId: string, reclaimFailed = false): Promise<ClaimOutcome> {
+  private claimNow({ job, scheduledAt, tenantId, trigger }: OccurrenceRequest, correlationId: string, how?: ClaimOptions): Promise<ClaimOutcome> {
     const runKey = runKeyOf({ scheduleId: job.dynamicSchedule?.id }, scheduledAt, tenantId, trigger === 'run-now' ? { correlationId } : undefined);
-    return this.claim(job, runKey, correlationId, false, reclaimFailed);
+    return this.claim(job, runKey, correlationId, how);
   }
 
   /** The claims won of these outcomes (waited for). */
