@@ -65,7 +65,7 @@ const main = async (): Promise<void> => {
   const claimSentMs: number[] = [];
   onWireStatement((statement) => {
     statements++;
-    if (statement.text.includes('AS k("lockKey", "runKey", "code", "name", "leaseMs")')) {
+    if (statement.text.includes('AS k("lockKey", "runKey", "code", "name", "leaseMs", "ownerToken")')) {
       const sentAt = Date.now();
       if (sentAt >= options.windowFrom && sentAt < options.measureFrom) claimSentMs.push(sentAt - options.measureFrom);
     }

@@ -30,7 +30,7 @@ const declaredJobs = (): Type[] =>
     return TogetherJob;
   });
 
-const isBatchClaim = (statement: string): boolean => statement.includes('unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::int[])');
+const isBatchClaim = (statement: string): boolean => statement.includes('unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::int[], $9::uuid[])');
 const isSingleAcquire = (statement: string): boolean => statement.includes('INSERT INTO') && !isBatchClaim(statement);
 
 describe('jobs due at the same instant', () => {
