@@ -43,6 +43,8 @@ export const claimBatchSize = (runs: number, shape: ClaimShape = CLAIMS_AT_THE_I
 
 interface PendingClaim {
   options: JobAcquireManyRun;
+  /** A retry of a claim whose answer was lost (acquireMany's `{ again }`): sent in statements of its own. */
+  again: boolean;
   resolve(result: JobAcquireResult): void;
   reject(error: unknown): void;
 }
@@ -73,16 +75,17 @@ export class ClaimBatcher {
     private readonly now: () => number = () => performance.now(),
   ) {}
 
-  acquire(options: JobAcquireManyRun): Promise<JobAcquireResult> {
+  /** `again`: a retry of a claim whose answer was lost, under the owner token it named (see acquireMany). */
+  acquire(options: JobAcquireManyRun, again = false): Promise<JobAcquireResult> {
     return new Promise((resolve, reject) => {
-      if (this.pending.push({ options, resolve, reject }) === 1) setImmediate(() => void this.flush());
+      if (this.pending.push({ options, again, resolve, reject }) === 1) setImmediate(() => void this.flush());
     });
   }
 
   private async flush(): Promise<void> {
     const claims = this.pending;
     this.pending = [];
-    if (claims.length === 1 && claims[0].options.ownerToken === undefined) {
+    if (claims.length === 1 && !claims[0].again && claims[0].options.ownerToken === undefined) {
       const [claim] = claims;
       return this.lease.acquire(claim.options).then(claim.resolve, claim.reject);
     }
@@ -90,8 +93,11 @@ export class ClaimBatcher {
     const { spreadMs } = shape;
     const walk = spreadMs > 0 ? shuffled(claims, this.random) : fromRandomOffset(claims, this.random);
     const size = claimBatchSize(walk.length, shape);
+    // Claims again in statements of their own, sent by the same `parallel` senders as the rest.
     const statements: PendingClaim[][] = [];
-    for (let index = 0; index < walk.length; index += size) statements.push(walk.slice(index, index + size));
+    for (const kind of [walk.filter((claim) => !claim.again), walk.filter((claim) => claim.again)]) {
+      for (let index = 0; index < kind.length; index += size) statements.push(kind.slice(index, index + size));
+    }
     // Spread: statement i goes no earlier than i × (spreadMs / statements) after the first.
     const pace = spreadMs > 0 ? spreadMs / statements.length : 0;
     const startedAt = this.now();
@@ -110,22 +116,25 @@ export class ClaimBatcher {
   private async claim(batch: readonly PendingClaim[]): Promise<void> {
     let results: JobAcquireResult[];
     try {
-      results = await this.lease.acquireMany(batch.map((claim) => claim.options));
+      results = await this.lease.acquireMany(
+        batch.map((claim) => claim.options),
+        batch[0].again ? { again: true } : undefined,
+      );
     } catch (error) {
       if (error instanceof JobLeaseDatabaseError) {
         for (const claim of batch) claim.reject(error);
         return;
       }
-      await Promise.all(batch.map((claim) => this.alone(claim.options).then(claim.resolve, claim.reject)));
+      await Promise.all(batch.map((claim) => this.alone(claim).then(claim.resolve, claim.reject)));
       return;
     }
     batch.forEach((claim, index) => claim.resolve(results[index]));
   }
 
   /** One run in a statement of its own. */
-  private async alone(options: JobAcquireManyRun): Promise<JobAcquireResult> {
-    if (options.ownerToken === undefined) return this.lease.acquire(options);
-    const [result] = await this.lease.acquireMany([options]);
+  private async alone({ options, again }: PendingClaim): Promise<JobAcquireResult> {
+    if (!again && options.ownerToken === undefined) return this.lease.acquire(options);
+    const [result] = await this.lease.acquireMany([options], again ? { again: true } : undefined);
     return result;
   }
 }
@@ -140,15 +149,15 @@ export const withClaimBatching = (
   const { acquireMany } = port;
   if (!acquireMany) return lease;
   const batched = { ...port, acquireMany };
+  // Claims at the instant, and claims again (retries of claims ahead whose answer was lost): the
+  // same senders, so that together they leave the pool connections for heartbeats and completes.
   const atTheInstant = new ClaimBatcher(batched, random);
-  // Claims retried after their answer was lost: batched apart, every statement with { again }.
-  const again = new ClaimBatcher({ ...batched, acquireMany: (runs) => acquireMany(runs, { again: true }) }, random);
   // Claims ahead of the instant go through a batcher of their own, spread (see claimsAhead).
   const spread = ahead && new ClaimBatcher(batched, random, ahead.shape, ahead.wait, ahead.now);
   return {
     ...port,
     acquire: (options) => atTheInstant.acquire(options),
-    acquireAgain: (options) => again.acquire(options),
+    acquireAgain: (options) => atTheInstant.acquire(options, true),
     ...(spread ? { acquireAhead: (options: JobAcquireManyRun) => spread.acquire(options) } : {}),
   };
 };
