@@ -100,10 +100,19 @@ export class ChaosFleet {
     return this.live().reduce((sum, worker) => sum + worker.inFlight.size, 0);
   }
 
-  /** Asks every worker to stop and waits; whoever has not exited in time is killed. */
+  /**
+   * Asks every worker to stop and waits; whoever has not exited in time is killed. A replacement
+   * still booting (not ready: it never got a tick, and cannot hear "stop" yet) is killed at once,
+   * on purpose: on a slow machine it used to be killed at the timeout and counted as a crash.
+   */
   async stop(timeoutMs: number): Promise<void> {
     const live = this.live();
     for (const worker of live) {
+      if (!worker.ready) {
+        worker.killed = true;
+        worker.kill();
+        continue;
+      }
       worker.stopRequested = true;
       if (worker.paused) this.resume(worker);
       worker.send({ type: 'stop' });
