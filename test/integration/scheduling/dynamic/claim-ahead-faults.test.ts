@@ -103,6 +103,47 @@ describe('a claim ahead the database did not answer', () => {
     expect(started.execution.startedAt.getTime() - dueAt).toBeLessThan(LEASE_MS / 2);
   }, 30_000);
 
+  // The overload case of the 100,000-schedule bench, made to happen: the server runs the claim
+  // ahead after the instance gave up on it. Here it waits on a table lock (as behind a migration),
+  // its connection drops (no cancel gets through the cut), and it commits once the lock is gone,
+  // while the claim again of the instant waits on the same lock: the two meet in the table.
+  it('that the server runs after the instance gave up on it is won by the claim again of its instant: it runs once, on time', async () => {
+    const { node, proxy } = await startBehindProxy();
+    await node.schedules.upsert({ id: 'orphaned', handler: 'reports.tenant-report', every: EVERY_MS, leaseMs: LEASE_MS });
+    const dueAt = nextDue(1_500);
+    await sleep(dueAt - AHEAD_MS - 1_000 - Date.now());
+    const locker = new Client({ connectionString: fleet.database.url });
+    await locker.connect();
+    try {
+      await sleep(dueAt - AHEAD_MS - 300 - Date.now());
+      await locker.query('BEGIN');
+      await locker.query('LOCK TABLE "job-scheduler" IN SHARE MODE');
+      await sleep(dueAt - AHEAD_MS + 500 - Date.now());
+      proxy.cut();
+      await sleep(dueAt - 300 - Date.now());
+      proxy.restore();
+      await sleep(dueAt + 400 - Date.now());
+      // Still on the server: the claim ahead, and the claim again of the instant behind it.
+      const waiting = await locker.query<{ count: string }>(
+        `SELECT count(*)::text AS count FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`,
+      );
+      expect(Number(waiting.rows[0].count)).toBeGreaterThanOrEqual(2);
+      await locker.query('COMMIT');
+    } finally {
+      await locker.end();
+    }
+    await sleep(dueAt + 2_000 - Date.now());
+    await node.schedules.idle();
+
+    expect(await occurrenceOf(node, 'orphaned', dueAt)).toEqual({
+      ran: ['schedule'],
+      rows: [{ status: 'SUCCESS', ownerId: 'a', claimedBeforeDue: expect.any(Boolean) }],
+      records: [{ trigger: 'schedule', outcome: 'succeeded', errorCode: undefined }],
+    });
+    const [started] = calls.filter((call) => call.scheduleId === 'orphaned' && Date.parse(call.scheduledAt) === dueAt);
+    expect(started.execution.startedAt.getTime() - dueAt).toBeLessThan(LEASE_MS / 2);
+  }, 30_000);
+
   // A schedule paused and resumed inside the window claims its instant again over the row its pause
   // ended (FAIL, released), which only such a claim may take. That claim fails here (the table is
   // locked, as a migration would, past the statement bound); the claim at the instant must take the
