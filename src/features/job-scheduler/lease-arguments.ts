@@ -99,13 +99,7 @@ export const resolveClaimRequest = (options: unknown, defaults: ResolvedTimingDe
 };
 
 /** The optional `{ again }` of acquireMany: a boolean when given. */
-export const checkClaimAgain = (options: unknown): boolean => {
-  if (options === undefined) return false;
-  if (typeof options !== 'object' || options === null) throw leaseErrors.claimAgain(options);
-  const value = ownValue(options, 'again');
-  if (value !== undefined && typeof value !== 'boolean') throw leaseErrors.claimAgain(value);
-  return value === true;
-};
+export const checkClaimAgain = (options: unknown): boolean => checkAgain(options, leaseErrors.claimAgain);
 
 /**
  * Everything an acquire needs, validated in order (identity first, then timing), before any SQL.
@@ -149,10 +143,13 @@ export const checkStatementTimeout = (options: unknown): number | undefined => {
 };
 
 /** The optional `{ again }` of complete and fail: a boolean when given. */
-export const checkFinalizeAgain = (options: unknown): boolean => {
+export const checkFinalizeAgain = (options: unknown): boolean => checkAgain(options, leaseErrors.again);
+
+/** Options `{ again?: boolean }`: whether `again` is true; `invalid` names what is wrong otherwise. */
+const checkAgain = (options: unknown, invalid: (value: unknown) => Error): boolean => {
   if (options === undefined) return false;
-  if (typeof options !== 'object' || options === null) throw leaseErrors.again(options);
+  if (typeof options !== 'object' || options === null) throw invalid(options);
   const value = ownValue(options, 'again');
-  if (value !== undefined && typeof value !== 'boolean') throw leaseErrors.again(value);
+  if (value !== undefined && typeof value !== 'boolean') throw invalid(value);
   return value === true;
 };
