@@ -1,4 +1,4 @@
-// Past ~350 lines on purpose: a job's path from its timer through admission (overlap, catch-up, take-over) to the occurrence lifecycle reads top to bottom here; the parts that stand alone live in occurrence/, fleet/, timers/ and records/.
+// Past ~350 lines on purpose: a job's path from registration and its timer to the due-instant policy (claim ahead, catch-up, missed, take-over) reads top to bottom here; how an occurrence then enters (overlap, jitter, its run or its tenants') is occurrence/occurrence-admission.ts.
 import { AheadClaims, lostAheadRecord, scaledClaimAheadMs } from './occurrence/ahead-claims';
 import {
   AbandonedOccurrenceScan,
@@ -14,8 +14,8 @@ import { withHeartbeatBatching } from './fleet/heartbeat-batcher';
 import { JitterWaits } from './timers/jitter-waits';
 import { HeldClaim } from './occurrence/held-claim';
 import { JobOccupancy } from './occurrence/job-occupancy';
+import { OccurrenceAdmission } from './occurrence/occurrence-admission';
 import { UnrunOccurrences } from './occurrence/unrun-occurrences';
-import { whenSettled } from './occurrence/when-settled';
 import { type AheadClaim, holdClockOf, type JobHandler, OccurrenceRunner } from './occurrence/occurrence-runner';
 import { RunRecords } from './records/run-records';
 import { dueCountSince, type DueSince, dueInstantsSince } from './schedule/due-instants';
@@ -107,6 +107,8 @@ export class JobScheduleEngine {
   private readonly inFlight = new Set<Promise<unknown>>();
   /** How the occurrences that do not run here end (handed over, recorded missed or skipped). */
   private readonly unrun: UnrunOccurrences;
+  /** How a due occurrence enters: overlap policy, its claim, jitter, its run or its tenants' runs. */
+  private readonly admission: OccurrenceAdmission;
   /** Work of due instants that waits for their runs to start (see fire). */
   private readonly deferred: Array<() => void> = [];
   private started = false;
@@ -168,6 +170,18 @@ export class JobScheduleEngine {
       logger: options.logger,
       random,
       emit: (record) => this.records.emit(record),
+    });
+    this.admission = new OccurrenceAdmission({
+      runner: this.runner,
+      ahead: this.ahead,
+      unrun: this.unrun,
+      records: this.records,
+      jitter: this.jitter,
+      tenantFanOut: this.tenantFanOut,
+      tenants: options.tenants,
+      timers: options.timers,
+      track: (work) => this.track(work),
+      running: () => this.started,
     });
   }
 
@@ -303,7 +317,7 @@ export class JobScheduleEngine {
   async runNow(name: string): Promise<JobRunRecord[]> {
     const state = this.states.get(name);
     if (!state) throw schedulingErrors.unknownJob(name);
-    return this.track(this.runOccurrence(state, this.options.timers.now(), 'run-now'));
+    return this.track(this.admission.run(state, this.options.timers.now(), 'run-now'));
   }
 
   /**
@@ -414,7 +428,7 @@ export class JobScheduleEngine {
     // its claim synchronously, before the latest one is admitted); later, it is recorded missed.
     const passed = due.latest !== null && state.ahead && state.ahead.scheduledAt < due.latest ? state.ahead : undefined;
     if (passed && now - passed.scheduledAt <= (this.options.lateToleranceMs ?? 60_000)) {
-      void this.track(this.admit(state, passed.scheduledAt, 'schedule'));
+      void this.track(this.admission.admit(state, passed.scheduledAt, 'schedule'));
     } else if (passed) {
       void this.track(this.unrun.passedClaim(state, this.ahead.take(state, passed.scheduledAt) as AheadClaim));
     }
@@ -507,7 +521,7 @@ export class JobScheduleEngine {
   private async handleDue(state: JobState, due: DueInstants, now: number, reportMissed = true): Promise<void> {
     const onTime = now - due.latest <= (this.options.lateToleranceMs ?? 60_000);
     if (onTime || state.job.declaration.missed === 'run-once') {
-      const admitted = this.admit(state, due.latest, onTime ? 'schedule' : 'catch-up');
+      const admitted = this.admission.admit(state, due.latest, onTime ? 'schedule' : 'catch-up');
       // Only an instant with missed ones before it has more to do once its run ended.
       if (!reportMissed || due.count <= 1) return void this.track(admitted);
       void this.track(
@@ -532,132 +546,9 @@ export class JobScheduleEngine {
     // One tenant's run goes side by side with the others, as in its fan-out; a global one only on an idle job.
     if (tenantId === undefined && state.occupancy.overlaps(overlap)) return false;
     const held = new HeldClaim(this.lease, this.runner.clock, claim.lock, claim.sentAt, claim.correlationId);
-    if (tenantId !== undefined && tenancy === 'per-tenant') void this.track(this.runOccurrence(state, scheduledAt, 'take-over', tenantId, held));
-    else void this.track(this.admit(state, scheduledAt, 'take-over', tenantId, held));
+    if (tenantId !== undefined && tenancy === 'per-tenant') void this.track(this.admission.run(state, scheduledAt, 'take-over', tenantId, held));
+    else void this.track(this.admission.admit(state, scheduledAt, 'take-over', tenantId, held));
     return true;
-  }
-
-  /**
-   * The overlap policy, on the runs in progress here (never on claims in flight): an occurrence
-   * due while the previous one runs is skipped here (an idle instance runs it; see
-   * UnrunOccurrences.skippedOverlap), or queued behind it (one at most).
-   */
-  private admit(state: JobState, scheduledAt: number, trigger: JobExecution['trigger'], tenantId?: string, claim?: HeldClaim): Promise<JobRunRecord[]> {
-    const { occupancy } = state;
-    if (occupancy.overlaps(state.job.declaration.overlap)) return this.overlapping(state, scheduledAt, trigger, claim);
-    occupancy.admitted++;
-    // Not async (see runOccurrence).
-    const leave = (): void => {
-      occupancy.admitted--;
-      const queued = occupancy.queued;
-      if (queued && occupancy.admitted === 0 && this.started) {
-        occupancy.queued = undefined;
-        void this.track(this.admit(state, queued.scheduledAt, queued.trigger));
-      }
-    };
-    return whenSettled(this.runOccurrence(state, scheduledAt, trigger, tenantId, claim), leave);
-  }
-
-  /** An occurrence due while the job runs here: skipped, queued (one at most), or a take-over's claim handed back. */
-  private async overlapping(state: JobState, scheduledAt: number, trigger: JobExecution['trigger'], claim?: HeldClaim): Promise<JobRunRecord[]> {
-    const { occupancy } = state;
-    if (claim) {
-      // A claimed take-over (checked idle a moment ago): handed back to the fleet, never queued unheld.
-      await this.runner.handOver([claim]);
-      return [];
-    }
-    if (state.job.declaration.overlap === 'queue' && !occupancy.queued) {
-      occupancy.queued = { scheduledAt, trigger };
-      return [];
-    }
-    return [await this.unrun.skippedOverlap(state, scheduledAt, trigger)];
-  }
-
-  /**
-   * Runs an occurrence (its tenants', for a per-tenant job) and records how each ended. Not async
-   * on the way of a run claimed ahead: a suspended frame per run, while thousands run together,
-   * was a tenth of a running handler's memory.
-   */
-  private runOccurrence(state: JobState, scheduledAt: number, trigger: JobExecution['trigger'], tenantId?: string, claim?: HeldClaim): Promise<JobRunRecord[]> {
-    try {
-      return this.startOccurrence(state, scheduledAt, trigger, tenantId, claim);
-    } catch (error) {
-      // As from the async function it was: an error is a rejection, never a throw into a timer.
-      // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors -- whatever was thrown, passed on as it came
-      return Promise.reject(error);
-    }
-  }
-
-  private startOccurrence(
-    state: JobState,
-    scheduledAt: number,
-    trigger: JobExecution['trigger'],
-    tenantId?: string,
-    claim?: HeldClaim,
-  ): Promise<JobRunRecord[]> {
-    const { declaration } = state.job;
-    const ahead = trigger === 'schedule' || trigger === 'catch-up' ? this.ahead.take(state, scheduledAt) : undefined;
-    // Claimed ahead by another instance (known before the instant): recorded at once, nothing to wait for.
-    if (ahead?.settled?.kind === 'lost') return Promise.resolve([this.records.emit(lostAheadRecord(declaration, scheduledAt, trigger, ahead))]);
-    if ((trigger === 'schedule' || trigger === 'catch-up') && declaration.jitterMs > 0) {
-      // Cancelled by stop(), which hands over the claim ahead this wait held.
-      return this.jitter
-        .wait(declaration.jitterMs, ahead)
-        .then((waited) => (waited ? this.runClaimed(state, scheduledAt, trigger, tenantId, ahead, claim) : []));
-    }
-    return this.runClaimed(state, scheduledAt, trigger, tenantId, ahead, claim);
-  }
-
-  /** The occurrence's run (its claim ahead or take-over claim, if any), or its tenants' runs. */
-  private runClaimed(
-    state: JobState,
-    scheduledAt: number,
-    trigger: JobExecution['trigger'],
-    tenantId: string | undefined,
-    ahead: AheadClaim | undefined,
-    claim: HeldClaim | undefined,
-  ): Promise<JobRunRecord[]> {
-    const { declaration, handler } = state.job;
-    // A take-over runs the one (tenant's) occurrence that was abandoned.
-    if (declaration.tenancy === 'global' || trigger === 'take-over') {
-      // A runNow runs whatever runs already (as asked); an occurrence enters by the overlap policy.
-      const enter = trigger === 'run-now' || tenantId !== undefined ? undefined : () => state.occupancy.enter(declaration.overlap);
-      return this.runner.run({ job: declaration, handler, scheduledAt, trigger, tenantId, ahead, claim, enter }).then(this.emitOne);
-    }
-    return this.runTenants(state, scheduledAt, trigger);
-  }
-
-  /** A run's record, emitted (one function for every run: no closure per run). */
-  private readonly emitOne = (record: JobRunRecord): JobRunRecord[] => [this.records.emit(record)];
-
-  /** A per-tenant occurrence: the tenants listed now, each in a run of its own. */
-  private async runTenants(state: JobState, scheduledAt: number, trigger: JobExecution['trigger']): Promise<JobRunRecord[]> {
-    const { declaration, handler } = state.job;
-    let tenants: readonly unknown[];
-    try {
-      const listing = Promise.resolve((this.options.tenants as TenantDirectory).listTenants());
-      this.options.timers.observe?.(listing);
-      tenants = [...(await listing)];
-    } catch (error) {
-      return [
-        this.records.emit({
-          name: declaration.name,
-          outcome: 'failed',
-          scheduledAt: new Date(scheduledAt),
-          trigger,
-          errorCode: 'JOB_TENANTS_UNAVAILABLE',
-          error,
-        }),
-      ];
-    }
-    // Each tenant in a run of its own: one failing does not stop the others.
-    const leave = trigger === 'run-now' ? () => undefined : await state.occupancy.enter(declaration.overlap);
-    if (!leave) return [await this.unrun.skippedOverlap(state, scheduledAt, trigger)];
-    try {
-      return await this.tenantFanOut.run({ job: declaration, handler, scheduledAt, trigger, tenants });
-    } finally {
-      leave();
-    }
   }
 
   private track<T>(promise: Promise<T>): Promise<T> {
