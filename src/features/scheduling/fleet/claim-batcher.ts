@@ -85,9 +85,9 @@ export class ClaimBatcher {
   private async flush(): Promise<void> {
     const claims = this.pending;
     this.pending = [];
-    if (claims.length === 1 && !claims[0].again && claims[0].options.ownerToken === undefined) {
+    if (claims.length === 1) {
       const [claim] = claims;
-      return this.lease.acquire(claim.options).then(claim.resolve, claim.reject);
+      return this.alone(claim).then(claim.resolve, claim.reject);
     }
     const shape = typeof this.shape === 'function' ? this.shape() : this.shape;
     const { spreadMs } = shape;
