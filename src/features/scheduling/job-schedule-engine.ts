@@ -30,7 +30,7 @@ import {
   type SchedulerTimers,
 } from './scheduler-ports';
 import { schedulingErrors } from './scheduling.errors';
-import { TenantFanOut } from './fleet/tenant-fan-out';
+import { TenantFanOut, tenantLister } from './fleet/tenant-fan-out';
 import type { JobExecution, JobRunListener, JobRunRecord, TenantDirectory } from './scheduling.types';
 
 export interface EngineJob {
@@ -139,6 +139,7 @@ export class JobScheduleEngine {
     this.runner = new OccurrenceRunner(this.lease, options.timers, options.logger);
     this.jitter = new JitterWaits(options.timers, options.random);
     this.ahead = new AheadClaims(aheadMs, this.runner, options.logger, (work) => this.track(work), lead);
+    const listTenants = options.tenants && tenantLister(options.tenants, options.timers);
     this.unrun = new UnrunOccurrences({
       runner: this.runner,
       ahead: this.ahead,
@@ -149,7 +150,7 @@ export class JobScheduleEngine {
       lateToleranceMs: options.lateToleranceMs ?? 60_000,
       track: (work) => this.track(work),
       current: (holder) => this.states.get(jobKeyOf(holder.job.declaration)) === holder,
-      listTenants: options.tenants ? async () => [...(await (options.tenants as TenantDirectory).listTenants())] : undefined,
+      listTenants,
     });
     if (options.abandoned) {
       const periodMs = options.takeOverScanMs ?? DEFAULT_TAKE_OVER_SCAN_MS;
@@ -178,8 +179,7 @@ export class JobScheduleEngine {
       records: this.records,
       jitter: this.jitter,
       tenantFanOut: this.tenantFanOut,
-      tenants: options.tenants,
-      timers: options.timers,
+      listTenants,
       track: (work) => this.track(work),
       running: () => this.started,
     });

@@ -5,9 +5,9 @@ import { HeldClaim } from '../occurrence/held-claim';
 import type { JobHandler, OccurrenceRunner } from '../occurrence/occurrence-runner';
 import { fromRandomOffset } from './random-walk';
 import type { JobDeclaration } from '../schedule/job-declaration';
-import type { SchedulerLease, SchedulerLogger } from '../scheduler-ports';
+import type { SchedulerLease, SchedulerLogger, SchedulerTimers } from '../scheduler-ports';
 import { JobTenantInvalidError } from '../scheduling.errors';
-import type { JobExecution, JobRunRecord } from '../scheduling.types';
+import type { JobExecution, JobRunRecord, TenantDirectory } from '../scheduling.types';
 
 /** The most tenants one claim statement takes. */
 export const MAX_TENANT_CLAIM = 100;
@@ -15,6 +15,19 @@ export const MAX_TENANT_CLAIM = 100;
 const CLAIM_AHEAD_MS = 1_000;
 /** A claim takes at most this share of the walk left (at least the slots): the tail is shared. */
 const CLAIM_SHARE_OF_REST = 1 / 4;
+
+/**
+ * How the scheduler asks the directory for its tenants, wherever it needs them (a per-tenant
+ * occurrence's runs; the claims of an occurrence nobody ran): the list as it is now, copied, the
+ * call shown to the timers (a manual clock lets it finish). A directory that throws rejects.
+ */
+export const tenantLister =
+  (directory: TenantDirectory, timers: SchedulerTimers) =>
+  async (): Promise<readonly unknown[]> => {
+    const listing = Promise.resolve(directory.listTenants());
+    timers.observe?.(listing);
+    return [...(await listing)];
+  };
 
 /** One occurrence of a per-tenant job, with the tenants the directory listed (unchecked). */
 export interface TenantOccurrence {

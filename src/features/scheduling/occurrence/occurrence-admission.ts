@@ -7,8 +7,7 @@ import { whenSettled } from './when-settled';
 import type { TenantFanOut } from '../fleet/tenant-fan-out';
 import type { RunRecords } from '../records/run-records';
 import type { JobDeclaration } from '../schedule/job-declaration';
-import type { SchedulerTimers } from '../scheduler-ports';
-import type { JobExecution, JobRunRecord, TenantDirectory } from '../scheduling.types';
+import type { JobExecution, JobRunRecord } from '../scheduling.types';
 import type { JitterWaits } from '../timers/jitter-waits';
 
 type Trigger = JobExecution['trigger'];
@@ -26,8 +25,8 @@ export interface OccurrenceAdmissionOptions {
   records: RunRecords;
   jitter: JitterWaits;
   tenantFanOut: TenantFanOut;
-  tenants?: TenantDirectory;
-  timers: SchedulerTimers;
+  /** The tenants the directory lists now (see tenantLister); set when a job is per-tenant. */
+  listTenants?: () => Promise<readonly unknown[]>;
   /** Keeps work in the engine's work in flight (idle(), stop()). */
   track: <T>(work: Promise<T>) => Promise<T>;
   /** Whether the scheduler runs (a queued occurrence is not started after stop). */
@@ -135,9 +134,7 @@ export class OccurrenceAdmission {
     const { declaration, handler } = job.job;
     let tenants: readonly unknown[];
     try {
-      const listing = Promise.resolve((this.options.tenants as TenantDirectory).listTenants());
-      this.options.timers.observe?.(listing);
-      tenants = [...(await listing)];
+      tenants = await (this.options.listTenants as () => Promise<readonly unknown[]>)();
     } catch (error) {
       return [
         this.options.records.emit({
