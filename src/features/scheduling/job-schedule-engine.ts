@@ -1,5 +1,5 @@
 // Past ~350 lines on purpose: a job's path from registration and its timer to the due-instant policy (claim ahead, catch-up, missed, take-over) reads top to bottom here; how an occurrence then enters (overlap, jitter, its run or its tenants') is occurrence/occurrence-admission.ts.
-import { AheadClaims, lostAheadRecord, scaledClaimAheadMs } from './occurrence/ahead-claims';
+import { type AheadClaim, AheadClaims, lostAheadRecord, scaledClaimAheadMs } from './occurrence/ahead-claims';
 import {
   AbandonedOccurrenceScan,
   type AbandonedOccurrenceStore,
@@ -16,7 +16,7 @@ import { HeldClaim } from './occurrence/held-claim';
 import { JobOccupancy } from './occurrence/job-occupancy';
 import { OccurrenceAdmission } from './occurrence/occurrence-admission';
 import { UnrunOccurrences } from './occurrence/unrun-occurrences';
-import { type AheadClaim, holdClockOf, type JobHandler, OccurrenceRunner } from './occurrence/occurrence-runner';
+import { holdClockOf, type JobHandler, OccurrenceRunner } from './occurrence/occurrence-runner';
 import { RunRecords } from './records/run-records';
 import { dueCountSince, type DueSince, dueInstantsSince } from './schedule/due-instants';
 import { checkJitterBelowTolerance, type JobDeclaration, jobKeyOf } from './schedule/job-declaration';

@@ -1,4 +1,7 @@
-import type { AheadClaim, OccurrenceRunner } from './occurrence-runner';
+import { randomUUID } from 'node:crypto';
+import type { ClaimOutcome } from './held-claim';
+import { runKeyOf } from './occurrence-keys';
+import type { OccurrenceRunner } from './occurrence-runner';
 import type { JobDeclaration } from '../schedule/job-declaration';
 import type { SchedulerLogger } from '../scheduler-ports';
 import { schedulingErrors } from '../scheduling.errors';
@@ -21,6 +24,24 @@ export const CLAIM_AHEAD_PER_JOB_MS = 0.15;
  */
 export const scaledClaimAheadMs = (defaultMs: number, jobs: number): number =>
   defaultMs === 0 ? 0 : Math.min(MAX_CLAIM_AHEAD_MS, Math.max(defaultMs, Math.ceil(jobs * CLAIM_AHEAD_PER_JOB_MS)));
+
+/** An occurrence's lease asked for ahead of its due instant (claimAheadMs), and what came of it. */
+export interface AheadClaim {
+  scheduledAt: number;
+  /** The code its row is under (its job's name when claimed). */
+  code: string;
+  correlationId: string;
+  /**
+   * The owner token the claim named (drawn here): if its answer is lost, the claim at the instant
+   * names it again and gets back the run it may have won. A secret, like every owner token.
+   */
+  ownerToken: string;
+  outcome: Promise<ClaimOutcome>;
+  /** The outcome once it is known. */
+  settled?: ClaimOutcome;
+  /** Claims over a FAIL row this instance ended unrun (a schedule paused and resumed before its instant). */
+  reclaimFailed?: boolean;
+}
 
 /** A job as the claims ahead see it: its declaration, the claim it holds and its runs in progress (on the engine's job state). */
 export interface AheadClaimHolder {
@@ -131,7 +152,7 @@ export class AheadClaims {
     if (holder.ahead) void this.handOver([holder]);
     const released = this.releasedOf(holder);
     this.released.delete(holder);
-    holder.ahead = this.runner.claimAhead(holder.job.declaration, next, released?.scheduledAt === next ? released.ended : undefined);
+    holder.ahead = this.claimAhead(holder.job.declaration, next, released?.scheduledAt === next ? released.ended : undefined);
   }
 
   /** The instant whose claim this job last ended unrun here, if it is at or before `until` (its row hides it from a catch-up). */
@@ -157,7 +178,7 @@ export class AheadClaims {
       const released = this.releasedOf(holder);
       if (released?.scheduledAt !== scheduledAt) return undefined;
       this.released.delete(holder);
-      return this.runner.claimAhead(holder.job.declaration, scheduledAt, released.ended);
+      return this.claimAhead(holder.job.declaration, scheduledAt, released.ended);
     }
     holder.ahead = undefined;
     return ahead;
@@ -218,6 +239,29 @@ export class AheadClaims {
         if (count > 0) this.logger.log(`${count} occurrence(s) claimed ahead were handed over unrun (${why}): the take-over scan of an instance runs them`);
       }),
     );
+  }
+
+  /**
+   * Asks for the occurrence's lease now, ahead of its due instant (the claims of many occurrences
+   * go out together, off the path of their start): the runner's `run({ ahead })` at the due instant uses it.
+   * A claim won is held from then (see HeldClaim).
+   */
+  private claimAhead(job: JobDeclaration, scheduledAt: number, reclaim?: Promise<boolean>): AheadClaim {
+    const runKey = runKeyOf({ scheduleId: job.dynamicSchedule?.id }, scheduledAt);
+    const correlationId = randomUUID();
+    const ownerToken = randomUUID();
+    // `reclaim`: this instance ended the occurrence's row unrun (a pause lifted since): once that
+    // end is done, a row it ended (true) is claimed over its FAIL.
+    const outcome = reclaim
+      ? reclaim.then((ended) => {
+          // Claimed again at the instant if this claim fails (see OccurrenceRunner.run): over the same row.
+          if (ended) claim.reclaimFailed = true;
+          return this.runner.claim(job, runKey, correlationId, { ahead: true, reclaimFailed: ended, ownerToken });
+        })
+      : this.runner.claim(job, runKey, correlationId, { ahead: true, ownerToken });
+    const claim: AheadClaim = { scheduledAt, code: job.name, correlationId, ownerToken, outcome };
+    void claim.outcome.then((outcome) => (claim.settled = outcome));
+    return claim;
   }
 
   private detach(holders: readonly AheadClaimHolder[]): AheadClaim[] {

@@ -1,7 +1,7 @@
-import { type AheadClaimHolder, type AheadClaims, lostAheadRecord } from './ahead-claims';
+import { type AheadClaim, type AheadClaimHolder, type AheadClaims, lostAheadRecord } from './ahead-claims';
 import type { HeldClaim } from './held-claim';
 import type { JobOccupancy } from './job-occupancy';
-import type { AheadClaim, JobHandler, OccurrenceRunner } from './occurrence-runner';
+import type { JobHandler, OccurrenceRunner } from './occurrence-runner';
 import type { UnrunOccurrences } from './unrun-occurrences';
 import { whenSettled } from './when-settled';
 import type { TenantFanOut } from '../fleet/tenant-fan-out';

@@ -10,6 +10,7 @@ import { lingering } from '../fleet/linger';
 import { type ClaimOutcome, HeldClaim } from './held-claim';
 import { type ActiveJobRun, RunRegistry } from './run-registry';
 import { runKeyOf } from './occurrence-keys';
+import type { AheadClaim } from './ahead-claims';
 import type { JobDeclaration } from '../schedule/job-declaration';
 import type { SchedulerLease, SchedulerLogger, SchedulerTimers } from '../scheduler-ports';
 import { JobTimeoutError } from '../scheduling.errors';
@@ -40,24 +41,6 @@ export interface OccurrenceRequest {
    * slot from then.
    */
   onSettled?: (ranMs: number) => void;
-}
-
-/** An occurrence's lease asked for ahead of its due instant (claimAheadMs), and what came of it. */
-export interface AheadClaim {
-  scheduledAt: number;
-  /** The code its row is under (its job's name when claimed). */
-  code: string;
-  correlationId: string;
-  /**
-   * The owner token the claim named (drawn here): if its answer is lost, the claim at the instant
-   * names it again and gets back the run it may have won. A secret, like every owner token.
-   */
-  ownerToken: string;
-  outcome: Promise<ClaimOutcome>;
-  /** The outcome once it is known. */
-  settled?: ClaimOutcome;
-  /** Claims over a FAIL row this instance ended unrun (a schedule paused and resumed before its instant). */
-  reclaimFailed?: boolean;
 }
 
 /** How a claim is sent: ahead of its instant, over a FAIL row, under an owner token of its own, as a retry of a claim whose answer was lost. */
@@ -268,29 +251,6 @@ export class OccurrenceRunner {
   /** Aborts every run, waits up to the grace, then gives back the leases still held (see RunRegistry). */
   shutdown(graceMs: number): Promise<void> {
     return this.runs.shutdown(graceMs);
-  }
-
-  /**
-   * Asks for the occurrence's lease now, ahead of its due instant (the claims of many occurrences
-   * go out together, off the path of their start): `run({ ahead })` at the due instant uses it.
-   * A claim won is held from then (see HeldClaim).
-   */
-  claimAhead(job: JobDeclaration, scheduledAt: number, reclaim?: Promise<boolean>): AheadClaim {
-    const runKey = runKeyOf({ scheduleId: job.dynamicSchedule?.id }, scheduledAt);
-    const correlationId = randomUUID();
-    const ownerToken = randomUUID();
-    // `reclaim`: this instance ended the occurrence's row unrun (a pause lifted since): once that
-    // end is done, a row it ended (true) is claimed over its FAIL.
-    const outcome = reclaim
-      ? reclaim.then((ended) => {
-          // Claimed again at the instant if this claim fails (see run): over the same row.
-          if (ended) claim.reclaimFailed = true;
-          return this.claim(job, runKey, correlationId, { ahead: true, reclaimFailed: ended, ownerToken });
-        })
-      : this.claim(job, runKey, correlationId, { ahead: true, ownerToken });
-    const claim: AheadClaim = { scheduledAt, code: job.name, correlationId, ownerToken, outcome };
-    void claim.outcome.then((outcome) => (claim.settled = outcome));
-    return claim;
   }
 
   /** Claims an occurrence's lease now (one of a batch), as a value; a claim won is held from its send instant. */

@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import { type AheadClaimHolder, type AheadClaims, recordOfJob } from './ahead-claims';
+import { type AheadClaim, type AheadClaimHolder, type AheadClaims, recordOfJob } from './ahead-claims';
 import { runKeyOf, tenantIdProblem } from './occurrence-keys';
 import type { HeldClaim } from './held-claim';
-import type { AheadClaim, OccurrenceRunner } from './occurrence-runner';
+import type { OccurrenceRunner } from './occurrence-runner';
 import { unrecordedInstants } from './recorded-occurrences';
 import type { RunRecords } from '../records/run-records';
 import type { DueSince } from '../schedule/due-instants';

@@ -1,4 +1,4 @@
-import type { AheadClaim } from '../occurrence/occurrence-runner';
+import type { AheadClaim } from '../occurrence/ahead-claims';
 import type { SchedulerTimers } from '../scheduler-ports';
 
 /**
