@@ -102,10 +102,10 @@ describe('per-tenant fan-out (in-memory lease)', () => {
       const clock = new FixedClock(0);
       const lease = new InMemoryJobLease(clock);
       const claims: number[] = [];
-      const claim = lease.acquireBatch.bind(lease);
-      lease.acquireBatch = (options) => {
-        claims.push(options.runKeys.length);
-        return claim(options);
+      const claim = lease.acquireMany.bind(lease);
+      lease.acquireMany = (runs, options) => {
+        claims.push(runs.length);
+        return claim(runs, options);
       };
       const tenants = tenantsNamed(count);
       const scheduler = new ManualJobScheduler({ clock, lease, tenants: { listTenants: () => tenants }, random: () => 0 });

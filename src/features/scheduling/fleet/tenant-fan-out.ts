@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { JobLeaseDatabaseError } from '../../job-scheduler/job-scheduler.errors';
 import type { JobAcquireResult } from '../../job-scheduler/job-scheduler.types';
 import { occurrenceRunKey, runNowRunKey, tenantIdProblem } from '../occurrence/occurrence-keys';
 import { HeldClaim } from '../occurrence/held-claim';
@@ -13,6 +14,8 @@ import type { JobExecution, JobRunRecord, TenantDirectory } from '../scheduling.
 export const MAX_TENANT_CLAIM = 100;
 /** Claimed tenants wait at most about this long for a slot (less with a lease shorter than 4 s). */
 const CLAIM_AHEAD_MS = 1_000;
+/** How long after a claim whose answer was lost it is sent again (see TenantOccurrenceRun.acquire). */
+const AGAIN_AFTER_MS = 250;
 /** A claim takes at most this share of the walk left (at least the slots): the tail is shared. */
 const CLAIM_SHARE_OF_REST = 1 / 4;
 
@@ -220,17 +223,15 @@ class TenantOccurrenceRun {
     });
   }
 
-  /** One statement for the next `size` tenants of the walk. */
+  /** One statement for the next `size` tenants of the walk (two if the first one's answer is lost: see acquire). */
   private async claim(size: number): Promise<void> {
-    const { job } = this.occurrence;
     const batch = this.order.slice(this.cursor, this.cursor + size);
     this.cursor += batch.length;
     const clock = this.dependencies.runner.clock;
     const sentAt = clock.now();
     let results: JobAcquireResult[];
     try {
-      const runKeys = batch.map((tenant) => tenant.runKey);
-      results = await this.dependencies.lease.acquireBatch({ code: job.name, name: job.name, runKeys, leaseMs: job.leaseMs, reclaimFailed: false });
+      results = await this.acquire(batch);
     } catch (error) {
       // The lock store cannot be reached: failed, rather than run on every instance.
       for (const tenant of batch) this.record({ ...this.base(tenant.tenantId, tenant.correlationId), errorCode: 'JOB_LEASE_UNAVAILABLE', error });
@@ -245,6 +246,33 @@ class TenantOccurrenceRun {
     this.leaseMs ??= claimed[0]?.claim.lock.leaseMs;
     if (this.stopped) await this.handOver(claimed);
     else this.queue.push(...claimed);
+  }
+
+  /**
+   * Claims these tenants' leases. Each under an owner token drawn here (acquireMany, where the
+   * lease has it): a claim whose answer is lost (a dropped connection, no answer within the
+   * statement timeout) may have committed, so it is sent once more naming the same tokens (`{
+   * again }`), which gets back the tenants it won. Without that, their rows waited RUNNING for the
+   * take-over, a lease late, and the tenants were recorded JOB_LEASE_UNAVAILABLE here. Sent after
+   * AGAIN_AFTER_MS, so that the pool has dropped the connections the fault broke (sent at once, it
+   * went out on one of them). Not once the stop began: nothing more is claimed then.
+   */
+  private async acquire(batch: readonly PendingTenant[]): Promise<JobAcquireResult[]> {
+    const { job } = this.occurrence;
+    const { lease } = this.dependencies;
+    if (!lease.acquireMany) {
+      const runKeys = batch.map((tenant) => tenant.runKey);
+      return lease.acquireBatch({ code: job.name, name: job.name, runKeys, leaseMs: job.leaseMs, reclaimFailed: false });
+    }
+    const runs = batch.map(({ runKey }) => ({ code: job.name, name: job.name, runKey, leaseMs: job.leaseMs, reclaimFailed: false, ownerToken: randomUUID() }));
+    try {
+      return await lease.acquireMany(runs);
+    } catch (error) {
+      if (!(error instanceof JobLeaseDatabaseError) || this.stopped) throw error;
+      await new Promise<void>((resolve) => void this.dependencies.runner.clock.after(AGAIN_AFTER_MS, resolve));
+      if (this.stopped) throw error;
+      return lease.acquireMany(runs, { again: true });
+    }
   }
 
   /** Runs a claimed tenant (the runner proves its lease again right before it starts). */
