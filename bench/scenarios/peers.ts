@@ -156,7 +156,7 @@ export const peers: Scenario = {
     const walOf = async (item: PlannedCase): Promise<DatabaseWal> => {
       const from = await positionOf(item.instant! - WINDOW.beforeMs);
       const to = await positionOf(item.instant! + WINDOW.afterMs);
-      return (await wal.between(from, to)).get(item.worker.database) ?? { walBytes: 0, xids: 0 };
+      return (await wal.between(from, to)).get(item.worker.database) ?? { walBytes: 0, fpiBytes: 0, xids: 0 };
     };
 
     // Idle: per node and second, over a minute with nothing due.
@@ -210,6 +210,7 @@ export const peers: Scenario = {
         statementsAboveIdlePerRun: aboveIdle(measured?.windowStatements ?? Number.NaN, idleStatements),
         walBytesPerRun: perRun(written.walBytes),
         walBytesAboveIdlePerRun: aboveIdle(written.walBytes, idleWal),
+        walFpiBytesPerRun: perRun(written.fpiBytes),
         xidsPerRun: perRun(written.xids),
         startDelayP50Ms: p50,
         startDelayP99Ms: p99,
@@ -220,7 +221,7 @@ export const peers: Scenario = {
     addFigures(sheet, results, [...idle.values()]);
     addVerdicts(sheet, results);
     sheet.note(
-      `Each peer runs in processes of its own (one per phase), its nodes inside as independent pools; each peer and case in a database of its own on the same server, all peers side by side at the same due minutes. Statements are counted at the driver (pg Client.query, by database); WAL bytes and xids are the server's WAL records between the window's positions, split by database with pg_walinspect. A window is the due minute from ${WINDOW.beforeMs / 1000} s before the instant to ${WINDOW.afterMs / 1000} s after it, so it includes each peer's polling; "above idle" subtracts the idle case's rate for as many nodes (n/a where the window cost less than that: the peer's idle work is bursty). CPU is the worker process's (user + system) in the window. One measured minute per case: a single-job case has one start delay per peer. The machine is shared: latency and CPU figures are noisy.`,
+      `Each peer runs in processes of its own (one per phase), its nodes inside as independent pools; each peer and case in a database of its own on the same server, all peers side by side at the same due minutes. Statements are counted at the driver (pg Client.query, by database); WAL bytes and xids are the server's WAL records between the window's positions, split by database with pg_walinspect; the full-page images in them (a page's first change after a checkpoint, written whole) are shown apart, since a checkpoint in a window charges every peer for the pages it touches then. A window is the due minute from ${WINDOW.beforeMs / 1000} s before the instant to ${WINDOW.afterMs / 1000} s after it, so it includes each peer's polling; "above idle" subtracts the idle case's rate for as many nodes (n/a where the window cost less than that: the peer's idle work is bursty). CPU is the worker process's (user + system) in the window. One measured minute per case: a single-job case has one start delay per peer. The machine is shared: latency and CPU figures are noisy.`,
     );
 
     const report: PeersReport = {
@@ -260,6 +261,7 @@ const addFigures = (sheet: Parameters<Scenario['run']>[0]['sheet'], results: Pee
     add('statements per run above idle', '', result.statementsAboveIdlePerRun);
     add('WAL per run', 'bytes', result.walBytesPerRun);
     add('WAL per run above idle', 'bytes', result.walBytesAboveIdlePerRun);
+    add('WAL per run: full-page images in it', 'bytes', result.walFpiBytesPerRun ?? Number.NaN);
     add('xids per run', '', result.xidsPerRun);
     add('start delay p50', 'ms', result.startDelayP50Ms);
     add('start delay p99', 'ms', result.startDelayP99Ms);

@@ -20,6 +20,8 @@ export interface PeerCaseResult {
   statementsAboveIdlePerRun: number;
   walBytesPerRun: number;
   walBytesAboveIdlePerRun: number;
+  /** Of walBytesPerRun, full-page images (absent from reports before 2026-12-04 22:40). */
+  walFpiBytesPerRun?: number;
   xidsPerRun: number;
   startDelayP50Ms: number;
   startDelayP99Ms: number;
@@ -63,6 +65,7 @@ const CASE_ROWS: ReadonlyArray<readonly [string, (result: PeerCaseResult) => str
   ['statements per run above idle', (result) => aboveIdle(result.statementsAboveIdlePerRun)],
   ['WAL bytes per run', (result) => formatNumber(result.walBytesPerRun)],
   ['WAL bytes per run above idle', (result) => aboveIdle(result.walBytesAboveIdlePerRun)],
+  ['of the WAL per run, full-page images (bytes)', (result) => (result.walFpiBytesPerRun === undefined ? 'n/a' : formatNumber(result.walFpiBytesPerRun))],
   ['xids per run', (result) => formatNumber(result.xidsPerRun)],
   ['start delay p50 (ms)', (result) => formatNumber(result.startDelayP50Ms)],
   ['start delay p99 (ms)', (result) => formatNumber(result.startDelayP99Ms)],

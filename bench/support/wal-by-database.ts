@@ -6,6 +6,8 @@ import type { CleanupStack } from './cleanup';
 export interface DatabaseWal {
   /** Bytes of the WAL records that touch the database's relations, and of its transactions' commit records. */
   walBytes: number;
+  /** Of walBytes, the full-page images (pages first written after a checkpoint, whole). */
+  fpiBytes: number;
   /** Transaction ids (so transactions that wrote) seen in those records. */
   xids: number;
 }
@@ -38,9 +40,9 @@ export const openWalByDatabase = async (database: TestDatabase, cleanup: Cleanup
   return {
     position: async () => (await client.query<{ lsn: string }>('SELECT pg_current_wal_flush_lsn()::text AS lsn')).rows[0].lsn,
     between: async (from, to) => {
-      const { rows } = await client.query<{ datname: string; wal_bytes: string; xids: number }>(
+      const { rows } = await client.query<{ datname: string; wal_bytes: string; fpi_bytes: string; xids: number }>(
         `WITH records AS (
-           SELECT xid::text::bigint AS xid, record_length,
+           SELECT xid::text::bigint AS xid, record_length, fpi_length,
                   (regexp_match(block_ref, 'rel \\d+/(\\d+)/\\d+'))[1]::oid AS dboid
            FROM pg_get_wal_records_info($1::pg_lsn, $2::pg_lsn)
          ),
@@ -48,16 +50,16 @@ export const openWalByDatabase = async (database: TestDatabase, cleanup: Cleanup
            SELECT DISTINCT ON (xid) xid, dboid FROM records WHERE xid <> 0 AND dboid IS NOT NULL AND dboid <> 0
          ),
          charged AS (
-           SELECT coalesce(NULLIF(records.dboid, 0), writers.dboid) AS dboid, records.xid, records.record_length
+           SELECT coalesce(NULLIF(records.dboid, 0), writers.dboid) AS dboid, records.xid, records.record_length, records.fpi_length
            FROM records LEFT JOIN writers ON records.dboid IS NULL AND writers.xid = records.xid
          )
-         SELECT pg_database.datname, sum(charged.record_length)::text AS wal_bytes,
+         SELECT pg_database.datname, sum(charged.record_length)::text AS wal_bytes, sum(charged.fpi_length)::text AS fpi_bytes,
                 count(DISTINCT charged.xid) FILTER (WHERE charged.xid <> 0)::int AS xids
          FROM charged JOIN pg_database ON pg_database.oid = charged.dboid
          GROUP BY pg_database.datname`,
         [from, to],
       );
-      return new Map(rows.map((row) => [row.datname, { walBytes: Number(row.wal_bytes), xids: row.xids }]));
+      return new Map(rows.map((row) => [row.datname, { walBytes: Number(row.wal_bytes), fpiBytes: Number(row.fpi_bytes), xids: row.xids }]));
     },
   };
 };
