@@ -114,15 +114,20 @@ module.exports = new DataSource({
     }
   }, 120_000);
 
-  it('runs in a fresh Nest 12 ESM application (Node 20.19+ loads ESM through require)', () => {
-    const nest12 = ['@nestjs/common@12', '@nestjs/core@12', '@nestjs/typeorm@12'];
+  // With the optional peers too, at their Nest 12 majors (ESM-only as well): a fresh app installs
+  // them at their latest, and npm refuses a peer range that leaves them out (ERESOLVE).
+  it('runs in a fresh Nest 12 ESM application (Node 20.19+ loads ESM through require), with @nestjs/terminus and @nestjs/schedule 12', () => {
+    const nest12 = ['@nestjs/common@12', '@nestjs/core@12', '@nestjs/typeorm@12', '@nestjs/terminus@12', '@nestjs/schedule@12'];
     const dir = consumerApp('nest12', 'module', [...nest12, ...['typeorm', 'pg', 'reflect-metadata', 'rxjs'].map(pinned)]);
     copyFileSync(join(consumers, 'nest12-esm.mjs'), join(dir, 'main.mjs'));
     const output = JSON.parse(
       execFileSync(process.execPath, ['main.mjs'], { cwd: dir, encoding: 'utf8', env: { ...process.env, DATABASE_URL: database.url } }),
     );
     expect(output).toMatchObject({ completed: true, exclusive: { acquired: true }, scheduled: 'succeeded', ran: 'consumer.report' });
+    expect(output).toMatchObject({ health: 'up', runOnce: { ran: true, named: 'consumer.tick' } });
     expect(output.nest).toMatch(/^12\./);
+    expect(output.terminus).toMatch(/^12\./);
+    expect(output.schedule).toMatch(/^12\./);
   }, 180_000);
 
   it.each(['node16', 'bundler'])('gives TypeScript consumers every type under moduleResolution %s', (moduleResolution) => {

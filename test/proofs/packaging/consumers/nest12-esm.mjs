@@ -3,16 +3,22 @@ import 'reflect-metadata';
 import { createRequire } from 'node:module';
 import { Module } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
+import { Cron, ScheduleModule } from '@nestjs/schedule';
+import { TerminusModule } from '@nestjs/terminus';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import {
+  currentJobExecution,
   JobScheduler,
   JobSchedulerMigrations,
   JobSchedulerModule,
   JobSchedulerService,
+  RunOnce,
+  RunOnceModule,
   Scheduled,
   ScheduledJobsService,
   SchedulingModule,
 } from '@sdcorejs/nestjs/features';
+import { JobSchedulerHealthIndicator } from '@sdcorejs/nestjs/features/health';
 
 class ReportJob {
   async run(execution) {
@@ -21,11 +27,25 @@ class ReportJob {
 }
 Scheduled('consumer.report', { every: '1h' })(ReportJob);
 
+// An @nestjs/schedule 12 cron every second, run once across instances by @RunOnce
+// (@Cron('* * * * * *') above @RunOnce('consumer.tick'), applied as TypeScript would).
+class TickCron {
+  async tick() {
+    TickCron.ticks.push(currentJobExecution()?.name);
+  }
+}
+TickCron.ticks = [];
+const tick = Object.getOwnPropertyDescriptor(TickCron.prototype, 'tick');
+Object.defineProperty(TickCron.prototype, 'tick', Cron('* * * * * *')(TickCron.prototype, 'tick', RunOnce('consumer.tick')(TickCron.prototype, 'tick', tick)));
+
 class AppModule {}
 Module({
-  providers: [ReportJob],
+  providers: [ReportJob, TickCron, JobSchedulerHealthIndicator],
   imports: [
     SchedulingModule.forRoot({ start: false, metrics: false }),
+    ScheduleModule.forRoot(),
+    RunOnceModule.forRoot(),
+    TerminusModule,
     TypeOrmModule.forRoot({
       type: 'postgres',
       url: process.env.DATABASE_URL,
@@ -43,6 +63,21 @@ const exclusive = await jobs.runExclusive({ code: 'consumer', runKey: 'nest12-ex
 const lock = await jobs.acquire({ code: 'consumer', runKey: 'nest12-manual' });
 const completed = lock.acquired ? await jobs.complete({ id: lock.id, ownerToken: lock.ownerToken }, { rows: 42 }) : false;
 const [scheduled] = await app.get(ScheduledJobsService).runNow('consumer.report');
-const nest = createRequire(import.meta.url)('@nestjs/core/package.json').version;
+const health = (await app.get(JobSchedulerHealthIndicator).isHealthy('jobs')).jobs.status;
+for (let waited = 0; TickCron.ticks.length === 0 && waited < 10_000; waited += 100) await new Promise((resolve) => setTimeout(resolve, 100));
+const runOnce = { ran: TickCron.ticks.length > 0, named: TickCron.ticks[0] };
+const version = (name) => createRequire(import.meta.url)(`${name}/package.json`).version;
 await app.close();
-process.stdout.write(JSON.stringify({ nest, exclusive, completed, scheduled: scheduled.outcome, ran: ReportJob.ran }));
+process.stdout.write(
+  JSON.stringify({
+    nest: version('@nestjs/core'),
+    terminus: version('@nestjs/terminus'),
+    schedule: version('@nestjs/schedule'),
+    exclusive,
+    completed,
+    scheduled: scheduled.outcome,
+    ran: ReportJob.ran,
+    health,
+    runOnce,
+  }),
+);
