@@ -1,5 +1,5 @@
 // Past ~350 lines on purpose: a job's path from registration and its timer to the due-instant policy (claim ahead, catch-up, missed, take-over) reads top to bottom here; how an occurrence then enters (overlap, jitter, its run or its tenants') is occurrence/occurrence-admission.ts.
-import { type AheadClaim, AheadClaims, lostAheadRecord, scaledClaimAheadMs } from './occurrence/ahead-claims';
+import { AheadClaims, lostAheadRecord, scaledClaimAheadMs } from './occurrence/ahead-claims';
 import {
   AbandonedOccurrenceScan,
   type AbandonedOccurrenceStore,
@@ -12,7 +12,7 @@ import { withFinalizeBatching } from './fleet/finalize-batcher';
 import { withHandOverBatching } from './fleet/hand-over-batcher';
 import { withHeartbeatBatching } from './fleet/heartbeat-batcher';
 import { JitterWaits } from './timers/jitter-waits';
-import { HeldClaim } from './occurrence/held-claim';
+import { type AheadClaim, HeldClaim } from './occurrence/held-claim';
 import { JobOccupancy } from './occurrence/job-occupancy';
 import { OccurrenceAdmission } from './occurrence/occurrence-admission';
 import { UnrunOccurrences } from './occurrence/unrun-occurrences';

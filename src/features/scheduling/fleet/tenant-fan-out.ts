@@ -110,6 +110,8 @@ class TenantOccurrenceRun {
   private stopped = false;
   private averageMs: number | undefined;
   private leaseMs: number | undefined;
+  /** Ends the pause before a claim is sent again (stop() calls it: no claim is sent again then). */
+  private wake: (() => void) | undefined;
 
   constructor(
     private readonly dependencies: TenantFanOutDependencies,
@@ -133,6 +135,7 @@ class TenantOccurrenceRun {
 
   async stop(): Promise<void> {
     this.stopped = true;
+    this.wake?.();
     await Promise.all([this.handOver(this.queue.splice(0)), this.claiming]);
   }
 
@@ -253,9 +256,12 @@ class TenantOccurrenceRun {
    * lease has it): a claim whose answer is lost (a dropped connection, no answer within the
    * statement timeout) may have committed, so it is sent once more naming the same tokens (`{
    * again }`), which gets back the tenants it won. Without that, their rows waited RUNNING for the
-   * take-over, a lease late, and the tenants were recorded JOB_LEASE_UNAVAILABLE here. Sent after
-   * AGAIN_AFTER_MS, so that the pool has dropped the connections the fault broke (sent at once, it
-   * went out on one of them). Not once the stop began: nothing more is claimed then.
+   * take-over, a lease late, and the tenants were recorded JOB_LEASE_UNAVAILABLE here. Only for a
+   * failure that can be transient (JobLeaseDatabaseError.retryable), and after AGAIN_AFTER_MS, so
+   * that the pool has dropped the connections the fault broke (sent at once, it went out on one of
+   * them). Not once the stop began, as the runner's claims again: stop() ends the pause. The runs
+   * won are held from the first claim's send (sentAt in claim): earlier than any row the retry can
+   * return was written, so the holder's deadline comes before the database's.
    */
   private async acquire(batch: readonly PendingTenant[]): Promise<JobAcquireResult[]> {
     const { job } = this.occurrence;
@@ -268,11 +274,23 @@ class TenantOccurrenceRun {
     try {
       return await lease.acquireMany(runs);
     } catch (error) {
-      if (!(error instanceof JobLeaseDatabaseError) || this.stopped) throw error;
-      await new Promise<void>((resolve) => void this.dependencies.runner.clock.after(AGAIN_AFTER_MS, resolve));
+      if (!(error instanceof JobLeaseDatabaseError) || !error.retryable || this.stopped) throw error;
+      await this.pause(AGAIN_AFTER_MS);
       if (this.stopped) throw error;
       return lease.acquireMany(runs, { again: true });
     }
+  }
+
+  /** Waits `ms` on the runner's clock (keeping the process alive: it is awaited), or until stop(). */
+  private pause(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const cancel = this.dependencies.runner.clock.after(ms, () => this.wake?.(), true);
+      this.wake = () => {
+        this.wake = undefined;
+        cancel();
+        resolve();
+      };
+    });
   }
 
   /** Runs a claimed tenant (the runner proves its lease again right before it starts). */

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { ClaimOutcome } from './held-claim';
+import type { AheadClaim } from './held-claim';
 import { runKeyOf } from './occurrence-keys';
 import type { OccurrenceRunner } from './occurrence-runner';
 import type { JobDeclaration } from '../schedule/job-declaration';
@@ -24,24 +24,6 @@ export const CLAIM_AHEAD_PER_JOB_MS = 0.15;
  */
 export const scaledClaimAheadMs = (defaultMs: number, jobs: number): number =>
   defaultMs === 0 ? 0 : Math.min(MAX_CLAIM_AHEAD_MS, Math.max(defaultMs, Math.ceil(jobs * CLAIM_AHEAD_PER_JOB_MS)));
-
-/** An occurrence's lease asked for ahead of its due instant (claimAheadMs), and what came of it. */
-export interface AheadClaim {
-  scheduledAt: number;
-  /** The code its row is under (its job's name when claimed). */
-  code: string;
-  correlationId: string;
-  /**
-   * The owner token the claim named (drawn here): if its answer is lost, the claim at the instant
-   * names it again and gets back the run it may have won. A secret, like every owner token.
-   */
-  ownerToken: string;
-  outcome: Promise<ClaimOutcome>;
-  /** The outcome once it is known. */
-  settled?: ClaimOutcome;
-  /** Claims over a FAIL row this instance ended unrun (a schedule paused and resumed before its instant). */
-  reclaimFailed?: boolean;
-}
 
 /** A job as the claims ahead see it: its declaration, the claim it holds and its runs in progress (on the engine's job state). */
 export interface AheadClaimHolder {

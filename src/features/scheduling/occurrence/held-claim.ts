@@ -6,6 +6,24 @@ import type { SchedulerLease } from '../scheduler-ports';
 /** What a claim of an occurrence came to: won (and held from then), another instance has it, or the store could not say. */
 export type ClaimOutcome = { kind: 'acquired'; claim: HeldClaim } | { kind: 'lost' } | { kind: 'unavailable'; error: unknown };
 
+/** An occurrence's lease asked for ahead of its due instant (claimAheadMs), and what came of it. */
+export interface AheadClaim {
+  scheduledAt: number;
+  /** The code its row is under (its job's name when claimed). */
+  code: string;
+  correlationId: string;
+  /**
+   * The owner token the claim named (drawn here): if its answer is lost, the claim at the instant
+   * names it again and gets back the run it may have won. A secret, like every owner token.
+   */
+  ownerToken: string;
+  outcome: Promise<ClaimOutcome>;
+  /** The outcome once it is known. */
+  settled?: ClaimOutcome;
+  /** Claims over a FAIL row this instance ended unrun (a schedule paused and resumed before its instant). */
+  reclaimFailed?: boolean;
+}
+
 /** Whether a held claim may start its handler now: held (proven), taken over by another owner, or unprovable. */
 export type ClaimProof = { kind: 'held' } | { kind: 'lost' } | { kind: 'unavailable'; error: unknown };
 

@@ -1,5 +1,5 @@
-import { type AheadClaim, type AheadClaimHolder, type AheadClaims, lostAheadRecord } from './ahead-claims';
-import type { HeldClaim } from './held-claim';
+import { type AheadClaimHolder, type AheadClaims, lostAheadRecord } from './ahead-claims';
+import type { AheadClaim, HeldClaim } from './held-claim';
 import type { JobOccupancy } from './job-occupancy';
 import type { JobHandler, OccurrenceRunner } from './occurrence-runner';
 import type { UnrunOccurrences } from './unrun-occurrences';

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import { type AheadClaim, type AheadClaimHolder, type AheadClaims, recordOfJob } from './ahead-claims';
+import { type AheadClaimHolder, type AheadClaims, recordOfJob } from './ahead-claims';
+import type { AheadClaim } from './held-claim';
 import { runKeyOf, tenantIdProblem } from './occurrence-keys';
 import type { HeldClaim } from './held-claim';
 import type { OccurrenceRunner } from './occurrence-runner';

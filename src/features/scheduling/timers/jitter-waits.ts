@@ -1,4 +1,4 @@
-import type { AheadClaim } from '../occurrence/ahead-claims';
+import type { AheadClaim } from '../occurrence/held-claim';
 import type { SchedulerTimers } from '../scheduler-ports';
 
 /**

@@ -28,15 +28,20 @@ class ReportJob {
 Scheduled('consumer.report', { every: '1h' })(ReportJob);
 
 // An @nestjs/schedule 12 cron every second, run once across instances by @RunOnce
-// (@Cron('* * * * * *') above @RunOnce('consumer.tick'), applied as TypeScript would).
+// (@Cron('* * * * * *') above @RunOnce('consumer.tick'), applied as TypeScript applies them:
+// the nearest first, each given what the one before returned, or what it had if that was nothing).
+const decorate = (decorators, target, key) => {
+  let descriptor = Object.getOwnPropertyDescriptor(target, key);
+  for (const decorator of [...decorators].reverse()) descriptor = decorator(target, key, descriptor) || descriptor;
+  Object.defineProperty(target, key, descriptor);
+};
 class TickCron {
   async tick() {
     TickCron.ticks.push(currentJobExecution()?.name);
   }
 }
 TickCron.ticks = [];
-const tick = Object.getOwnPropertyDescriptor(TickCron.prototype, 'tick');
-Object.defineProperty(TickCron.prototype, 'tick', Cron('* * * * * *')(TickCron.prototype, 'tick', RunOnce('consumer.tick')(TickCron.prototype, 'tick', tick)));
+decorate([Cron('* * * * * *'), RunOnce('consumer.tick')], TickCron.prototype, 'tick');
 
 class AppModule {}
 Module({
