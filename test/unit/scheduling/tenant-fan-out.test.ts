@@ -1,4 +1,4 @@
-import { JobSchedulerStatus, JobTenantInvalidError, type JobRunRecord } from '../../../src/features';
+import { JobLeaseDatabaseError, JobSchedulerStatus, JobTenantInvalidError, type JobRunRecord } from '../../../src/features';
 import { FixedClock, InMemoryJobLease, ManualJobScheduler } from '../../../src/features/testing';
 import { occurrenceRunKey } from '../../../src/features/scheduling/occurrence/occurrence-keys';
 
@@ -282,5 +282,69 @@ describe('per-tenant fan-out (in-memory lease)', () => {
     expect(tookOver.sort()).toEqual(handedOver);
     expect(other.runs.every((run) => run.trigger === 'take-over' && run.outcome === 'succeeded')).toBe(true);
     await other.stop();
+  });
+});
+
+describe('a tenant claim whose answer is lost (in-memory lease)', () => {
+  /**
+   * One instance, 4 tenants, all in the first claim (tenantConcurrency 4). `fails` decides what the
+   * first acquireMany does after it has claimed (committed) its tenants: its answer never comes.
+   */
+  const setUp = (fails: JobLeaseDatabaseError) => {
+    const clock = new FixedClock(0);
+    const lease = new InMemoryJobLease(clock);
+    const calls: Array<{ runs: number; again: boolean }> = [];
+    const acquireMany = lease.acquireMany.bind(lease);
+    lease.acquireMany = async (runs, options) => {
+      calls.push({ runs: runs.length, again: options?.again === true });
+      const results = await acquireMany(runs, options);
+      if (calls.length === 1) throw fails;
+      return results;
+    };
+    const tenants = tenantsNamed(4);
+    const ran: string[] = [];
+    const scheduler = new ManualJobScheduler({ clock, lease, tenants: { listTenants: () => tenants }, random: () => 0 });
+    scheduler.register({ name: 'billing.invoice', every: '1h', tenancy: 'per-tenant', tenantConcurrency: 4, run: ({ tenantId }) => void ran.push(tenantId as string) });
+    const rowsOf = () => tenants.map((tenantId) => lease.statusOf('billing.invoice', occurrenceRunKey(60 * MINUTE, tenantId)));
+    return { scheduler, calls, ran, tenants, rowsOf };
+  };
+  const lost = () => new JobLeaseDatabaseError('Connection terminated unexpectedly', { operation: 'acquire', retryable: true });
+
+  it('is sent again 250 ms later under the same owner tokens: each tenant it won runs once, on time', async () => {
+    const { scheduler, calls, ran, tenants, rowsOf } = setUp(lost());
+    await scheduler.start();
+    await scheduler.advance(60 * MINUTE);
+    expect(ran).toEqual([]);
+    await scheduler.advance(250);
+    expect(calls).toEqual([
+      { runs: 4, again: false },
+      { runs: 4, again: true },
+    ]);
+    expect(ran.sort()).toEqual(tenants);
+    expect(outcomesByTenant(scheduler.runs)).toEqual(Object.fromEntries(tenants.map((tenantId) => [tenantId, 'succeeded'])));
+    expect(rowsOf()).toEqual(tenants.map(() => JobSchedulerStatus.SUCCESS));
+    await scheduler.stop();
+  });
+
+  it('is not sent again for an error no retry fixes: its tenants are recorded unavailable, their rows left to the take-over', async () => {
+    const { scheduler, calls, ran, tenants, rowsOf } = setUp(new JobLeaseDatabaseError('permission denied', { operation: 'acquire', sqlState: '42501', retryable: false }));
+    await scheduler.start();
+    await scheduler.advance(60 * MINUTE + 1_000);
+    expect(calls).toEqual([{ runs: 4, again: false }]);
+    expect(ran).toEqual([]);
+    expect(scheduler.runs.map((record) => record.errorCode)).toEqual(tenants.map(() => 'JOB_LEASE_UNAVAILABLE'));
+    expect(rowsOf()).toEqual(tenants.map(() => JobSchedulerStatus.RUNNING));
+    await scheduler.stop();
+  });
+
+  it('is not sent again once the instance stops during the pause, and the stop does not wait for the pause', async () => {
+    const { scheduler, calls, ran, tenants } = setUp(lost());
+    await scheduler.start();
+    await scheduler.advance(60 * MINUTE);
+    // The clock stays where it is: only stop() can end the pause.
+    await scheduler.stop();
+    expect(calls).toEqual([{ runs: 4, again: false }]);
+    expect(ran).toEqual([]);
+    expect(scheduler.runs.map((record) => record.errorCode)).toEqual(tenants.map(() => 'JOB_LEASE_UNAVAILABLE'));
   });
 });
