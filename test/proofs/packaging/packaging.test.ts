@@ -116,8 +116,8 @@ module.exports = new DataSource({
 
   // With the optional peers too, at their Nest 12 majors (ESM-only as well): a fresh app installs
   // them at their latest, and npm refuses a peer range that leaves them out (ERESOLVE).
-  it('runs in a fresh Nest 12 ESM application (Node 20.19+ loads ESM through require), with @nestjs/terminus and @nestjs/schedule 12', () => {
-    const nest12 = ['@nestjs/common@12', '@nestjs/core@12', '@nestjs/typeorm@12', '@nestjs/terminus@12', '@nestjs/schedule@12'];
+  it('runs in a fresh Nest 12 ESM application (Node 20.19+ loads ESM through require), with @nestjs/terminus and @nestjs/schedule 12 and the dashboard over HTTP', () => {
+    const nest12 = ['@nestjs/common@12', '@nestjs/core@12', '@nestjs/platform-express@12', '@nestjs/typeorm@12', '@nestjs/terminus@12', '@nestjs/schedule@12'];
     const dir = consumerApp('nest12', 'module', [...nest12, ...['typeorm', 'pg', 'reflect-metadata', 'rxjs'].map(pinned)]);
     copyFileSync(join(consumers, 'nest12-esm.mjs'), join(dir, 'main.mjs'));
     const output = JSON.parse(
@@ -125,6 +125,8 @@ module.exports = new DataSource({
     );
     expect(output).toMatchObject({ completed: true, exclusive: { acquired: true }, scheduled: 'succeeded', ran: 'consumer.report' });
     expect(output).toMatchObject({ health: 'up', runOnce: { ran: true, named: 'consumer.tick' } });
+    expect(output.dashboard).toMatchObject({ page: 200, html: true, api: 200 });
+    expect(output.dashboard.jobs).toContain('consumer.report');
     expect(output.nest).toMatch(/^12\./);
     expect(output.terminus).toMatch(/^12\./);
     expect(output.schedule).toMatch(/^12\./);

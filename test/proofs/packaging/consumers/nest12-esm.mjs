@@ -18,6 +18,7 @@ import {
   ScheduledJobsService,
   SchedulingModule,
 } from '@sdcorejs/nestjs/features';
+import { JobSchedulerDashboardModule } from '@sdcorejs/nestjs/features/dashboard';
 import { JobSchedulerHealthIndicator } from '@sdcorejs/nestjs/features/health';
 
 class ReportJob {
@@ -59,16 +60,28 @@ Module({
       migrationsRun: true,
     }),
     JobSchedulerModule.forRoot({ global: true, nodeId: 'nest12-consumer' }),
+    JobSchedulerDashboardModule.forRoot({ path: '/jobs', authorize: () => 'consumer' }),
   ],
 })(AppModule);
 
-const app = await NestFactory.createApplicationContext(AppModule, { logger: ['error'] });
+// An HTTP application (@nestjs/platform-express 12): the dashboard's page and API answer.
+const app = await NestFactory.create(AppModule, { logger: ['error'] });
+await app.listen(0, '127.0.0.1');
+const base = await app.getUrl();
 const jobs = app.get(JobSchedulerService);
 const exclusive = await jobs.runExclusive({ code: 'consumer', runKey: 'nest12-exclusive' }, async (lease) => lease.idempotencyKey);
 const lock = await jobs.acquire({ code: 'consumer', runKey: 'nest12-manual' });
 const completed = lock.acquired ? await jobs.complete({ id: lock.id, ownerToken: lock.ownerToken }, { rows: 42 }) : false;
 const [scheduled] = await app.get(ScheduledJobsService).runNow('consumer.report');
 const health = (await app.get(JobSchedulerHealthIndicator).isHealthy('jobs')).jobs.status;
+const page = await fetch(`${base}/jobs`);
+const api = await fetch(`${base}/jobs/api/jobs`);
+const dashboard = {
+  page: page.status,
+  html: (page.headers.get('content-type') ?? '').startsWith('text/html'),
+  api: api.status,
+  jobs: api.ok ? (await api.json()).jobs.map((job) => job.name) : [],
+};
 for (let waited = 0; TickCron.ticks.length === 0 && waited < 10_000; waited += 100) await new Promise((resolve) => setTimeout(resolve, 100));
 const runOnce = { ran: TickCron.ticks.length > 0, named: TickCron.ticks[0] };
 const version = (name) => createRequire(import.meta.url)(`${name}/package.json`).version;
@@ -84,5 +97,6 @@ process.stdout.write(
     ran: ReportJob.ran,
     health,
     runOnce,
+    dashboard,
   }),
 );
