@@ -297,7 +297,7 @@ export class JobScheduleEngine {
   async stop(): Promise<void> {
     this.started = false;
     // Nothing starts after this: a run acquired meanwhile gives its lease back unrun.
-    this.runner.closed = true;
+    this.runner.close();
     const claimedAhead: JobState[] = [];
     for (const state of this.states.values()) {
       state.cancel?.();

@@ -6,7 +6,7 @@ import { checkJobDeclaration } from '../../../src/features/scheduling/schedule/j
 import type { SchedulerHistory, SchedulerLease } from '../../../src/features/scheduling/scheduler-ports';
 import type { JobExecution, JobRunRecord, ScheduledJobOptions } from '../../../src/features/scheduling/scheduling.types';
 import { ManualTimers } from '../../../src/features/scheduling/testing/manual-timers';
-import { FixedClock, InMemoryJobLease } from '../../../src/features/testing';
+import { FixedClock, InMemoryJobLease, ManualJobScheduler } from '../../../src/features/testing';
 
 /**
  * The faults that claims ahead, hand-over and batched completes opened, each played by instances
@@ -679,5 +679,65 @@ describe('a job changed or paused while its next instant is claimed ahead', () =
     await b.idle();
     await fleet.stop();
     expect(fleet.runsOf(MINUTE)).toHaveLength(1);
+  });
+});
+
+describe('a claim at the instant whose answer is lost (in-memory lease)', () => {
+  /** One instance, one global job claimed at its instant; the first claim commits and its answer never comes (`fails`). */
+  const setUp = (fails: JobLeaseDatabaseError) => {
+    const clock = new FixedClock(0);
+    const lease = new InMemoryJobLease(clock);
+    const calls: Array<{ runs: number; again: boolean }> = [];
+    const acquireMany = lease.acquireMany.bind(lease);
+    lease.acquireMany = async (runs, options) => {
+      calls.push({ runs: runs.length, again: options?.again === true });
+      const results = await acquireMany(runs, options);
+      if (calls.length === 1) throw fails;
+      return results;
+    };
+    const ran: number[] = [];
+    const scheduler = new ManualJobScheduler({ clock, lease });
+    scheduler.register({ name: 'reports.hourly', every: '1h', run: ({ scheduledAt }) => void ran.push(scheduledAt.getTime()) });
+    const row = () => lease.statusOf('reports.hourly', occurrenceRunKey(60 * MINUTE));
+    return { scheduler, calls, ran, row };
+  };
+  const lost = () => new JobLeaseDatabaseError('Connection terminated unexpectedly', { operation: 'acquire', retryable: true });
+
+  it('is sent again 250 ms later under its owner token: the run it won starts then, once', async () => {
+    const { scheduler, calls, ran, row } = setUp(lost());
+    await scheduler.start();
+    await scheduler.advance(60 * MINUTE);
+    expect(ran).toEqual([]);
+    await scheduler.advance(250);
+    expect(calls).toEqual([
+      { runs: 1, again: false },
+      { runs: 1, again: true },
+    ]);
+    expect(ran).toEqual([60 * MINUTE]);
+    expect(scheduler.runs.map((record) => record.outcome)).toEqual(['succeeded']);
+    expect(row()).toBe(JobSchedulerStatus.SUCCESS);
+    await scheduler.stop();
+  });
+
+  it('is not sent again for an error no retry fixes: recorded unavailable, its row left to the take-over', async () => {
+    const { scheduler, calls, ran, row } = setUp(new JobLeaseDatabaseError('permission denied', { operation: 'acquire', sqlState: '42501', retryable: false }));
+    await scheduler.start();
+    await scheduler.advance(60 * MINUTE + 1_000);
+    expect(calls).toEqual([{ runs: 1, again: false }]);
+    expect(ran).toEqual([]);
+    expect(scheduler.runs.map((record) => record.errorCode)).toEqual(['JOB_LEASE_UNAVAILABLE']);
+    expect(row()).toBe(JobSchedulerStatus.RUNNING);
+    await scheduler.stop();
+  });
+
+  it('is not sent again once the instance stops during the pause, and the stop does not wait for the pause', async () => {
+    const { scheduler, calls, ran } = setUp(lost());
+    await scheduler.start();
+    await scheduler.advance(60 * MINUTE);
+    // The clock stays where it is: only the stop can end the pause.
+    await scheduler.stop();
+    expect(calls).toEqual([{ runs: 1, again: false }]);
+    expect(ran).toEqual([]);
+    expect(scheduler.runs.map((record) => record.errorCode)).toEqual(['JOB_LEASE_UNAVAILABLE']);
   });
 });

@@ -1,9 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import { JobLeaseDatabaseError } from '../../job-scheduler/job-scheduler.errors';
 import type { JobAcquireResult } from '../../job-scheduler/job-scheduler.types';
 import { occurrenceRunKey, runNowRunKey, tenantIdProblem } from '../occurrence/occurrence-keys';
 import { HeldClaim } from '../occurrence/held-claim';
-import type { JobHandler, OccurrenceRunner } from '../occurrence/occurrence-runner';
+import { CLAIM_AGAIN_AFTER_MS, type JobHandler, mayClaimAgain, type OccurrenceRunner } from '../occurrence/occurrence-runner';
 import { fromRandomOffset } from './random-walk';
 import type { JobDeclaration } from '../schedule/job-declaration';
 import type { SchedulerLease, SchedulerLogger, SchedulerTimers } from '../scheduler-ports';
@@ -14,8 +13,6 @@ import type { JobExecution, JobRunRecord, TenantDirectory } from '../scheduling.
 export const MAX_TENANT_CLAIM = 100;
 /** Claimed tenants wait at most about this long for a slot (less with a lease shorter than 4 s). */
 const CLAIM_AHEAD_MS = 1_000;
-/** How long after a claim whose answer was lost it is sent again (see TenantOccurrenceRun.acquire). */
-const AGAIN_AFTER_MS = 250;
 /** A claim takes at most this share of the walk left (at least the slots): the tail is shared. */
 const CLAIM_SHARE_OF_REST = 1 / 4;
 
@@ -110,8 +107,6 @@ class TenantOccurrenceRun {
   private stopped = false;
   private averageMs: number | undefined;
   private leaseMs: number | undefined;
-  /** Ends the pause before a claim is sent again (stop() calls it: no claim is sent again then). */
-  private wake: (() => void) | undefined;
 
   constructor(
     private readonly dependencies: TenantFanOutDependencies,
@@ -135,7 +130,6 @@ class TenantOccurrenceRun {
 
   async stop(): Promise<void> {
     this.stopped = true;
-    this.wake?.();
     await Promise.all([this.handOver(this.queue.splice(0)), this.claiming]);
   }
 
@@ -256,10 +250,9 @@ class TenantOccurrenceRun {
    * lease has it): a claim whose answer is lost (a dropped connection, no answer within the
    * statement timeout) may have committed, so it is sent once more naming the same tokens (`{
    * again }`), which gets back the tenants it won. Without that, their rows waited RUNNING for the
-   * take-over, a lease late, and the tenants were recorded JOB_LEASE_UNAVAILABLE here. Only for a
-   * failure that can be transient (JobLeaseDatabaseError.retryable), and after AGAIN_AFTER_MS, so
-   * that the pool has dropped the connections the fault broke (sent at once, it went out on one of
-   * them). Not once the stop began, as the runner's claims again: stop() ends the pause. The runs
+   * take-over, a lease late, and the tenants were recorded JOB_LEASE_UNAVAILABLE here. As the
+   * runner's claims at the instant: only for a failure that can be transient (mayClaimAgain), after
+   * CLAIM_AGAIN_AFTER_MS, and not once the stop began (the scheduler's stop ends the pause). The runs
    * won are held from the first claim's send (sentAt in claim): earlier than any row the retry can
    * return was written, so the holder's deadline comes before the database's.
    */
@@ -274,23 +267,11 @@ class TenantOccurrenceRun {
     try {
       return await lease.acquireMany(runs);
     } catch (error) {
-      if (!(error instanceof JobLeaseDatabaseError) || !error.retryable || this.stopped) throw error;
-      await this.pause(AGAIN_AFTER_MS);
-      if (this.stopped) throw error;
+      if (!mayClaimAgain(error) || this.stopped || this.dependencies.runner.closed) throw error;
+      await this.dependencies.runner.pause(CLAIM_AGAIN_AFTER_MS);
+      if (this.stopped || this.dependencies.runner.closed) throw error;
       return lease.acquireMany(runs, { again: true });
     }
-  }
-
-  /** Waits `ms` on the runner's clock (keeping the process alive: it is awaited), or until stop(). */
-  private pause(ms: number): Promise<void> {
-    return new Promise((resolve) => {
-      const cancel = this.dependencies.runner.clock.after(ms, () => this.wake?.(), true);
-      this.wake = () => {
-        this.wake = undefined;
-        cancel();
-        resolve();
-      };
-    });
   }
 
   /** Runs a claimed tenant (the runner proves its lease again right before it starts). */

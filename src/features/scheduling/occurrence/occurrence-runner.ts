@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { JobShutdownError, LostJobLeaseError } from '../../job-scheduler/job-scheduler.errors';
+import { JobLeaseDatabaseError, JobShutdownError, LostJobLeaseError } from '../../job-scheduler/job-scheduler.errors';
 import { describeFailure } from '../../job-scheduler/lease-arguments';
 import type { HoldClock } from '../../job-scheduler/run/lease-hold';
 import { createSpanRunner } from '../../job-scheduler/telemetry/lease-telemetry';
@@ -54,6 +54,19 @@ type Settlement = { kind: 'returned' } | { kind: 'threw'; error: unknown } | { k
 
 const ignore = (): void => undefined;
 
+/**
+ * How long after a claim whose answer was lost it is sent again: the pool drops the connections
+ * the fault broke meanwhile (sent at once, the retry went out on one of them and failed too).
+ */
+export const CLAIM_AGAIN_AFTER_MS = 250;
+
+/**
+ * Whether a failed claim is worth sending again under its owner tokens: a failure that can be
+ * transient (a dropped connection, a timeout: JobLeaseDatabaseError.retryable), after which its
+ * statement may have committed. Not an error no retry fixes (a permission, an invalid run).
+ */
+export const mayClaimAgain = (error: unknown): boolean => error instanceof JobLeaseDatabaseError && error.retryable;
+
 /** Why a run that did not return failed: its timeout, shutdown, a lost lease, or its own error. */
 const failureCode = (settlement: Settlement, error: unknown, recorded: boolean): string => {
   if (settlement.kind === 'timed-out') return 'JOB_TIMEOUT';
@@ -90,8 +103,10 @@ export const holdClockOf = (timers: SchedulerTimers): HoldClock =>
  */
 export class OccurrenceRunner {
   private readonly runs: RunRegistry;
-  /** Set by the scheduler's stop(): a lease won from now on is handed over (given back for runNow) unrun. */
+  /** Set by the scheduler's stop() (see close()): a lease won from now on is handed over (given back for runNow) unrun. */
   closed = false;
+  /** Pauses before a claim is sent again (see pause): close() ends them. */
+  private readonly pauses = new Set<() => void>();
   private readonly span = createSpanRunner();
   /**
    * Hand-overs that failed within LINGER_MS of each other, logged as one line: the callers of one
@@ -128,16 +143,25 @@ export class OccurrenceRunner {
 
     let claim = request.claim;
     if (!claim) {
+      // A claim at the instant names an owner token of its own too, where the lease can claim
+      // again (below); a claim ahead named one when it was sent.
+      const ownerToken = ahead ? ahead.ownerToken : this.lease.acquireAgain ? randomUUID() : undefined;
       // Shutdown waits for acquires in flight: one that wins after stop() is handed over.
-      let outcome = await (ahead?.outcome ?? this.claimNow(request, correlationId));
+      let outcome = await (ahead?.outcome ?? this.claimNow(request, correlationId, ownerToken === undefined ? undefined : { ownerToken }));
       // A claim ahead the database did not answer is claimed again now, as it would be without
       // claims ahead: the database may be back by the instant. It names the same owner token: if
       // the claim ahead committed unseen (its answer lost, or its statement run after this
       // instance gave up on it), this claim gets that run back instead of losing to its row.
+      // A claim at the instant whose answer was lost is sent again so too, CLAIM_AGAIN_AFTER_MS
+      // later, once, for a failure that can be transient: before, such a run waited RUNNING under
+      // a token nobody held until the take-over ran it a lease late.
       // Not once the stop began: it waits only for the claims already in flight.
       if (outcome.kind === 'unavailable' && ahead && !this.closed) {
         this.aheadFailed(outcome.error);
         outcome = await this.claimNow(request, correlationId, { reclaimFailed: ahead.reclaimFailed, ownerToken: ahead.ownerToken, again: true });
+      } else if (outcome.kind === 'unavailable' && ownerToken !== undefined && !this.closed && mayClaimAgain(outcome.error)) {
+        await this.pause(CLAIM_AGAIN_AFTER_MS);
+        if (!this.closed) outcome = await this.claimNow(request, correlationId, { ownerToken, again: true });
       }
       if (outcome.kind === 'unavailable') return { ...base, errorCode: 'JOB_LEASE_UNAVAILABLE', error: outcome.error };
       if (outcome.kind === 'lost') return { ...base, outcome: 'skipped-locked' };
@@ -245,6 +269,26 @@ export class OccurrenceRunner {
   /** The holder's clock: monotonic on system timers, the manual clock in tests. */
   get clock(): HoldClock {
     return holdClockOf(this.timers);
+  }
+
+  /** The scheduler's stop() began: no claim is sent again from now on, and the pauses before one end now. */
+  close(): void {
+    this.closed = true;
+    for (const wake of [...this.pauses]) wake();
+  }
+
+  /** Waits `ms` on the holder's clock (keeping the process alive: it is awaited), or until close(). */
+  pause(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      let cancel: () => void = ignore;
+      const wake = (): void => {
+        this.pauses.delete(wake);
+        cancel();
+        resolve();
+      };
+      this.pauses.add(wake);
+      cancel = this.clock.after(ms, wake, true);
+    });
   }
 
   /** Aborts every run, waits up to the grace, then gives back the leases still held (see RunRegistry). */
