@@ -304,7 +304,13 @@ describe('a tenant claim whose answer is lost (in-memory lease)', () => {
     const tenants = tenantsNamed(4);
     const ran: string[] = [];
     const scheduler = new ManualJobScheduler({ clock, lease, tenants: { listTenants: () => tenants }, random: () => 0 });
-    scheduler.register({ name: 'billing.invoice', every: '1h', tenancy: 'per-tenant', tenantConcurrency: 4, run: ({ tenantId }) => void ran.push(tenantId as string) });
+    scheduler.register({
+      name: 'billing.invoice',
+      every: '1h',
+      tenancy: 'per-tenant',
+      tenantConcurrency: 4,
+      run: ({ tenantId }) => void ran.push(tenantId as string),
+    });
     const rowsOf = () => tenants.map((tenantId) => lease.statusOf('billing.invoice', occurrenceRunKey(60 * MINUTE, tenantId)));
     return { scheduler, calls, ran, tenants, rowsOf };
   };
@@ -327,7 +333,9 @@ describe('a tenant claim whose answer is lost (in-memory lease)', () => {
   });
 
   it('is not sent again for an error no retry fixes: its tenants are recorded unavailable, their rows left to the take-over', async () => {
-    const { scheduler, calls, ran, tenants, rowsOf } = setUp(new JobLeaseDatabaseError('permission denied', { operation: 'acquire', sqlState: '42501', retryable: false }));
+    const { scheduler, calls, ran, tenants, rowsOf } = setUp(
+      new JobLeaseDatabaseError('permission denied', { operation: 'acquire', sqlState: '42501', retryable: false }),
+    );
     await scheduler.start();
     await scheduler.advance(60 * MINUTE + 1_000);
     expect(calls).toEqual([{ runs: 4, again: false }]);

@@ -21,13 +21,11 @@ const CLAIM_SHARE_OF_REST = 1 / 4;
  * occurrence's runs; the claims of an occurrence nobody ran): the list as it is now, copied, the
  * call shown to the timers (a manual clock lets it finish). A directory that throws rejects.
  */
-export const tenantLister =
-  (directory: TenantDirectory, timers: SchedulerTimers) =>
-  async (): Promise<readonly unknown[]> => {
-    const listing = Promise.resolve(directory.listTenants());
-    timers.observe?.(listing);
-    return [...(await listing)];
-  };
+export const tenantLister = (directory: TenantDirectory, timers: SchedulerTimers) => async (): Promise<readonly unknown[]> => {
+  const listing = Promise.resolve(directory.listTenants());
+  timers.observe?.(listing);
+  return [...(await listing)];
+};
 
 /** One occurrence of a per-tenant job, with the tenants the directory listed (unchecked). */
 export interface TenantOccurrence {
