@@ -7,6 +7,7 @@ import type { SchedulerHistory, SchedulerLease } from '../../../src/features/sch
 import type { JobExecution, JobRunRecord, ScheduledJobOptions } from '../../../src/features/scheduling/scheduling.types';
 import { ManualTimers } from '../../../src/features/scheduling/testing/manual-timers';
 import { FixedClock, InMemoryJobLease, ManualJobScheduler } from '../../../src/features/testing';
+import { leaseLosingFirstClaimAnswer } from '../../support/lost-claim-answer';
 
 /**
  * The faults that claims ahead, hand-over and batched completes opened, each played by instances
@@ -685,16 +686,7 @@ describe('a job changed or paused while its next instant is claimed ahead', () =
 describe('a claim at the instant whose answer is lost (in-memory lease)', () => {
   /** One instance, one global job claimed at its instant; the first claim commits and its answer never comes (`fails`). */
   const setUp = (fails: JobLeaseDatabaseError) => {
-    const clock = new FixedClock(0);
-    const lease = new InMemoryJobLease(clock);
-    const calls: Array<{ runs: number; again: boolean }> = [];
-    const acquireMany = lease.acquireMany.bind(lease);
-    lease.acquireMany = async (runs, options) => {
-      calls.push({ runs: runs.length, again: options?.again === true });
-      const results = await acquireMany(runs, options);
-      if (calls.length === 1) throw fails;
-      return results;
-    };
+    const { clock, lease, calls } = leaseLosingFirstClaimAnswer(fails);
     const ran: number[] = [];
     const scheduler = new ManualJobScheduler({ clock, lease });
     scheduler.register({ name: 'reports.hourly', every: '1h', run: ({ scheduledAt }) => void ran.push(scheduledAt.getTime()) });

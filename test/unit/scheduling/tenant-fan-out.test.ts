@@ -1,6 +1,7 @@
 import { JobLeaseDatabaseError, JobSchedulerStatus, JobTenantInvalidError, type JobRunRecord } from '../../../src/features';
 import { FixedClock, InMemoryJobLease, ManualJobScheduler } from '../../../src/features/testing';
 import { occurrenceRunKey } from '../../../src/features/scheduling/occurrence/occurrence-keys';
+import { leaseLosingFirstClaimAnswer } from '../../support/lost-claim-answer';
 
 const MINUTE = 60_000;
 const tenantsNamed = (count: number) => Array.from({ length: count }, (_, index) => `t${String(index).padStart(2, '0')}`);
@@ -291,16 +292,7 @@ describe('a tenant claim whose answer is lost (in-memory lease)', () => {
    * first acquireMany does after it has claimed (committed) its tenants: its answer never comes.
    */
   const setUp = (fails: JobLeaseDatabaseError) => {
-    const clock = new FixedClock(0);
-    const lease = new InMemoryJobLease(clock);
-    const calls: Array<{ runs: number; again: boolean }> = [];
-    const acquireMany = lease.acquireMany.bind(lease);
-    lease.acquireMany = async (runs, options) => {
-      calls.push({ runs: runs.length, again: options?.again === true });
-      const results = await acquireMany(runs, options);
-      if (calls.length === 1) throw fails;
-      return results;
-    };
+    const { clock, lease, calls } = leaseLosingFirstClaimAnswer(fails);
     const tenants = tenantsNamed(4);
     const ran: string[] = [];
     const scheduler = new ManualJobScheduler({ clock, lease, tenants: { listTenants: () => tenants }, random: () => 0 });
