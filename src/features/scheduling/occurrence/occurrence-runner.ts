@@ -147,7 +147,7 @@ export class OccurrenceRunner {
       // again (below); a claim ahead named one when it was sent.
       const ownerToken = ahead ? ahead.ownerToken : this.lease.acquireAgain ? randomUUID() : undefined;
       // Shutdown waits for acquires in flight: one that wins after stop() is handed over.
-      let outcome = await (ahead?.outcome ?? this.claimNow(request, correlationId, ownerToken === undefined ? undefined : { ownerToken }));
+      let outcome = await (ahead?.outcome ?? this.claimNow(request, correlationId, { ownerToken }));
       // A claim ahead the database did not answer is claimed again now, as it would be without
       // claims ahead: the database may be back by the instant. It names the same owner token: if
       // the claim ahead committed unseen (its answer lost, or its statement run after this

@@ -1,8 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { type AheadClaimHolder, type AheadClaims, recordOfJob } from './ahead-claims';
-import type { AheadClaim } from './held-claim';
+import type { AheadClaim, HeldClaim } from './held-claim';
 import { runKeyOf, tenantIdProblem } from './occurrence-keys';
-import type { HeldClaim } from './held-claim';
 import type { OccurrenceRunner } from './occurrence-runner';
 import { unrecordedInstants } from './recorded-occurrences';
 import type { RunRecords } from '../records/run-records';
