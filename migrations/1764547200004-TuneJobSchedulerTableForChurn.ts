@@ -1,5 +1,6 @@
 import type { MigrationInterface, QueryRunner } from 'typeorm';
 import { jobSchedulerTableNames } from './support/job-scheduler-table-names';
+import { jobSchedulerTableOptions as currentOptions } from './support/job-scheduler-table-options';
 
 /**
  * The storage parameters the table gets, with why (README, "Table settings for churn", with the
@@ -79,14 +80,4 @@ const createdAtIndexValid = async (queryRunner: QueryRunner): Promise<boolean | 
      WHERE n.nspname = ${schemaLiteral} AND c.relname = '${JOB_SCHEDULER_CREATED_AT_INDEX}'`,
   );
   return rows[0]?.valid ?? null;
-};
-
-/** The table's storage parameters, as `name=value` (none when it has no table yet). */
-const currentOptions = async (queryRunner: QueryRunner): Promise<string[]> => {
-  const { schemaLiteral, tableLiteral } = jobSchedulerTableNames(queryRunner);
-  const rows: { reloptions: string[] | null }[] = await queryRunner.query(
-    `SELECT c.reloptions FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-     WHERE n.nspname = ${schemaLiteral} AND c.relname = ${tableLiteral}`,
-  );
-  return rows[0]?.reloptions ?? [];
 };

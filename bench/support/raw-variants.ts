@@ -12,6 +12,7 @@ import { preparedStatementName } from './statement-names';
 export const LIBRARY_STATEMENTS = createJobSchedulerStatements(
   qualifiedTableName(JOB_SCHEDULER_TABLE),
   qualifiedTableName(`${JOB_SCHEDULER_TABLE}_fencingToken_seq`),
+  qualifiedTableName(`${JOB_SCHEDULER_TABLE}_lease_expiry`),
   qualifiedTableName(`${JOB_SCHEDULER_TABLE}_acquire`),
 );
 /** The baselines' statements on the same table. */

@@ -24,6 +24,7 @@ export const TUNED: TableSetup = {
 
 export const SHIPPED_TABLE: TableSetup = {
   name: 'every migration',
-  description: "every migration of the library (the table an application gets), with 0006's take-over index on \"modifiedAt\" WHERE status = 'RUNNING'",
+  description:
+    "every migration of the library (the table an application gets): since 0010 the leases' expiries in a table of their own (kept by triggers) and fillfactor 50",
   migrations: JobSchedulerMigrations,
 };

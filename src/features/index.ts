@@ -54,6 +54,7 @@ export {
   CreateJobSchedulerTable1764547200000,
   IndexJobSchedulerLeaseExpiry1764547200009,
   JobSchedulerMigrations,
+  TrackJobSchedulerLeaseExpiries1764547200010,
   TuneJobSchedulerTableForChurn1764547200004,
   UpgradeJobSchedulerTableFrom111764547200001,
 } from './job-scheduler/job-scheduler.migrations';

@@ -75,7 +75,8 @@ describe('first contact', () => {
   it('each missing part is named with its own table and migration: a column of a 1.x table, the pause table, the dynamic schedules table', async () => {
     const partial = await createTestDatabase();
     try {
-      await partial.sql('ALTER TABLE "job-scheduler" DROP COLUMN "ownerToken", DROP COLUMN "leaseMs"');
+      // A table as 1.x left it: without those columns, nor the triggers of migration 0010 that read "leaseMs".
+      await partial.sql('ALTER TABLE "job-scheduler" DROP COLUMN "ownerToken", DROP COLUMN "leaseMs" CASCADE');
       const lease = await bootError({}, partial.url);
       expect(lease).toMatchObject({
         code: 'JOB_SCHEDULER_SCHEMA_MISSING',

@@ -153,7 +153,7 @@ describe('acquireMany again: a claim whose answer was lost', () => {
     // The first claim's own statement, held open in a transaction: its row exists, unseen by the
     // retry's snapshot, until it commits (or rolls back).
     const statement = (code: string, ownerToken: string) =>
-      createLeaseStatements('"job-scheduler"', '"job-scheduler_fencingToken_seq"').acquireBatch({
+      createLeaseStatements('"job-scheduler"', '"job-scheduler_fencingToken_seq"', '"job-scheduler_lease_expiry"').acquireBatch({
         lockKeys: [buildLockKey(JobSchedulerType.SCHEDULE, code, 'r')],
         runKeys: ['r'],
         codes: [code],

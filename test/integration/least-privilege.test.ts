@@ -67,6 +67,10 @@ describe('the application role', () => {
     expect(await jobs.fail(again, { step: 'fail' })).toBe(true);
     expect(await jobs.runExclusive({ code: 'least-privilege', runKey: 'r1' }, async () => 'done')).toEqual({ acquired: true, result: 'done' });
     expect(await jobs.acquire({ code: 'least-privilege', runKey: 'r1' })).toEqual({ acquired: false });
+    // The expiry table's triggers run as their owner: no grant on that table for the writes above.
+    // Without SELECT on it, the take-over scan reads the job-scheduler table itself.
+    const key = { code: 'least-privilege', prefix: '', maxAttempts: 3, drop: false, lateMs: null, claimable: true };
+    expect(await jobs.takeOverAbandoned([key], { dueBy: Date.now(), limit: 10 })).toEqual({ claimed: [], toEnd: [], unknown: [] });
   });
 
   it('cannot take a run without UPDATE (the grant is needed)', async () => {

@@ -3,12 +3,15 @@ import {
   JOB_SCHEDULER_STORAGE_PARAMETERS,
   TuneJobSchedulerTableForChurn1764547200004,
 } from '../../migrations/1764547200004-TuneJobSchedulerTableForChurn';
+import { JOB_SCHEDULER_FILLFACTOR } from '../../migrations/1764547200010-TrackJobSchedulerLeaseExpiries';
 import { JobSchedulerMigrations, JobSchedulerService } from '../../src/features';
 import { freshDatabasePerTest, type TestDatabase } from '../support/test-database';
 
 const fresh = freshDatabasePerTest();
 
 const CHURN_PARAMETERS = JOB_SCHEDULER_STORAGE_PARAMETERS.map(([name, value]) => `${name}=${value}`);
+/** What every migration leaves: 0010 lowers 0004's fillfactor (room for batched completes to be HOT). */
+const SHIPPED_PARAMETERS = CHURN_PARAMETERS.map((option) => (option === 'fillfactor=95' ? `fillfactor=${JOB_SCHEDULER_FILLFACTOR}` : option));
 
 const storageParameters = async (database: TestDatabase, table = '"job-scheduler"') => {
   const [row] = await database.sql<{ reloptions: string[] | null }>(`SELECT reloptions FROM pg_class WHERE oid = $1::regclass`, [table]);
@@ -42,15 +45,18 @@ const migrations = async (database: TestDatabase, step: 'up' | 'down', count: nu
 describe('migration TuneJobSchedulerTableForChurn', () => {
   it('sets fillfactor and autovacuum, adds the "createdAt" index, and takes them back on revert', async () => {
     const database = await fresh(true);
-    expect(await storageParameters(database)).toEqual(CHURN_PARAMETERS);
+    expect((await storageParameters(database)).sort()).toEqual([...SHIPPED_PARAMETERS].sort());
+    expect(SHIPPED_PARAMETERS).toContain('fillfactor=50');
     expect(CHURN_PARAMETERS).toContain('fillfactor=95');
     expect(await createdAtIndex(database)).toMatchObject({ valid: true, definition: expect.stringContaining('USING btree ("createdAt")') });
     await migrations(database, 'down');
     expect(await storageParameters(database)).toEqual([]);
     expect(await createdAtIndex(database)).toBeUndefined();
-    await migrations(database, 'up');
+    await migrations(database, 'up', CHURN_MIGRATION + 1);
     expect(await storageParameters(database)).toEqual(CHURN_PARAMETERS);
     expect(await createdAtIndex(database)).toMatchObject({ valid: true });
+    await migrations(database, 'up');
+    expect((await storageParameters(database)).sort()).toEqual([...SHIPPED_PARAMETERS].sort());
   });
 
   it("keeps an operator's own settings, and does not remove them on revert", async () => {
@@ -91,7 +97,7 @@ describe('migration TuneJobSchedulerTableForChurn', () => {
     const database = await fresh(false);
     await database.sql('CREATE SCHEMA "jobs"');
     await migrations(database, 'up', JobSchedulerMigrations.length, 'jobs');
-    expect(await storageParameters(database, '"jobs"."job-scheduler"')).toEqual(CHURN_PARAMETERS);
+    expect((await storageParameters(database, '"jobs"."job-scheduler"')).sort()).toEqual([...SHIPPED_PARAMETERS].sort());
     expect(await createdAtIndex(database)).toMatchObject({ valid: true, definition: expect.stringContaining('ON jobs."job-scheduler"') });
     await migrations(database, 'down', JobSchedulerMigrations.length, 'jobs');
     expect(await storageParameters(database, '"jobs"."job-scheduler"')).toEqual([]);

@@ -99,11 +99,20 @@ describe('migrations', () => {
       `SELECT indexdef AS definition FROM pg_indexes WHERE indexname = 'IDX_job_scheduler_code_run_key'`,
     );
     expect(index.definition).toContain('(code, "runKey" COLLATE "C")');
-    const [running] = await database.sql<{ definition: string }>(
-      `SELECT indexdef AS definition FROM pg_indexes WHERE indexname = 'IDX_job_scheduler_running_expiry'`,
+    // The take-over's index of the leases is a table of its own, kept by triggers (0010): none on the table.
+    expect(await database.sql(`SELECT indexname FROM pg_indexes WHERE indexname = 'IDX_job_scheduler_running_expiry'`)).toEqual([]);
+    const [expiries] = await database.sql<{ definition: string }>(
+      `SELECT indexdef AS definition FROM pg_indexes WHERE indexname = 'IDX_job_scheduler_lease_expiry'`,
     );
-    expect(running.definition).toContain(`("modifiedAt" AT TIME ZONE 'UTC'::text) + ((COALESCE("leaseMs", 0))`);
-    expect(running.definition).toContain("WHERE (status = 'RUNNING'");
+    expect(expiries.definition).toContain('ON public."job-scheduler_lease_expiry" USING btree ("expiresAt", "leaseId")');
+    expect(
+      await database.sql(`SELECT tgname::text AS name FROM pg_trigger WHERE tgrelid = '"job-scheduler"'::regclass AND NOT tgisinternal ORDER BY 1`),
+    ).toEqual([
+      { name: 'job-scheduler_lease_expiry_delete' },
+      { name: 'job-scheduler_lease_expiry_insert' },
+      { name: 'job-scheduler_lease_expiry_truncate' },
+      { name: 'job-scheduler_lease_expiry_update' },
+    ]);
     const [byCode] = await database.sql<{ definition: string }>(
       `SELECT indexdef AS definition FROM pg_indexes WHERE indexname = 'IDX_job_scheduler_code_created_at'`,
     );
@@ -225,7 +234,7 @@ describe('migrations', () => {
       { indexname: 'IDX_job_scheduler_code_created_at' },
       { indexname: 'IDX_job_scheduler_code_run_key' },
       { indexname: 'IDX_job_scheduler_created_at' },
-      { indexname: 'IDX_job_scheduler_running_expiry' },
+      { indexname: 'IDX_job_scheduler_lease_expiry' },
     ]);
   });
 

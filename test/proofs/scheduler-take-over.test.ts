@@ -366,14 +366,14 @@ it('looks for abandoned occurrences with one statement per scan for all jobs, on
   expect(scans.length).toBeLessThanOrEqual(9);
   expect(counter.count).toBe(scans.length);
 
-  // Many finished rows, a few running: the scan reads the partial index, not the table.
+  // Many finished rows, a few running: the scan reads the expiry table's index, then rows by id, not the table.
   await database.sql(`INSERT INTO "job-scheduler" ("lockKey", code, type, status, "ownerToken", "runKey", "leaseMs", "fencingToken")
     SELECT 'k' || n, 'fleet.hourly-' || (n % 12), 'SCHEDULE', CASE WHEN n % 2000 = 0 THEN 'RUNNING' ELSE 'SUCCESS' END::"job-scheduler_status_enum",
       gen_random_uuid(), to_char(timestamptz '2020-01-01' + n * interval '1 hour', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'), 60000, n
     FROM generate_series(1, 20000) AS n`);
   await database.sql('ANALYZE "job-scheduler"');
   const codes = jobs.map((_, index) => `fleet.hourly-${index}`);
-  const statement = createJobSchedulerStatements('"job-scheduler"', '"job-scheduler_fencingToken_seq"').takeOverAbandoned({
+  const statement = createJobSchedulerStatements('"job-scheduler"', '"job-scheduler_fencingToken_seq"', '"job-scheduler_lease_expiry"').takeOverAbandoned({
     codes,
     prefixes: codes.map(() => ''),
     leaseMs: codes.map(() => 60_000),
@@ -390,5 +390,7 @@ it('looks for abandoned occurrences with one statement per scan for all jobs, on
   const literal = (value: unknown) => (Array.isArray(value) ? `ARRAY[${value.map(item).join(',')}]` : item(value));
   const text = statement.text.replace(/\$(\d+)/g, (_, index: string) => literal(statement.values[Number(index) - 1]));
   const plan = (await database.sql<{ 'QUERY PLAN': string }>(`EXPLAIN ${text}`)).map((row) => row['QUERY PLAN']).join('\n');
-  expect(plan).toContain('IDX_job_scheduler_running_expiry');
+  expect(plan).toContain('IDX_job_scheduler_lease_expiry');
+  expect(plan).toContain('PK_job_scheduler_id');
+  expect(plan).not.toContain('Seq Scan on "job-scheduler"');
 }, 120_000);

@@ -10,4 +10,5 @@ export const MIGRATION_NAMES = [
   'CreateJobScheduleTable1764547200007',
   'AddJobPauseTable1764547200008',
   'IndexJobSchedulerLeaseExpiry1764547200009',
+  'TrackJobSchedulerLeaseExpiries1764547200010',
 ];

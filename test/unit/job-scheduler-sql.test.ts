@@ -2,7 +2,11 @@ import { qualifiedTableName } from '../../src/features/job-scheduler/job-schedul
 import { createJobSchedulerStatements } from '../../src/features/job-scheduler/job-scheduler.statements';
 
 describe('lease SQL', () => {
-  const statements = createJobSchedulerStatements(qualifiedTableName('job-scheduler'), qualifiedTableName('job-scheduler_fencingToken_seq'));
+  const statements = createJobSchedulerStatements(
+    qualifiedTableName('job-scheduler'),
+    qualifiedTableName('job-scheduler_fencingToken_seq'),
+    qualifiedTableName('job-scheduler_lease_expiry'),
+  );
   const acquire = statements.acquire({
     lockKey: 'v2:key',
     code: "code'; DROP TABLE x; --",

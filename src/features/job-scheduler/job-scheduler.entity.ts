@@ -27,8 +27,8 @@ export const JOB_SCHEDULER_TABLE = 'job-scheduler';
 @Index('IDX_job_scheduler_code_run_key', { synchronize: false })
 // Finished runs by age, for prune: also created by synchronize (the table's storage parameters are not).
 @Index('IDX_job_scheduler_created_at', ['createdAt'])
-// The instant each lease runs out, WHERE "status" = 'RUNNING', created by a migration: the take-over scan's index.
-@Index('IDX_job_scheduler_running_expiry', { synchronize: false })
+// The take-over scan finds the leases that ran out in the table "job-scheduler_lease_expiry", kept by
+// triggers (migration 0010): no index here on a column a heartbeat or a complete changes, so both are HOT.
 // The runs of one code, newest first (the dashboard's runs list by job): also created by synchronize.
 @Index('IDX_job_scheduler_code_created_at', ['code', 'createdAt'])
 export class JobScheduler {

@@ -19,6 +19,8 @@ export interface ExecutorOptions {
    */
   preparedStatements?: boolean;
   onPreparedStatementsOff?: (reason: string) => void;
+  /** Called once when the expiry table cannot be read (migration not run, no SELECT). */
+  onExpiryTableUnavailable?: (reason: string) => void;
   /** Called once when the acquire function cannot be called (migration not run, no EXECUTE). */
   onFunctionUnavailable?: (reason: string) => void;
   /** The bound on one lease statement, pool checkout included (default 5 s). */
@@ -44,6 +46,15 @@ const STALE_PLAN = '0A000';
  * fails the same way and that error is thrown). Nothing ran: the statement is sent instead.
  */
 const FUNCTION_UNAVAILABLE = new Set(['42883', '42501']);
+
+/**
+ * A statement that reads the expiry table could not: undefined_table (the migration
+ * TrackJobSchedulerLeaseExpiries1764547200010 has not run) or insufficient_privilege (no SELECT
+ * on it; when the role lacks one on the job-scheduler table, the text without it fails the same
+ * way and that error is thrown). Raised before the statement runs; its text without the table
+ * (`withoutExpiryTable`) is sent instead, from then on.
+ */
+const EXPIRY_TABLE_UNAVAILABLE = new Set(['42P01', '42501']);
 
 const sqlStateOf = (error: unknown): unknown => (error as { code?: unknown } | null)?.code;
 
@@ -71,6 +82,8 @@ export class JobSchedulerExecutor {
   private prepared: boolean;
   /** False once the server could not call a statement's function: statements are sent themselves. */
   private functionsAvailable = true;
+  /** False once the server reported the expiry table missing: its statements are sent without it. */
+  private expiryTableAvailable = true;
 
   constructor(
     source: JobSchedulerDatabase,
@@ -83,6 +96,7 @@ export class JobSchedulerExecutor {
     this.statements = createJobSchedulerStatements(
       qualifiedTableName(tableName, schema),
       qualifiedTableName(`${tableName}_fencingToken_seq`, schema),
+      qualifiedTableName(`${tableName}_lease_expiry`, schema),
       qualifiedTableName(`${tableName}_acquire`, schema),
     );
   }
@@ -104,9 +118,30 @@ export class JobSchedulerExecutor {
    * Named (prepared) by default. Unnamed statements go through the statement's function when it
    * has one (its plan is cached on the server). A named statement whose cached plan a migration
    * made stale (0A000) is sent once more unnamed, planned afresh; its connection, like any that
-   * failed, is discarded, and with it the stale statement.
+   * failed, is discarded, and with it the stale statement. A statement that reads the expiry table
+   * where it cannot (42P01 before migration 0010, 42501 without SELECT on it) is sent without it,
+   * from then on.
    */
   async rows<Row = Record<string, unknown>>(statement: SqlStatement, timeoutMs?: number): Promise<Row[]> {
+    const { withoutExpiryTable } = statement;
+    if (withoutExpiryTable === undefined) return this.run<Row>(statement, timeoutMs);
+    if (!this.expiryTableAvailable) return this.run<Row>({ ...statement, text: withoutExpiryTable }, timeoutMs);
+    try {
+      return await this.run<Row>(statement, timeoutMs, true);
+    } catch (error) {
+      const code = sqlStateOf(error);
+      if (typeof code !== 'string' || !EXPIRY_TABLE_UNAVAILABLE.has(code)) throw error;
+      const rows = await this.run<Row>({ ...statement, text: withoutExpiryTable }, timeoutMs);
+      if (this.expiryTableAvailable) {
+        this.expiryTableAvailable = false;
+        this.options.onExpiryTableUnavailable?.(`SQLSTATE ${code} reading the expiry table (${statement.operation})`);
+      }
+      return rows;
+    }
+  }
+
+  /** `rows` for one text; `quietWithoutExpiryTable`: the expiry table's errors leave unwrapped and unlogged (the caller has another text). */
+  private async run<Row>(statement: SqlStatement, timeoutMs?: number, quietWithoutExpiryTable = false): Promise<Row[]> {
     const { text, values, operation } = statement;
     const bound = timeoutMs ?? (operation === 'prune' || operation === 'inspect' ? OPERATOR_STATEMENT_TIMEOUT_MS : this.statementTimeoutMs);
     const deadline = monotonicNow() + bound;
@@ -124,6 +159,8 @@ export class JobSchedulerExecutor {
         return await this.sendUnnamed<Row>(pool, statement, deadline, bound);
       }
     } catch (error) {
+      const code = sqlStateOf(error);
+      if (quietWithoutExpiryTable && typeof code === 'string' && EXPIRY_TABLE_UNAVAILABLE.has(code)) throw error;
       const wrapped = error instanceof JobLeaseDatabaseError ? error : toLeaseDatabaseError(error, operation, statement.secret);
       this.database.logQueryError(wrapped, text, loggedValues(statement));
       throw wrapped;

@@ -8,6 +8,7 @@ import { AddJobSchedulerRunningIndex1764547200006 } from '../../../migrations/17
 import { CreateJobScheduleTable1764547200007 } from '../../../migrations/1764547200007-CreateJobScheduleTable';
 import { AddJobPauseTable1764547200008 } from '../../../migrations/1764547200008-AddJobPauseTable';
 import { IndexJobSchedulerLeaseExpiry1764547200009 } from '../../../migrations/1764547200009-IndexJobSchedulerLeaseExpiry';
+import { TrackJobSchedulerLeaseExpiries1764547200010 } from '../../../migrations/1764547200010-TrackJobSchedulerLeaseExpiries';
 
 /** The lease's migrations in order, for `migrations: [...JobSchedulerMigrations]` in a DataSource. */
 export const JobSchedulerMigrations = [
@@ -21,6 +22,7 @@ export const JobSchedulerMigrations = [
   CreateJobScheduleTable1764547200007,
   AddJobPauseTable1764547200008,
   IndexJobSchedulerLeaseExpiry1764547200009,
+  TrackJobSchedulerLeaseExpiries1764547200010,
 ] as const;
 
 export {
@@ -32,6 +34,7 @@ export {
   CreateJobScheduleTable1764547200007,
   CreateJobSchedulerTable1764547200000,
   IndexJobSchedulerLeaseExpiry1764547200009,
+  TrackJobSchedulerLeaseExpiries1764547200010,
   TuneJobSchedulerTableForChurn1764547200004,
   UpgradeJobSchedulerTableFrom111764547200001,
 };

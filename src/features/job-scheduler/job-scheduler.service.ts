@@ -97,6 +97,10 @@ export class JobSchedulerService implements OnModuleInit, OnApplicationBootstrap
       statementTimeoutMs: checkStatementTimeoutMs(options.statementTimeoutMs),
       onPreparedStatementsOff: (reason) =>
         this.logger.warn(`Sending unnamed statements from now on: ${reason} (a pooler in transaction mode?). Set preparedStatements: false to say so.`),
+      onExpiryTableUnavailable: (reason) =>
+        this.logger.warn(
+          `Finding expired leases in the job-scheduler table itself from now on: ${reason} (run the migration TrackJobSchedulerLeaseExpiries1764547200010, or grant SELECT on "job-scheduler_lease_expiry"; then restart).`,
+        ),
       onFunctionUnavailable: (reason) =>
         this.logger.warn(
           `Sending the acquire statement itself from now on: ${reason} (run the migration AddJobSchedulerAcquireFunction1764547200005, or grant EXECUTE on it; then restart).`,

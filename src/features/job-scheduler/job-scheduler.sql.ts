@@ -34,6 +34,12 @@ export interface SqlStatement {
    * a rare statement whose best plan depends on a value (a cached generic plan cannot see it).
    */
   planEachTime?: true;
+  /**
+   * The same statement for a database without the expiry table (before the migration
+   * TrackJobSchedulerLeaseExpiries1764547200010): it reads the RUNNING rows of the job-scheduler
+   * table itself. The executor sends it once the server reports the table missing (42P01).
+   */
+  withoutExpiryTable?: string;
 }
 
 export interface AcquireParameters {
@@ -149,13 +155,32 @@ const HANDED_OVER = `'{"handedOver": true}'::jsonb`;
 
 /**
  * Whether a RUNNING row's lease ran out by the database clock (a row without a lease: after
- * `fallback` ms). The first term is the key of IDX_job_scheduler_running_expiry (migration 0009,
- * the same expression: the instant the lease runs out, a row without a lease counting from its
- * "modifiedAt"), so that a scan reads only the leases that ran out; the second decides.
+ * `fallback` ms). The first term is the instant the lease runs out, a row without a lease counting
+ * from its "modifiedAt" (the expression of the expiry table's entries, and of the index
+ * IDX_job_scheduler_running_expiry on a database before migration 0010); the second decides.
  */
 export const leaseRanOut = (alias: string, fallback: string): string =>
   `((${alias}"modifiedAt" AT TIME ZONE 'UTC') + COALESCE(${alias}"leaseMs", 0) * INTERVAL '1 millisecond') < (CURRENT_TIMESTAMP AT TIME ZONE 'UTC')
     AND ${alias}"modifiedAt" < CURRENT_TIMESTAMP - COALESCE(${alias}"leaseMs", ${fallback}) * INTERVAL '1 millisecond'`;
+
+/**
+ * The rows whose lease may have run out: those with an entry in the expiry table (migration 0010)
+ * that is past, found on its index. The table's triggers give every RUNNING row an entry at or
+ * before its lease's expiry, so no RUNNING row past its lease is left out; the caller checks each
+ * row found (RUNNING, leaseRanOut). By id on the primary key, from an array computed first:
+ * linear in the entries past whatever the planner estimates.
+ */
+export const expiryListed = (alias: string, expiryTable: string): string =>
+  `${alias}"id" = ANY (ARRAY(SELECT e."leaseId" FROM ${expiryTable} AS e WHERE e."expiresAt" < (CURRENT_TIMESTAMP AT TIME ZONE 'UTC')))`;
+
+/** A statement's text for the expiry table, and the same without it (`withoutExpiryTable`). */
+export const expiryTexts = (build: (listed: (alias: string) => string) => string, expiryTable: string) => ({
+  text: build(
+    (alias) => `${expiryListed(alias, expiryTable)}
+    AND `,
+  ),
+  withoutExpiryTable: build(() => ''),
+});
 
 export const quoteIdentifier = (identifier: string): string => `"${identifier.replace(/"/g, '""')}"`;
 
@@ -254,6 +279,8 @@ const functionCall = (functionName: string, parameterCount: number): string =>
 export const createLeaseStatements = (
   table: string,
   fencingTokenSequence: string,
+  /** The table of lease expiries (see 1764547200010-TrackJobSchedulerLeaseExpiries). */
+  expiryTable: string,
   /** The function holding the acquire statement (see 1764547200005-AddJobSchedulerAcquireFunction), if any. */
   acquireFunction?: string,
 ): LeaseStatements => {
@@ -467,9 +494,8 @@ RETURNING "id"`.trim();
 
   // Take-over: one statement per batch claims the abandoned occurrences (RUNNING past their lease
   // by the database clock) of the keys this instance runs, and reports those it must end instead.
-  // - Found on the partial index of RUNNING rows by the instant their lease runs out
-  //   (IDX_job_scheduler_running_expiry: only the leases that ran out are read), oldest lease
-  //   first, due by the scheduler's clock ($9: an occurrence handed over before its instant
+  // - Found from the expiry table (expiryListed: only the leases that ran out are read; before
+  //   migration 0010, on the partial index IDX_job_scheduler_running_expiry), oldest lease first, due by the scheduler's clock ($9: an occurrence handed over before its instant
   //   waits for it). A row's key is its code and the prefix of its runKey (a dynamic schedule's
   //   `schedule=<id> `, else ''): a row of a key not given ('unknown') is never claimed here.
   // - What to do with each is decided at the row, from its key's policy: handed over (expireMany's
@@ -491,14 +517,17 @@ RETURNING "id"`.trim();
   const expiredBy = (alias: string, fallback: string) => leaseRanOut(`${alias}.`, fallback);
   // The occurrences of these codes that are RUNNING past their lease and due by the instant given.
   const abandonedWhere = (
+    listed: (alias: string) => string,
     codes: string,
     fallback: string,
     dueBy: string,
-  ) => `t."status" = 'RUNNING' AND t."type" = 'SCHEDULE' AND t."code" = ANY(${codes}::text[])
+  ) => `${listed('t.')}t."status" = 'RUNNING' AND t."type" = 'SCHEDULE' AND t."code" = ANY(${codes}::text[])
     AND t."runKey" ~ '^([0-9]{4}-[0-9]{2}-[0-9]{2}T|schedule=)'
     AND ${expiredBy('t', `${fallback}::integer`)}
     AND substring(t."runKey" from '[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}[.][0-9]{3}Z') COLLATE "C" <= ${dueBy}::text COLLATE "C"`;
-  const takeOverAbandonedText = `
+  const takeOverAbandonedTexts = expiryTexts(
+    (listed) =>
+      `
 WITH policy AS (
   SELECT * FROM unnest($1::text[], $2::text[], $3::int[], $4::int[], $5::boolean[], $6::bigint[], $7::boolean[])
     AS p("code", "prefix", "leaseMs", "maxAttempts", "drop", "lateMs", "claimable")
@@ -509,7 +538,7 @@ expired AS MATERIALIZED (
     (EXTRACT(EPOCH FROM (CURRENT_TIMESTAMP - t."modifiedAt")) * 1000)::bigint - COALESCE(t."leaseMs", $8::integer) AS "expiredForMs",
     COALESCE(substring(t."runKey" from '^schedule=[^ ]+ '), '') AS "prefix"
   FROM ${table} AS t
-  WHERE ${abandonedWhere('$1', '$8', '$9')}
+  WHERE ${abandonedWhere(listed, '$1', '$8', '$9')}
 ),
 judged AS (
   SELECT e.*, COALESCE(p."claimable", false) AS "claimable",
@@ -562,15 +591,21 @@ UNION ALL
  FROM judged AS j WHERE j."reason" IN ('drop', 'attempts', 'late') ORDER BY j."modifiedAt", j."id" LIMIT $10)
 UNION ALL
 (SELECT 'unknown', NULL, j."code", j."prefix", NULL, NULL, NULL, NULL, NULL, NULL, NULL, 'unknown'
- FROM judged AS j WHERE j."reason" = 'unknown' GROUP BY j."code", j."prefix" ORDER BY min(j."modifiedAt") LIMIT $10)`.trim();
+ FROM judged AS j WHERE j."reason" = 'unknown' GROUP BY j."code", j."prefix" ORDER BY min(j."modifiedAt") LIMIT $10)`.trim(),
+    expiryTable,
+  );
 
   // What a take-over scan over many keys asks first (so that it sends only the keys found): the
-  // keys of the abandoned occurrences, read on IDX_job_scheduler_running_expiry like the claim's.
-  const abandonedKeysText = `
+  // keys of the abandoned occurrences, found from the expiry table like the claim's.
+  const abandonedKeysTexts = expiryTexts(
+    (listed) =>
+      `
 SELECT DISTINCT t."code", COALESCE(substring(t."runKey" from '^schedule=[^ ]+ '), '') AS "prefix"
 FROM ${table} AS t
-WHERE ${abandonedWhere('$1', '$2', '$3')}
-LIMIT $4`.trim();
+WHERE ${abandonedWhere(listed, '$1', '$2', '$3')}
+LIMIT $4`.trim(),
+    expiryTable,
+  );
 
   // Ends abandoned occurrences without running them (see takeOverAbandoned). Fenced like a
   // reclaim: each applies only while its row is still RUNNING past its lease with the attempts
@@ -642,12 +677,12 @@ RETURNING "id"`.trim();
     completeAgain: (id, ownerToken, data) => ({ text: completeAgainText, values: [id, ownerToken, data], operation: 'complete', secret: ownerToken }),
     failAgain: (id, ownerToken, data) => ({ text: failAgainText, values: [id, ownerToken, data], operation: 'fail', secret: ownerToken }),
     takeOverAbandoned: (p) => ({
-      text: takeOverAbandonedText,
+      ...takeOverAbandonedTexts,
       values: [p.codes, p.prefixes, p.leaseMs, p.maxAttempts, p.drop, p.lateMs, p.claimable, p.fallbackLeaseMs, p.dueBy, p.limit, p.ownerId],
       operation: 'take-over',
     }),
     abandonedKeys: (codes, fallbackLeaseMs, dueBy, limit) => ({
-      text: abandonedKeysText,
+      ...abandonedKeysTexts,
       values: [codes, fallbackLeaseMs, dueBy, limit],
       operation: 'take-over',
     }),

@@ -13,10 +13,12 @@ export interface JobSchedulerStatements extends LeaseStatements, OperationsState
 export const createJobSchedulerStatements = (
   table: string,
   fencingTokenSequence: string,
+  /** The table of lease expiries (see 1764547200010-TrackJobSchedulerLeaseExpiries). */
+  expiryTable: string,
   /** The function holding the acquire statement (see 1764547200005-AddJobSchedulerAcquireFunction), if any. */
   acquireFunction?: string,
 ): JobSchedulerStatements => ({
-  ...createOperationsStatements(table),
+  ...createOperationsStatements(table, expiryTable),
   ...createOccurrenceHistoryStatements(table),
-  ...createLeaseStatements(table, fencingTokenSequence, acquireFunction),
+  ...createLeaseStatements(table, fencingTokenSequence, expiryTable, acquireFunction),
 });

@@ -10,7 +10,7 @@ afterAll(async () => {
   await database.drop();
 });
 
-const statements = createOperationsStatements('"job-scheduler"');
+const statements = createOperationsStatements('"job-scheduler"', '"job-scheduler_lease_expiry"');
 
 /** EXPLAIN (ANALYZE, BUFFERS) of the statement with its values, inside a transaction rolled back (the DELETE deletes nothing). */
 const analyzedPlanOf = async (statement: { text: string; values: unknown[] }): Promise<string> => {

@@ -1,4 +1,4 @@
-import { leaseRanOut, type SqlStatement } from '../job-scheduler.sql';
+import { expiryTexts, leaseRanOut, type SqlStatement } from '../job-scheduler.sql';
 
 /**
  * The operators' statements: retention (prune), inspection (runs, occurrences, expired leases),
@@ -81,7 +81,11 @@ export interface OperationsStatements {
 }
 
 /** Builds the operators' statements for one table. The texts are computed once; each call only binds values. */
-export const createOperationsStatements = (table: string): OperationsStatements => {
+export const createOperationsStatements = (
+  table: string,
+  /** The table of lease expiries (see 1764547200010-TrackJobSchedulerLeaseExpiries). */
+  expiryTable: string,
+): OperationsStatements => {
   // Whether a failover could forget what this server acknowledges: physical walsenders (their
   // pg_stat_activity row has no database; logical consumers have one), the synchronous standbys
   // named, and this session's synchronous_commit. Readable without privileges.
@@ -195,9 +199,13 @@ LIMIT ${parameter()}`;
 
   const runByKeyText = `SELECT ${runColumns} FROM ${table} WHERE "lockKey" = $1`;
 
-  const expiredWhere = `"status" = 'RUNNING' AND ${leaseRanOut('', '$1::integer')}`;
-  const expiredLeasesText = `SELECT ${runColumns} FROM ${table} WHERE ${expiredWhere} ORDER BY "modifiedAt" LIMIT $2`;
-  const countExpiredLeasesText = `SELECT count(*)::int AS "count" FROM ${table} WHERE ${expiredWhere}`;
+  // The leases that ran out, found from the expiry table (see expiryListed).
+  const expiredWhere = (listed: (alias: string) => string) => `${listed('')}"status" = 'RUNNING' AND ${leaseRanOut('', '$1::integer')}`;
+  const expiredLeasesTexts = expiryTexts(
+    (listed) => `SELECT ${runColumns} FROM ${table} WHERE ${expiredWhere(listed)} ORDER BY "modifiedAt" LIMIT $2`,
+    expiryTable,
+  );
+  const countExpiredLeasesTexts = expiryTexts((listed) => `SELECT count(*)::int AS "count" FROM ${table} WHERE ${expiredWhere(listed)}`, expiryTable);
 
   const runByIdText = `SELECT ${runColumns} FROM ${table} WHERE "id" = $1::uuid`;
 
@@ -215,8 +223,8 @@ LIMIT ${parameter()}`;
     // Planned for its values each time: how selective a code or a status is decides the plan.
     findRuns: (p) => ({ text: findRunsText(p), values: findRunsValues(p), operation: 'inspect', planEachTime: true }),
     runByKey: (lockKey) => ({ text: runByKeyText, values: [lockKey], operation: 'inspect' }),
-    expiredLeases: (fallbackLeaseMs, limit) => ({ text: expiredLeasesText, values: [fallbackLeaseMs, limit], operation: 'inspect' }),
-    countExpiredLeases: (fallbackLeaseMs) => ({ text: countExpiredLeasesText, values: [fallbackLeaseMs], operation: 'inspect' }),
+    expiredLeases: (fallbackLeaseMs, limit) => ({ ...expiredLeasesTexts, values: [fallbackLeaseMs, limit], operation: 'inspect' }),
+    countExpiredLeases: (fallbackLeaseMs) => ({ ...countExpiredLeasesTexts, values: [fallbackLeaseMs], operation: 'inspect' }),
     runById: (id) => ({ text: runByIdText, values: [id], operation: 'inspect' }),
   };
 };
