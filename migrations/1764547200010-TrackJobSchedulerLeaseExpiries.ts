@@ -22,7 +22,7 @@ const TRIGGERS = [
 
 /**
  * Moves the take-over's index of the leases out of the job-scheduler table into a table of their
- * own, `"job-scheduler_lease_expiry"` ("leaseId", "expiresAt"; one btree on both), kept by
+ * own, `"job-scheduler_lease_expiry"` ("leaseId", "expiresAt"; its primary key on both), kept by
  * triggers on the job-scheduler table, and drops IDX_job_scheduler_running_expiry (0009).
  *
  * Why: that index's key ("modifiedAt") and predicate ("status") change on every heartbeat and
@@ -36,16 +36,20 @@ const TRIGGERS = [
  * RUNNING, changes owner (a new fencing token) or gets an earlier expiry (expireMany) gets an
  * entry with its new expiry, in the statement that wrote it, whatever wrote it (every statement
  * of the lease, the acquire function, a node of an older release during a rolling upgrade). A
- * heartbeat only moves the expiry later: its entry stays, earlier than the lease, and the scans
- * check the row itself. When a row stops being RUNNING or gets a new entry, the entries it was
- * given at its start or at its last expiry change are deleted (by their "expiresAt", on the
- * index), as are a deleted RUNNING row's: the table holds about one entry per RUNNING row. An
- * entry left over (a row's entries from before this migration, once heartbeats moved its lease; an
- * expiry moved earlier, then later by the same owner) only costs a scan a lookup of its row.
+ * heartbeat only moves the expiry later: in the first half of a lease its entry stays (earlier
+ * than the lease; the scans check the row itself), later each heartbeat moves the entry to its
+ * new expiry, so that a run that lives long is not read by every scan once its first lease has
+ * passed. When a row's entry is replaced or the row stops being RUNNING, the entry is deleted
+ * where its last update put it (its start's expiry, or its "modifiedAt"'s), as is a deleted
+ * RUNNING row's: the table holds one entry per RUNNING row, none of a finished one.
  *
- * The triggers' function is SECURITY DEFINER (with a fixed search_path): the application's role
- * writes the job-scheduler table as before and needs no privilege on the expiry table to keep it;
- * it needs SELECT on it for the scans (without it, they read the job-scheduler table itself).
+ * The triggers' function is SECURITY DEFINER (a fixed search_path, the tables named with their
+ * schema, EXECUTE revoked from PUBLIC, refusing any table but job-scheduler): the application's
+ * role writes the job-scheduler table as before and needs no privilege on the expiry table to
+ * keep it; it needs SELECT on it for the scans (without it, they read the job-scheduler table
+ * itself). The primary key is the table's replica identity, so that a publication FOR ALL TABLES
+ * (logical replication, change data capture) accepts its deletes. Triggers do not fire for rows a
+ * logical replication subscriber applies: publish both tables, or the subscriber's copy has no entries.
  *
  * A HOT update needs room for the new version on the row's page. Runs claimed together (many jobs
  * due at one instant, a tenant fan-out) are inserted together onto pages filled to the
@@ -54,8 +58,10 @@ const TRIGGERS = [
  * 95 (an operator's own setting is kept; the revert puts 95 back where it is still 50). The price
  * is room: the pages of finished runs stay about half full (docs/operations.md).
  *
- * Takes a SHARE ROW EXCLUSIVE lock on the job-scheduler table for the migration (writes wait;
- * reads go on): the entries of the RUNNING rows are written under it, so that none is missed.
+ * Locks the job-scheduler table until the migration commits: SHARE ROW EXCLUSIVE from the first
+ * trigger on (writes wait), so that the entries of the RUNNING rows written next miss none; ACCESS
+ * EXCLUSIVE from the DROP INDEX on (reads wait too). Both last as long as the RUNNING rows take to
+ * read (on the index dropped last), not the history.
  * Until this migration runs, the scans read the job-scheduler table as before.
  */
 export class TrackJobSchedulerLeaseExpiries1764547200010 implements MigrationInterface {
@@ -63,17 +69,27 @@ export class TrackJobSchedulerLeaseExpiries1764547200010 implements MigrationInt
 
   async up(queryRunner: QueryRunner): Promise<void> {
     const { table, schemaPrefix } = jobSchedulerTableNames(queryRunner);
-    // The function runs as its owner: it names the table with its schema (the one the table is created in).
-    const [{ schema }] = (await queryRunner.query(`SELECT current_schema() AS schema`)) as Array<{ schema: string }>;
-    const prefix = schemaPrefix || `"${schema.replace(/"/g, '""')}".`;
-    const expiries = `${prefix}"job-scheduler_lease_expiry"`;
-    const keep = `${prefix}"job-scheduler_keep_lease_expiry"`;
-    await queryRunner.query(`CREATE TABLE IF NOT EXISTS ${expiries} ("leaseId" uuid NOT NULL, "expiresAt" timestamp NOT NULL)`);
-    await queryRunner.query(`CREATE INDEX IF NOT EXISTS "IDX_job_scheduler_lease_expiry" ON ${expiries} ("expiresAt", "leaseId")`);
+    // The function runs as its owner with a search_path of its own: it names the tables with the
+    // schema the job-scheduler table is in.
+    const [{ schema }] = (await queryRunner.query(
+      `SELECT n.nspname AS schema FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = to_regclass($1)`,
+      [table],
+    )) as Array<{ schema: string }>;
+    const named = (name: string) => `"${schema.replace(/"/g, '""')}"."${name}"`;
+    const expiries = named('job-scheduler_lease_expiry');
+    const keep = named('job-scheduler_keep_lease_expiry');
+    const literal = (text: string) => `'${text.replace(/'/g, "''")}'`;
+    await queryRunner.query(
+      `CREATE TABLE IF NOT EXISTS ${expiries} ("leaseId" uuid NOT NULL, "expiresAt" timestamp NOT NULL, ` +
+        `CONSTRAINT "PK_job_scheduler_lease_expiry" PRIMARY KEY ("expiresAt", "leaseId"))`,
+    );
     await queryRunner.query(`
 CREATE OR REPLACE FUNCTION ${keep}() RETURNS trigger
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $function$
 BEGIN
+  IF TG_TABLE_SCHEMA <> ${literal(schema)} OR TG_TABLE_NAME <> 'job-scheduler' THEN
+    RAISE EXCEPTION 'job-scheduler_keep_lease_expiry keeps the lease expiries of ${named('job-scheduler').replace(/'/g, "''")} only';
+  END IF;
   IF TG_OP = 'TRUNCATE' THEN
     DELETE FROM ${expiries};
     RETURN NULL;
@@ -83,31 +99,39 @@ BEGIN
     WHERE "expiresAt" IN (${expiryOf('OLD.', 'startedAt')}, ${expiryOf('OLD.')}) AND "leaseId" = OLD."id";
   END IF;
   IF TG_OP IN ('INSERT', 'UPDATE') AND NEW."status" = 'RUNNING' THEN
-    INSERT INTO ${expiries} ("leaseId", "expiresAt") VALUES (NEW."id", ${expiryOf('NEW.')});
+    INSERT INTO ${expiries} ("leaseId", "expiresAt") VALUES (NEW."id", ${expiryOf('NEW.')}) ON CONFLICT DO NOTHING;
   END IF;
   RETURN NULL;
 END
 $function$`);
+    // Only the triggers call it (PostgreSQL does not check EXECUTE when a trigger fires).
+    await queryRunner.query(`REVOKE EXECUTE ON FUNCTION ${keep}() FROM PUBLIC`);
     for (const trigger of TRIGGERS) await queryRunner.query(`DROP TRIGGER IF EXISTS "${trigger}" ON ${table}`);
     await queryRunner.query(`CREATE TRIGGER "job-scheduler_lease_expiry_insert" AFTER INSERT ON ${table}
   FOR EACH ROW WHEN (NEW."status" = 'RUNNING') EXECUTE FUNCTION ${keep}()`);
-    // Not on a heartbeat (RUNNING, same owner, a later expiry) nor on any other update of a row
-    // that stays as it was (a finished row's data): the WHEN is evaluated without calling the function.
+    // The WHEN is evaluated without calling the function: a finished row's update, and a heartbeat
+    // in the first half of its lease (most runs' only ones), call nothing.
     await queryRunner.query(`CREATE TRIGGER "job-scheduler_lease_expiry_update" AFTER UPDATE ON ${table}
   FOR EACH ROW WHEN (
     (OLD."status" = 'RUNNING' AND NEW."status" <> 'RUNNING')
     OR (NEW."status" = 'RUNNING' AND (
       OLD."status" <> 'RUNNING'
       OR OLD."fencingToken" IS DISTINCT FROM NEW."fencingToken"
-      OR ${expiryOf('NEW.')} < ${expiryOf('OLD.')})))
+      OR ${expiryOf('NEW.')} < ${expiryOf('OLD.')}
+      OR OLD."startedAt" IS NULL
+      OR OLD."modifiedAt" < OLD."startedAt"
+      OR OLD."startedAt" + COALESCE(NEW."leaseMs", 0) * INTERVAL '0.5 millisecond' <= NEW."modifiedAt")))
   EXECUTE FUNCTION ${keep}()`);
     // A RUNNING row deleted (by an operator: prune deletes finished rows only), or the table emptied.
     await queryRunner.query(`CREATE TRIGGER "job-scheduler_lease_expiry_delete" AFTER DELETE ON ${table}
   FOR EACH ROW WHEN (OLD."status" = 'RUNNING') EXECUTE FUNCTION ${keep}()`);
     await queryRunner.query(`CREATE TRIGGER "job-scheduler_lease_expiry_truncate" AFTER TRUNCATE ON ${table}
   FOR EACH STATEMENT EXECUTE FUNCTION ${keep}()`);
+    // The RUNNING rows' entries, as their next update will look for them (the start's, or the
+    // earlier expiry a hand-over left), under the triggers' lock: none is missed.
     await queryRunner.query(
-      `INSERT INTO ${expiries} ("leaseId", "expiresAt") SELECT t."id", ${expiryOf('t.')} FROM ${table} AS t WHERE t."status" = 'RUNNING'`,
+      `INSERT INTO ${expiries} ("leaseId", "expiresAt") SELECT t."id", LEAST(${expiryOf('t.', 'startedAt')}, ${expiryOf('t.')}) ` +
+        `FROM ${table} AS t WHERE t."status" = 'RUNNING' ON CONFLICT DO NOTHING`,
     );
     await queryRunner.query(`DROP INDEX IF EXISTS ${schemaPrefix}"IDX_job_scheduler_running_expiry"`);
     if ((await jobSchedulerTableOptions(queryRunner)).includes(TUNED_FILLFACTOR)) {

@@ -101,6 +101,14 @@ describe('the table of lease expiries', () => {
     expect(await audit(code)).toEqual({ uncovered: 0, leftover: 0, running: 3, entries: 3 });
     expect(await inspector.countExpiredLeases()).toBe(0);
 
+    // Handed over, then heartbeated by the same owner (its lease later again), then completed: no entry left.
+    const back = held(await jobs.acquire({ code, runKey: '2026-01-01T00:04:00.000Z', leaseMs: 60_000 }));
+    expect(await jobs.expireMany([back])).toEqual([true]);
+    expect(await jobs.heartbeat(back)).toBe(true);
+    expect(await audit(code)).toEqual({ uncovered: 0, leftover: 0, running: 4, entries: 4 });
+    expect(await jobs.complete(back)).toBe(true);
+    expect(await audit(code)).toEqual({ uncovered: 0, leftover: 0, running: 3, entries: 3 });
+
     // Deleted while RUNNING (an operator's DELETE): its entry goes with it.
     await database.sql(`DELETE FROM "job-scheduler" WHERE id = $1`, [again.id]);
     expect(await database.sql(`SELECT 1 FROM "job-scheduler_lease_expiry" WHERE "leaseId" = $1`, [again.id])).toEqual([]);
@@ -116,7 +124,14 @@ describe('the table of lease expiries', () => {
       expect((await inspector.findExpiredLeases()).filter((expired) => expired.id === lease.id)).toEqual([]);
       await sleep(100);
     }
-    expect(await audit(code)).toMatchObject({ uncovered: 0, running: 1, entries: 1 });
+    expect(await audit(code)).toEqual({ uncovered: 0, leftover: 0, running: 1, entries: 1 });
+    // Past the first half of the lease, each heartbeat moved the entry with the lease: the scans do
+    // not read a run that lives long, only one whose lease ran out.
+    const [entry] = await database.sql<{ ahead: boolean }>(
+      `SELECT "expiresAt" > (CURRENT_TIMESTAMP AT TIME ZONE 'UTC') AS ahead FROM "job-scheduler_lease_expiry" WHERE "leaseId" = $1`,
+      [lease.id],
+    );
+    expect(entry).toEqual({ ahead: true });
     // The holder stops: the lease runs out and the same entry finds it.
     await sleep(600);
     expect((await inspector.findExpiredLeases()).map((expired) => expired.id)).toContain(lease.id);
@@ -169,6 +184,32 @@ describe('the table of lease expiries', () => {
     expect(audited.leftover).toBe(0);
     expect(audited.entries).toBe(audited.running);
   }, 30_000);
+});
+
+describe('the function that keeps the table', () => {
+  it('is called by the triggers only: no EXECUTE for PUBLIC, and no other table', async () => {
+    const [acl] = await database.sql<{ public: boolean }>(
+      `SELECT EXISTS (SELECT 1 FROM pg_proc p, aclexplode(COALESCE(p.proacl, acldefault('f', p.proowner))) AS a
+        WHERE p.proname = 'job-scheduler_keep_lease_expiry' AND a.grantee = 0 AND a.privilege_type = 'EXECUTE') AS public`,
+    );
+    expect(acl).toEqual({ public: false });
+    await database.sql(`CREATE TABLE other (id uuid)`);
+    await database.sql(`CREATE TRIGGER other_truncate AFTER TRUNCATE ON other FOR EACH STATEMENT EXECUTE FUNCTION "job-scheduler_keep_lease_expiry"()`);
+    await expect(database.sql('TRUNCATE other')).rejects.toThrow(/keeps the lease expiries of "public"."job-scheduler" only/);
+    await database.sql('DROP TABLE other');
+  });
+
+  it('keeps working under a publication FOR ALL TABLES (the primary key is the replica identity)', async () => {
+    const jobs = new JobSchedulerService(await database.dataSource({ poolSize: 1 }), { nodeId: 'published' });
+    await database.sql('CREATE PUBLICATION everything FOR ALL TABLES');
+    try {
+      const lease = held(await jobs.acquire({ code: 'expiry.published', runKey: '2026-01-01T00:00:00.000Z', leaseMs: 60_000 }));
+      expect(await jobs.complete(lease)).toBe(true);
+      expect(await audit('expiry.published')).toEqual({ uncovered: 0, leftover: 0, running: 0, entries: 0 });
+    } finally {
+      await database.sql('DROP PUBLICATION everything');
+    }
+  });
 });
 
 describe('a database before the migration', () => {

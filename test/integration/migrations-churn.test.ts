@@ -97,6 +97,9 @@ describe('migration TuneJobSchedulerTableForChurn', () => {
     const database = await fresh(false);
     await database.sql('CREATE SCHEMA "jobs"');
     await migrations(database, 'up', JobSchedulerMigrations.length, 'jobs');
+    // The expiry table's triggers find their table in that schema too.
+    await database.sql(`INSERT INTO "jobs"."job-scheduler" ("lockKey", code, "leaseMs") VALUES ('k', 'c', 60000)`);
+    expect(await database.sql(`SELECT count(*)::int AS n FROM "jobs"."job-scheduler_lease_expiry"`)).toEqual([{ n: 1 }]);
     expect((await storageParameters(database, '"jobs"."job-scheduler"')).sort()).toEqual([...SHIPPED_PARAMETERS].sort());
     expect(await createdAtIndex(database)).toMatchObject({ valid: true, definition: expect.stringContaining('ON jobs."job-scheduler"') });
     await migrations(database, 'down', JobSchedulerMigrations.length, 'jobs');

@@ -390,7 +390,7 @@ it('looks for abandoned occurrences with one statement per scan for all jobs, on
   const literal = (value: unknown) => (Array.isArray(value) ? `ARRAY[${value.map(item).join(',')}]` : item(value));
   const text = statement.text.replace(/\$(\d+)/g, (_, index: string) => literal(statement.values[Number(index) - 1]));
   const plan = (await database.sql<{ 'QUERY PLAN': string }>(`EXPLAIN ${text}`)).map((row) => row['QUERY PLAN']).join('\n');
-  expect(plan).toContain('IDX_job_scheduler_lease_expiry');
+  expect(plan).toContain('PK_job_scheduler_lease_expiry');
   expect(plan).toContain('PK_job_scheduler_id');
   expect(plan).not.toContain('Seq Scan on "job-scheduler"');
 }, 120_000);

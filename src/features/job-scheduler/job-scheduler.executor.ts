@@ -58,6 +58,12 @@ const EXPIRY_TABLE_UNAVAILABLE = new Set(['42P01', '42501']);
 
 const sqlStateOf = (error: unknown): unknown => (error as { code?: unknown } | null)?.code;
 
+/** The server's error is about the expiry table ("job-scheduler_lease_expiry", or `<table>_lease_expiry`). */
+const expiryTableUnavailable = (error: unknown): boolean => {
+  const code = sqlStateOf(error);
+  return typeof code === 'string' && EXPIRY_TABLE_UNAVAILABLE.has(code) && String((error as { message?: unknown }).message).includes('_lease_expiry');
+};
+
 /** The statement's values as logs show them: the owner token redacted. */
 const loggedValues = ({ values, secret }: SqlStatement): unknown[] =>
   secret === undefined ? values : values.map((value) => (value === secret ? REDACTED : value));
@@ -129,8 +135,8 @@ export class JobSchedulerExecutor {
     try {
       return await this.run<Row>(statement, timeoutMs, true);
     } catch (error) {
-      const code = sqlStateOf(error);
-      if (typeof code !== 'string' || !EXPIRY_TABLE_UNAVAILABLE.has(code)) throw error;
+      if (!expiryTableUnavailable(error)) throw error;
+      const code = sqlStateOf(error) as string;
       const rows = await this.run<Row>({ ...statement, text: withoutExpiryTable }, timeoutMs);
       if (this.expiryTableAvailable) {
         this.expiryTableAvailable = false;
@@ -159,8 +165,7 @@ export class JobSchedulerExecutor {
         return await this.sendUnnamed<Row>(pool, statement, deadline, bound);
       }
     } catch (error) {
-      const code = sqlStateOf(error);
-      if (quietWithoutExpiryTable && typeof code === 'string' && EXPIRY_TABLE_UNAVAILABLE.has(code)) throw error;
+      if (quietWithoutExpiryTable && expiryTableUnavailable(error)) throw error;
       const wrapped = error instanceof JobLeaseDatabaseError ? error : toLeaseDatabaseError(error, operation, statement.secret);
       this.database.logQueryError(wrapped, text, loggedValues(statement));
       throw wrapped;
