@@ -6,6 +6,18 @@ import { jobSchedulerTableOptions } from './support/job-scheduler-table-options'
 const expiryOf = (row: string, column = 'modifiedAt') => `(${row}"${column}" AT TIME ZONE 'UTC') + COALESCE(${row}"leaseMs", 0) * INTERVAL '1 millisecond'`;
 
 /**
+ * A RUNNING row's entry: its lease's expiry as of its start while it is in the first half of the
+ * lease it started with (heartbeats there leave the entry as it is), else its lease's expiry now
+ * (past half a lease, after a hand-over moved "modifiedAt" before its start, or on a row of 1.x
+ * without "startedAt"). Never later than the row's expiry ("startedAt" <= "modifiedAt" in the first
+ * case), so a scan of the entries past finds every lease that ran out. A heartbeat past the first
+ * half of the lease changes it; the triggers move the entry whenever it changes.
+ */
+const entryOf = (row: string) => `CASE WHEN ${row}"startedAt" IS NULL OR ${row}"modifiedAt" < ${row}"startedAt"
+      OR ${row}"startedAt" + COALESCE(${row}"leaseMs", 0) * INTERVAL '0.5 millisecond' <= ${row}"modifiedAt"
+    THEN ${expiryOf(row)} ELSE ${expiryOf(row, 'startedAt')} END`;
+
+/**
  * The fillfactor this migration sets where the table still has 0004's 95: room on each page for
  * the complete of every run inserted on it, so that completes are HOT when runs are claimed and
  * completed in batches (many jobs due at one instant, a tenant fan-out), not only one by one.
@@ -31,17 +43,16 @@ const TRIGGERS = [
  * after the insert, and heartbeats and completes are HOT (a run writes about a fifth less WAL;
  * `npm run bench -- peers table-growth`).
  *
- * What the triggers keep (the rule the take-over scan relies on): every RUNNING row has an entry
- * whose "expiresAt" is at or before its lease's expiry (0009's expression). A row that becomes
- * RUNNING, changes owner (a new fencing token) or gets an earlier expiry (expireMany) gets an
- * entry with its new expiry, in the statement that wrote it, whatever wrote it (every statement
- * of the lease, the acquire function, a node of an older release during a rolling upgrade). A
- * heartbeat only moves the expiry later: in the first half of a lease its entry stays (earlier
- * than the lease; the scans check the row itself), later each heartbeat moves the entry to its
- * new expiry, so that a run that lives long is not read by every scan once its first lease has
- * passed. When a row's entry is replaced or the row stops being RUNNING, the entry is deleted
- * where its last update put it (its start's expiry, or its "modifiedAt"'s), as is a deleted
- * RUNNING row's: the table holds one entry per RUNNING row, none of a finished one.
+ * What the triggers keep: every RUNNING row has exactly one entry, at entryOf(row), which is at
+ * or before its lease's expiry (0009's expression): that is the rule the take-over scan relies
+ * on. The entry is written by the statement that wrote the row, whatever wrote it (every
+ * statement of the lease, the acquire function, a node of an older release during a rolling
+ * upgrade): inserted when the row becomes RUNNING, moved (deleted at its old value, inserted at
+ * the new) when the owner or entryOf changes, deleted when the row stops being RUNNING or is
+ * deleted. A heartbeat in the first half of a lease changes nothing there (the entry is the
+ * lease's first expiry, earlier than the lease: the scans check the row itself); past it, each
+ * heartbeat moves the entry to the new expiry, so that a run that lives long is not read by every
+ * scan. No entry of a finished row is left.
  *
  * The triggers' function is SECURITY DEFINER (a fixed search_path, the tables named with their
  * schema, EXECUTE revoked from PUBLIC, refusing any table but job-scheduler): the application's
@@ -95,11 +106,10 @@ BEGIN
     RETURN NULL;
   END IF;
   IF TG_OP IN ('UPDATE', 'DELETE') THEN
-    DELETE FROM ${expiries}
-    WHERE "expiresAt" IN (${expiryOf('OLD.', 'startedAt')}, ${expiryOf('OLD.')}) AND "leaseId" = OLD."id";
+    DELETE FROM ${expiries} WHERE "expiresAt" = ${entryOf('OLD.')} AND "leaseId" = OLD."id";
   END IF;
   IF TG_OP IN ('INSERT', 'UPDATE') AND NEW."status" = 'RUNNING' THEN
-    INSERT INTO ${expiries} ("leaseId", "expiresAt") VALUES (NEW."id", ${expiryOf('NEW.')}) ON CONFLICT DO NOTHING;
+    INSERT INTO ${expiries} ("leaseId", "expiresAt") VALUES (NEW."id", ${entryOf('NEW.')}) ON CONFLICT DO NOTHING;
   END IF;
   RETURN NULL;
 END
@@ -109,28 +119,25 @@ $function$`);
     for (const trigger of TRIGGERS) await queryRunner.query(`DROP TRIGGER IF EXISTS "${trigger}" ON ${table}`);
     await queryRunner.query(`CREATE TRIGGER "job-scheduler_lease_expiry_insert" AFTER INSERT ON ${table}
   FOR EACH ROW WHEN (NEW."status" = 'RUNNING') EXECUTE FUNCTION ${keep}()`);
-    // The WHEN is evaluated without calling the function: a finished row's update, and a heartbeat
-    // in the first half of its lease (most runs' only ones), call nothing.
+    // Whenever a row starts or stops being RUNNING, changes owner, or its entry changes. The WHEN
+    // is evaluated without calling the function: a finished row's update, and a heartbeat in the
+    // first half of its lease (most runs' only ones), call nothing.
     await queryRunner.query(`CREATE TRIGGER "job-scheduler_lease_expiry_update" AFTER UPDATE ON ${table}
   FOR EACH ROW WHEN (
     (OLD."status" = 'RUNNING' AND NEW."status" <> 'RUNNING')
     OR (NEW."status" = 'RUNNING' AND (
       OLD."status" <> 'RUNNING'
       OR OLD."fencingToken" IS DISTINCT FROM NEW."fencingToken"
-      OR ${expiryOf('NEW.')} < ${expiryOf('OLD.')}
-      OR OLD."startedAt" IS NULL
-      OR OLD."modifiedAt" < OLD."startedAt"
-      OR OLD."startedAt" + COALESCE(NEW."leaseMs", 0) * INTERVAL '0.5 millisecond' <= NEW."modifiedAt")))
+      OR (${entryOf('NEW.')}) IS DISTINCT FROM (${entryOf('OLD.')}))))
   EXECUTE FUNCTION ${keep}()`);
     // A RUNNING row deleted (by an operator: prune deletes finished rows only), or the table emptied.
     await queryRunner.query(`CREATE TRIGGER "job-scheduler_lease_expiry_delete" AFTER DELETE ON ${table}
   FOR EACH ROW WHEN (OLD."status" = 'RUNNING') EXECUTE FUNCTION ${keep}()`);
     await queryRunner.query(`CREATE TRIGGER "job-scheduler_lease_expiry_truncate" AFTER TRUNCATE ON ${table}
   FOR EACH STATEMENT EXECUTE FUNCTION ${keep}()`);
-    // The RUNNING rows' entries, as their next update will look for them (the start's, or the
-    // earlier expiry a hand-over left), under the triggers' lock: none is missed.
+    // The RUNNING rows' entries, under the triggers' lock: none is missed.
     await queryRunner.query(
-      `INSERT INTO ${expiries} ("leaseId", "expiresAt") SELECT t."id", LEAST(${expiryOf('t.', 'startedAt')}, ${expiryOf('t.')}) ` +
+      `INSERT INTO ${expiries} ("leaseId", "expiresAt") SELECT t."id", ${entryOf('t.')} ` +
         `FROM ${table} AS t WHERE t."status" = 'RUNNING' ON CONFLICT DO NOTHING`,
     );
     await queryRunner.query(`DROP INDEX IF EXISTS ${schemaPrefix}"IDX_job_scheduler_running_expiry"`);
