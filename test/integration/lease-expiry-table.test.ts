@@ -1,5 +1,12 @@
 import { randomInt } from 'node:crypto';
-import { type JobAcquiredLease, type JobAcquireResult, JobRunsInspector, JobSchedulerMigrations, JobSchedulerService } from '../../src/features';
+import {
+  type JobAcquiredLease,
+  type JobAcquireResult,
+  JobRunsInspector,
+  JobSchedulerMigrations,
+  JobSchedulerService,
+  JobSchedulerStatus,
+} from '../../src/features';
 import type { TakeOverKey } from '../../src/features/job-scheduler/lease-take-over';
 import { sleep, startLeaseNodes } from '../support/lease-nodes';
 import { createTestDatabase, type TestDatabase } from '../support/test-database';
@@ -183,6 +190,10 @@ describe('the table of lease expiries', () => {
     expect(audited.uncovered).toBe(0);
     expect(audited.leftover).toBe(0);
     expect(audited.entries).toBe(audited.running);
+    // The runs in progress are listed from the entries: every RUNNING row, none other.
+    const listed = await inspector.findRuns({ code, status: JobSchedulerStatus.RUNNING, limit: 100 });
+    const running = await database.sql<{ id: string }>(`SELECT id::text AS id FROM "job-scheduler" WHERE code = $1 AND status = 'RUNNING'`, [code]);
+    expect(listed.runs.map((run) => run.id).sort()).toEqual(running.map((row) => row.id).sort());
   }, 30_000);
 });
 
@@ -229,6 +240,7 @@ describe('a database before the migration', () => {
       expect(await inspector.countExpiredLeases()).toBe(1);
       expect((await inspector.findExpiredLeases()).map((expired) => expired.id)).toEqual([lease.id]);
       expect((await jobs.takeOverAbandoned([policy(code)], { dueBy: Date.now(), limit: 10 })).claimed.map((claim) => claim.lock.id)).toEqual([lease.id]);
+      expect((await inspector.findRuns({ code, status: JobSchedulerStatus.RUNNING })).runs.map((run) => run.id).sort()).toEqual([lease.id, live.id].sort());
 
       await migrator.runMigrations();
       const entries = await older.sql<{ leaseId: string }>(`SELECT "leaseId"::text AS "leaseId" FROM "job-scheduler_lease_expiry" ORDER BY "expiresAt"`);

@@ -150,14 +150,14 @@ SELECT count(*)::int AS "deleted" FROM deleted`.trim();
   // the indexes: IDX_job_scheduler_created_at, IDX_job_scheduler_code_run_key for a rare code, the
   // partial index of RUNNING rows for status RUNNING, written as a literal so that it matches the
   // index's predicate). Each text is built once.
-  const findRunsTexts = new Map<string, string>();
-  const findRunsText = (p: FindRunsParameters): string => {
+  const findRunsTexts = new Map<string, Pick<SqlStatement, 'text' | 'withoutExpiryTable'>>();
+  const findRunsText = (p: FindRunsParameters): Pick<SqlStatement, 'text' | 'withoutExpiryTable'> => {
     const given = [p.code, p.runKeyPrefix ?? null, p.status, p.type, p.createdFrom, p.createdBefore, p.after]
       .map((value) => (value === null ? '-' : 'x'))
       .join('');
     const shape = `${given}${p.status === 'RUNNING' ? 'R' : ''}`;
-    let text = findRunsTexts.get(shape);
-    if (text === undefined) {
+    let texts = findRunsTexts.get(shape);
+    if (texts === undefined) {
       const conditions: string[] = [];
       let next = 0;
       const parameter = () => `$${++next}`;
@@ -167,19 +167,28 @@ SELECT count(*)::int AS "deleted" FROM deleted`.trim();
         const prefix = parameter();
         conditions.push(`"runKey" COLLATE "C" >= ${prefix}::text COLLATE "C" AND "runKey" COLLATE "C" < (${prefix}::text || chr(1114111)) COLLATE "C"`);
       }
-      if (p.status === 'RUNNING') conditions.push(`"status" = 'RUNNING'`);
+      // The runs in progress: one entry each in the expiry table (on a database without it, the status alone).
+      const HELD = '{held}';
+      if (p.status === 'RUNNING') conditions.push(`${HELD}"status" = 'RUNNING'`);
       else if (p.status !== null) conditions.push(`"status"::text = ${parameter()}::text`);
       if (p.type !== null) conditions.push(`"type"::text = ${parameter()}::text`);
       if (p.createdFrom !== null) conditions.push(`"createdAt" >= ${parameter()}::timestamptz`);
       if (p.createdBefore !== null) conditions.push(`"createdAt" < ${parameter()}::timestamptz`);
       if (p.after !== null) conditions.push(`("createdAt", "id") < (${parameter()}::timestamptz, ${parameter()}::uuid)`);
-      text = `SELECT ${runColumns} FROM ${table}
+      const text = `SELECT ${runColumns} FROM ${table}
 WHERE ${conditions.length === 0 ? 'true' : conditions.join('\n  AND ')}
 ORDER BY "createdAt" DESC, "id" DESC
 LIMIT ${parameter()}`;
-      findRunsTexts.set(shape, text);
+      texts =
+        p.status === 'RUNNING'
+          ? {
+              text: text.replace(HELD, `"id" = ANY (ARRAY(SELECT e."leaseId" FROM ${expiryTable} AS e))\n  AND `),
+              withoutExpiryTable: text.replace(HELD, ''),
+            }
+          : { text };
+      findRunsTexts.set(shape, texts);
     }
-    return text;
+    return texts;
   };
   const findRunsValues = (p: FindRunsParameters): unknown[] =>
     (
@@ -221,7 +230,7 @@ LIMIT ${parameter()}`;
       planEachTime: true,
     }),
     // Planned for its values each time: how selective a code or a status is decides the plan.
-    findRuns: (p) => ({ text: findRunsText(p), values: findRunsValues(p), operation: 'inspect', planEachTime: true }),
+    findRuns: (p) => ({ ...findRunsText(p), values: findRunsValues(p), operation: 'inspect', planEachTime: true }),
     runByKey: (lockKey) => ({ text: runByKeyText, values: [lockKey], operation: 'inspect' }),
     expiredLeases: (fallbackLeaseMs, limit) => ({ ...expiredLeasesTexts, values: [fallbackLeaseMs, limit], operation: 'inspect' }),
     countExpiredLeases: (fallbackLeaseMs) => ({ ...countExpiredLeasesTexts, values: [fallbackLeaseMs], operation: 'inspect' }),
