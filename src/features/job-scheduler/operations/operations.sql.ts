@@ -147,9 +147,9 @@ SELECT count(*)::int AS "deleted" FROM deleted`.trim();
   (EXTRACT(EPOCH FROM (CURRENT_TIMESTAMP - "modifiedAt")) * 1000)::bigint::text AS "heartbeatAgeMs"`;
 
   // One text per shape of filter (only the filters given, so that each shape gets plans that use
-  // the indexes: IDX_job_scheduler_created_at, IDX_job_scheduler_code_run_key for a rare code, the
-  // partial index of RUNNING rows for status RUNNING, written as a literal so that it matches the
-  // index's predicate). Each text is built once.
+  // the indexes: IDX_job_scheduler_created_at, IDX_job_scheduler_code_run_key for a rare code, and
+  // for status RUNNING the expiry table's entries, one per run in progress, then the rows on the
+  // primary key). Each text is built once.
   const findRunsTexts = new Map<string, Pick<SqlStatement, 'text' | 'withoutExpiryTable'>>();
   const findRunsText = (p: FindRunsParameters): Pick<SqlStatement, 'text' | 'withoutExpiryTable'> => {
     const given = [p.code, p.runKeyPrefix ?? null, p.status, p.type, p.createdFrom, p.createdBefore, p.after]
