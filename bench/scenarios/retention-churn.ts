@@ -39,7 +39,7 @@ const BOUND_ROWS = 1_000;
 /** The slices' conditions, interleaved: the goal's two, and unpaced pruning to show what the pacing changes. */
 const CONDITIONS = [WITH_PRUNING, WITH_UNPACED_PRUNING, WITHOUT_PRUNING];
 const SIZES = {
-  full: { horizonMs: 10_000, retainedRows: 1e6, holdMs: 1_000, everyMs: 1_000, windows: 5, windowMs: 4_000, slices: 4, sliceMs: 1_500, calibrationMs: 2_000 },
+  full: { horizonMs: 10_000, retainedRows: 1e6, holdMs: 1_000, everyMs: 1_000, windows: 5, windowMs: 4_000, slices: 8, sliceMs: 1_500, calibrationMs: 2_000 },
   quick: { horizonMs: 2_000, retainedRows: 3e4, holdMs: 200, everyMs: 500, windows: 2, windowMs: 1_000, slices: 1, sliceMs: 1_000, calibrationMs: 500 },
 };
 type Sizes = (typeof SIZES)['full'];
