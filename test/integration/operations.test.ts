@@ -78,6 +78,30 @@ describe('prune', () => {
     expect(await remaining()).toEqual(['paced/recent/SUCCESS']);
   });
 
+  it('starts a paced pass with 100 rows and doubles each full batch up to batchSize; unpaced, every batch is batchSize', async () => {
+    const seed = (count: number) =>
+      database.sql(
+        `INSERT INTO "job-scheduler" ("lockKey", "code", "type", "status", "ownerToken", "runKey", "leaseMs", "ownerId", "attempts", "createdAt", "modifiedAt", "finishedAt")
+         SELECT 'v2:ramp-' || i, 'ramp', 'SCHEDULE', 'SUCCESS', gen_random_uuid(), 'r' || i, 60000, 'seed', 1, now() - interval '40 days', now() - interval '40 days', now() - interval '40 days'
+         FROM generate_series(1, $1::int) AS i`,
+        [count],
+      );
+    const rowsPerBatch = async (prune: () => Promise<number>, expected: number) => {
+      const { result, batches } = await recordPruneBatches(database, prune);
+      expect(result).toBe(expected);
+      return batches.map((batch) => batch.rows);
+    };
+    await seed(1_000);
+    expect(await rowsPerBatch(() => jobs.prune({ olderThan: '30d', batchSize: 300 }), 1_000)).toEqual([100, 200, 300, 300, 100]);
+    await seed(1_000);
+    expect(await rowsPerBatch(() => jobs.prune({ olderThan: '30d', batchSize: 300, dutyCycle: 1 }), 1_000)).toEqual([300, 300, 300, 100]);
+    // A pass that finds few rows deletes them in one small statement; a limit still caps the batches.
+    await seed(60);
+    expect(await rowsPerBatch(() => jobs.prune({ olderThan: '30d' }), 60)).toEqual([60]);
+    await seed(1_000);
+    expect(await rowsPerBatch(() => jobs.prune({ olderThan: '30d', limit: 250 }), 250)).toEqual([100, 150]);
+  });
+
   it('refuses bad options before any SQL', async () => {
     counter.reset();
     for (const options of [

@@ -65,13 +65,16 @@ export interface JobPruneOptions {
   code?: string | readonly string[];
   /** Stop after deleting this many rows; default: no limit. */
   limit?: number;
-  /** Rows per statement; default 1,000. */
+  /**
+   * The most rows per statement; default 1,000. A paced pass (dutyCycle below 1) starts at 100 rows
+   * and doubles the batch after each full one up to this; at dutyCycle 1 every batch is this size.
+   */
   batchSize?: number;
   /**
    * The share of the pass spent in prune statements, from 0.01 to 1; default 0.5. After each full
    * batch, prune rests the batch's own duration × (1 − dutyCycle) ÷ dutyCycle before the next (at
    * 0.5, as long as the batch took), so batches slowed by a busy database are followed by longer
-   * rests and leave the acquires beside them room. 1: batches back to back.
+   * rests and leave the acquires beside them room. 1: batches of batchSize back to back.
    */
   dutyCycle?: number;
   /**

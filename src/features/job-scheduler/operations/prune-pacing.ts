@@ -2,7 +2,10 @@
  * How `prune` paces its batches so that retention stays beside the hot path: after each full
  * batch it rests in proportion to how long that batch took (a duty cycle). A batch that a busy
  * database slows down is followed by a longer rest, so pruning backs off exactly when the
- * acquires beside it need the machine. Pure, except `restFor`.
+ * acquires beside it need the machine. A paced pass also starts with a small batch and doubles it
+ * after each full one, up to `batchSize`: a pass that finds a few hundred rows deletes them in
+ * short statements with rests between, and a backlog reaches full batches within a few
+ * statements, so pruning never falls behind for it. Pure, except `restFor`.
  */
 
 /** The default share of a pass spent in prune statements: each batch is followed by a rest as long as itself. */
@@ -25,3 +28,12 @@ export const pruneRestMs = (batchMs: number, dutyCycle: number): number => (duty
 
 /** Waits `ms` (nothing at all for 0). */
 export const restFor = (ms: number): Promise<void> => (ms <= 0 ? Promise.resolve() : new Promise((resolve) => setTimeout(resolve, ms)));
+
+/** A paced pass's first batch (or `batchSize`, if smaller). */
+export const FIRST_PACED_PRUNE_BATCH = 100;
+
+/** The first batch of a pass: small when paced, `batchSize` when not (dutyCycle 1: back to back, as before pacing). */
+export const firstPruneBatch = (batchSize: number, dutyCycle: number): number => (dutyCycle >= 1 ? batchSize : Math.min(FIRST_PACED_PRUNE_BATCH, batchSize));
+
+/** The batch after a full one of `size`: twice as large, at most `batchSize`. */
+export const nextPruneBatch = (size: number, batchSize: number): number => Math.min(batchSize, 2 * size);
