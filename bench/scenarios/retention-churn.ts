@@ -3,10 +3,13 @@ import { createBenchDatabase, openWalProbe } from '../support/bench-database';
 import { acquiresBetween, runFullCycle, startChurnLoad } from '../support/churn-load';
 import {
   arrivalsPerSecond,
+  besidePasses,
+  type BesidePasses,
   type KeepUpWindow,
   measureKeepUp,
   type PruningCondition,
   sliceByPruning,
+  type Span,
   waitUntilCaughtUp,
   WITH_PRUNING,
   WITH_UNPACED_PRUNING,
@@ -39,7 +42,7 @@ const BOUND_ROWS = 1_000;
 /** The slices' conditions, interleaved: the goal's two, and unpaced pruning to show what the pacing changes. */
 const CONDITIONS = [WITH_PRUNING, WITH_UNPACED_PRUNING, WITHOUT_PRUNING];
 const SIZES = {
-  full: { horizonMs: 10_000, retainedRows: 1e6, holdMs: 1_000, everyMs: 1_000, windows: 5, windowMs: 4_000, slices: 8, sliceMs: 1_500, calibrationMs: 2_000 },
+  full: { horizonMs: 10_000, retainedRows: 1e6, holdMs: 1_000, everyMs: 1_000, windows: 5, windowMs: 4_000, slices: 6, sliceMs: 1_500, calibrationMs: 2_000 },
   quick: { horizonMs: 2_000, retainedRows: 3e4, holdMs: 200, everyMs: 500, windows: 2, windowMs: 1_000, slices: 1, sliceMs: 1_000, calibrationMs: 500 },
 };
 type Sizes = (typeof SIZES)['full'];
@@ -87,6 +90,10 @@ interface CaseRun {
   arrivals: number[];
   p50: Map<PruningCondition, number[]>;
   p99: Map<PruningCondition, number[]>;
+  /** The p99 of the paused slice before each slice with pruning (in the order of p99's). */
+  p99PausedBeforeWith: number[];
+  /** The acquires of each pruning condition's slices, sent during a prune pass or not. */
+  beside: Map<PruningCondition, BesidePasses>;
   skipped: number;
   walPerRun: number;
   hotShare: number;
@@ -129,14 +136,10 @@ const measureCase = async (
     await load.stop();
     const walPerRun = Number((await walPosition()) - walBefore) / load.started();
     const after = await table.stats();
-    // One figure per slice: the slices of the conditions pair up in the order they ran.
-    const at = (p: number) =>
-      new Map(
-        CONDITIONS.map((condition) => [
-          condition,
-          (slices.get(condition) ?? []).flat().map((span) => percentile(acquiresBetween(load.acquires, span.from, span.to), p)),
-        ]),
-      );
+    // One figure per slice.
+    const inSpan = (span: Span, p: number) => percentile(acquiresBetween(load.acquires, span.from, span.to), p);
+    const at = (p: number) => new Map(CONDITIONS.map((condition) => [condition, (slices.spans.get(condition) ?? []).map((span) => inSpan(span, p))]));
+    const withSpans = slices.spans.get(WITH_PRUNING) ?? [];
     const updates = after.updates - before.updates;
     return {
       catchUpMs,
@@ -147,6 +150,10 @@ const measureCase = async (
       arrivals: windows.map((window) => arrivalsPerSecond(load, window)),
       p50: at(50),
       p99: at(99),
+      p99PausedBeforeWith: withSpans.map((span) => inSpan(slices.pausedBefore.get(span) ?? span, 99)),
+      beside: new Map(
+        [WITH_PRUNING, WITH_UNPACED_PRUNING].map((condition) => [condition, besidePasses(load.acquires, slices.spans.get(condition) ?? [], pruner.passes)]),
+      ),
       skipped: load.skipped(),
       walPerRun,
       hotShare: updates > 0 ? (after.hotUpdates - before.hotUpdates) / updates : Number.NaN,
@@ -181,7 +188,7 @@ const report = (sheet: FigureSheet, churnCase: ChurnCase, run: CaseRun, quick: b
     caseName,
     'with ÷ without pruning',
     'p99 acquire ratio, adjacent slices',
-    pairedRatios(run.p99.get(WITH_PRUNING) ?? [], run.p99.get(WITHOUT_PRUNING) ?? []),
+    pairedRatios(run.p99.get(WITH_PRUNING) ?? [], run.p99PausedBeforeWith),
   );
   const ratio = withP99.median / withoutP99.median;
   const interval = ratioOfMediansInterval(withP99.samples, withoutP99.samples);
@@ -238,7 +245,23 @@ const report = (sheet: FigureSheet, churnCase: ChurnCase, run: CaseRun, quick: b
     `${formatNumber(unpacedRatio)}x (${formatNumber(unpacedP99.median)} ÷ ${formatNumber(withoutP99.median)} ms; 95% bootstrap interval ${formatNumber(unpacedInterval.low)}–${formatNumber(unpacedInterval.high)}x)`,
     null,
   );
-  sheet.goal(`longest prune pass (prune's defaults: batches of 1,000, dutyCycle 0.5), ${caseName}`, 'reported', `${formatNumber(longest.max)} ms`, null);
+  const besideText = (condition: PruningCondition) => {
+    const { during, outside } = run.beside.get(condition) ?? { during: [], outside: [] };
+    const at = (values: number[]) => `p50 ${formatNumber(percentile(values, 50))} / p90 ${formatNumber(percentile(values, 90))} ms`;
+    return `${formatNumber(during.length)} acquires sent during a pass, ${at(during)} (the other ${formatNumber(outside.length)}: ${at(outside)})`;
+  };
+  sheet.goal(
+    `acquires beside a prune pass, ${caseName}`,
+    'reported (latency of the acquires sent while a pass ran, against the others of the same slices)',
+    `paced: ${besideText(WITH_PRUNING)}; unpaced: ${besideText(WITH_UNPACED_PRUNING)}`,
+    null,
+  );
+  sheet.goal(
+    `longest prune pass (prune's defaults: batches from 100 doubling to 1,000, dutyCycle 0.5), ${caseName}`,
+    'reported',
+    `${formatNumber(longest.max)} ms`,
+    null,
+  );
 };
 
 export const retentionChurn: Scenario = {
@@ -252,7 +275,7 @@ export const retentionChurn: Scenario = {
       report(sheet, churnCase, run, quick);
     }
     sheet.note(
-      `Each run: acquire, heartbeat ${sizes.holdMs / 2} ms later, complete ${sizes.holdMs / 2} ms after that, of a fresh occurrence (50 codes, ISO 8601 runKeys), started on ${NODES} library nodes in turn (pool ${POOL_SIZE} each) at a fixed rate (open loop). Retention: a fifth node calls prune({ olderThan: horizon }) with prune's defaults (batches of 1,000, dutyCycle 0.5: after each full batch a rest as long as the batch), which deletes batch after batch until one comes back short, then waits ${sizes.everyMs} ms, as JobRetention does every period. "prune capacity" is rows deleted per second of these passes, rests included.`,
+      `Each run: acquire, heartbeat ${sizes.holdMs / 2} ms later, complete ${sizes.holdMs / 2} ms after that, of a fresh occurrence (50 codes, ISO 8601 runKeys), started on ${NODES} library nodes in turn (pool ${POOL_SIZE} each) at a fixed rate (open loop). Retention: a fifth node calls prune({ olderThan: horizon }) with prune's defaults (dutyCycle 0.5: after each full batch a rest as long as the batch, and the batches from 100 rows doubling to 1,000), which deletes batch after batch until one comes back short, then waits ${sizes.everyMs} ms, as JobRetention does every period. "prune capacity" is rows deleted per second of these passes, rests included.`,
     );
     sheet.note(
       `Horizon ${sizes.horizonMs / 1000} s: the table holds one horizon of runs. "rows retained": ${formatNumber(sizes.retainedRows)} finished runs seeded first, their ages spread over a horizon of rows ÷ rate and scrambled across the heap (as after days of retention and autovacuum), so that they age out at the arrival rate anywhere in the table (ages count from the start of the seeding transaction: the windows start once retention has deleted that backlog): before migration 0004 the prune statement has no index to find them by, and each batch that comes back short reads the whole table; with it, prune reads the rows older than the cutoff by IDX_job_scheduler_created_at.`,
@@ -261,10 +284,10 @@ export const retentionChurn: Scenario = {
       `A rate above ${HEADROOM * 100}% of the machine's closed-loop maximum (${CALIBRATION_CALLERS} callers, full cycles back to back, measured first on each database) is capped there: the load generator, the nodes and PostgreSQL share the same 2 cores, and beyond it arrivals only queue.`,
     );
     sheet.note(
-      `Keep-up windows run with retention on throughout (after a warm-up); p50 / p99 acquire come from slices of the same load with retention on (paced, prune's defaults), on unpaced (batches of 1,000, dutyCycle 1) and paused, in rotating order (${sizes.slices} of each per repetition, ${sizes.sliceMs / 1000} s each), one figure per slice. The goal compares the median of the slices' p99 with and without pruning: this shared machine stalls for 100–500 ms now and then, with or without pruning, and such a stall makes one slice's p99, so a ratio of adjacent slices (also shown) swings with them where the medians hold. The 95% interval of that ratio (bootstrap over the slices) says how far this run's medians can be trusted: an interval that straddles ${P99_GOAL} does not settle the goal either way, whatever the median ratio says. A slice with pruning first deletes what piled up during the pause: a burst, as an hourly retention pass makes. WAL per run is the server WAL over the whole load (cycles, retention deletes, autovacuum) divided by the runs.`,
+      `Keep-up windows run with retention on throughout (after a warm-up); p50 / p99 acquire come from slices of the same load with retention on (paced, prune's defaults), on unpaced (batches of 1,000, dutyCycle 1) and paused: ${sizes.slices} round${sizes.slices === 1 ? '' : 's'} per repetition of a paused slice before each pruning condition, those in rotating order (paused, paced, paused, unpaced; paused, unpaced, paused, paced; ...), ${sizes.sliceMs / 1000} s each, one figure per slice. The goal compares the median of the slices' p99 with and without pruning: this shared machine stalls for 100–500 ms now and then, with or without pruning, and such a stall makes one slice's p99, so a ratio of adjacent slices (also shown: each slice with pruning ÷ the paused one before it) swings with them where the medians hold. The 95% interval of that ratio (bootstrap over the slices) says how far this run's medians can be trusted: an interval that straddles ${P99_GOAL} does not settle the goal either way, whatever the median ratio says. Every slice with pruning, paced or not, first deletes what piled up during the paused slice before it: a burst, as a periodic retention pass makes (until 2026-12-05 the slices rotated as paced, unpaced, paused, so only the paced ones opened on a backlog). WAL per run is the server WAL over the whole load (cycles, retention deletes, autovacuum) divided by the runs. "Acquires beside a prune pass" splits the acquires of the slices with pruning by whether a pass (statements and rests) was running when each was sent: a stall of the machine falls on both groups alike, so the difference is what a pass does to the acquires beside it.`,
     );
     return {
-      sizes: `${cases.map(caseLabel).join('; ')}, a database each; ${NODES} nodes (pool ${POOL_SIZE}) + a retention node (pool 2); ${sizes.windows} keep-up windows of ${sizes.windowMs / 1000} s; ${repetitions} repetitions of ${sizes.slices} × ${CONDITIONS.length} interleaved slices of ${sizes.sliceMs / 1000} s`,
+      sizes: `${cases.map(caseLabel).join('; ')}, a database each; ${NODES} nodes (pool ${POOL_SIZE}) + a retention node (pool 2); ${sizes.windows} keep-up windows of ${sizes.windowMs / 1000} s; ${repetitions} repetitions of ${sizes.slices} rounds of ${2 * (CONDITIONS.length - 1)} interleaved slices of ${sizes.sliceMs / 1000} s (a paused one before each with pruning)`,
       variants: {
         [SHIPPED.name]: `${SHIPPED.description}; the table ${SHIPPED_TABLE.description} (the cases marked "${BEFORE_TUNING.name}": ${BEFORE_TUNING.description})`,
         [WITH_PRUNING.name]: 'acquires of the load while retention runs',

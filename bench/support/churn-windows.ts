@@ -1,6 +1,6 @@
-import { acquiresBetween, type ChurnLoad } from './churn-load';
+import { type AcquireSample, acquiresBetween, type ChurnLoad } from './churn-load';
 import { sleep } from './deferred';
-import { interleave } from './interleave';
+import { rotation } from './interleave';
 import type { PrunePass, RetentionPruner } from './retention-pruner';
 import type { TableProbe } from './table-stats';
 
@@ -86,26 +86,80 @@ export const WITHOUT_PRUNING: PruningCondition = { name: 'without pruning', prun
 /** Batches of 1,000 back to back, as prune ran before dutyCycle: what the pacing changes, measured beside it. */
 export const WITH_UNPACED_PRUNING: PruningCondition = { name: 'with unpaced pruning', prune: { dutyCycle: 1, batchSize: 1_000 } };
 
+/** The slices of `sliceByPruning`: each condition's, in the order they ran. */
+export interface PruningSlices {
+  spans: Map<PruningCondition, Span[]>;
+  /** For each slice with pruning, the paused slice just before it (its backlog piled up then). */
+  pausedBefore: Map<Span, Span>;
+}
+
 /**
- * Slices of the same load, one per condition in rotating order (`slices` of each per
- * repetition): retention runs with the condition's options, or is paused; a slice starts once the
- * toggle took effect (a paused pruner's last pass done). Read the acquires sent in each slice once
- * the load has stopped.
+ * Slices of the same load: each condition with pruning right after a paused slice, the pruning
+ * conditions in rotating order (`slices` rounds per repetition: paused, A, paused, B; paused, B,
+ * paused, A; ...). Every slice with pruning thus opens on the backlog of one paused slice, as a
+ * periodic retention pass opens on its period's rows, whichever condition it is (in plain
+ * rotation only some did). A slice starts once the toggle took effect (a paused pruner's last
+ * pass done). Read the acquires sent in each slice once the load has stopped.
  */
-export const sliceByPruning = (
+export const sliceByPruning = async (
   pruner: RetentionPruner,
   conditions: readonly PruningCondition[],
   sizes: { repetitions: number; slices: number; sliceMs: number },
-): Promise<Map<PruningCondition, Span[][]>> =>
-  interleave(
-    conditions,
-    sizes,
-    async (condition): Promise<Span[]> => {
-      await pruner.pause();
-      if (condition.prune !== null) pruner.resume(condition.prune);
-      const from = performance.now();
-      await sleep(sizes.sliceMs);
-      return [{ from, to: performance.now() }];
-    },
-    (parts) => parts.flat(),
-  );
+): Promise<PruningSlices> => {
+  const paused = conditions.find((condition) => condition.prune === null);
+  if (!paused) throw new Error('sliceByPruning: one condition must pause pruning');
+  const pruning = conditions.filter((condition) => condition !== paused);
+  const spans = new Map<PruningCondition, Span[]>(conditions.map((condition) => [condition, []]));
+  const pausedBefore = new Map<Span, Span>();
+  const slice = async (condition: PruningCondition): Promise<Span> => {
+    await pruner.pause();
+    if (condition.prune !== null) pruner.resume(condition.prune);
+    const from = performance.now();
+    await sleep(sizes.sliceMs);
+    const span = { from, to: performance.now() };
+    spans.get(condition)?.push(span);
+    return span;
+  };
+  for (let round = 0; round < sizes.repetitions * sizes.slices; round++) {
+    for (const condition of rotation(pruning, round)) {
+      const before = await slice(paused);
+      pausedBefore.set(await slice(condition), before);
+    }
+  }
+  return { spans, pausedBefore };
+};
+
+/** Acquire latencies of some slices, split by whether a prune pass was running when each was sent. */
+export interface BesidePasses {
+  during: number[];
+  outside: number[];
+}
+
+/**
+ * The acquires sent in `spans`, split by whether a prune pass (statements and rests) was running
+ * when each was sent: what a pass does to the acquires beside it, apart from what the machine
+ * does to all of them (a stall of this shared machine makes a slice's p99, pass or not).
+ */
+export const besidePasses = (acquires: readonly AcquireSample[], spans: readonly Span[], passes: readonly PrunePass[]): BesidePasses => {
+  const ordered = [...passes].sort((a, b) => a.startedAt - b.startedAt);
+  const inPass = (at: number): boolean => {
+    // The last pass started at or before `at` (a pruner runs one pass at a time).
+    let low = 0;
+    let high = ordered.length - 1;
+    let found = -1;
+    while (low <= high) {
+      const middle = (low + high) >> 1;
+      if (ordered[middle].startedAt <= at) {
+        found = middle;
+        low = middle + 1;
+      } else high = middle - 1;
+    }
+    return found >= 0 && at < ordered[found].startedAt + ordered[found].ms;
+  };
+  const split: BesidePasses = { during: [], outside: [] };
+  for (const sample of acquires) {
+    if (!spans.some((span) => sample.sentAt >= span.from && sample.sentAt < span.to)) continue;
+    (inPass(sample.sentAt) ? split.during : split.outside).push(sample.ms);
+  }
+  return split;
+};
