@@ -36,19 +36,27 @@ export interface KeepUpContext {
   overdueAfterMs: number;
 }
 
-/** `count` consecutive windows of `windowMs`, retention on throughout. */
+/**
+ * `count` consecutive windows of `windowMs`, retention on throughout. A pass counts in the window
+ * it started in; the figures are read once the last window's pass has ended, so that a pass
+ * running across a window's end is not lost (a pass is recorded when it ends).
+ */
 export const measureKeepUp = async (context: KeepUpContext, count: number, windowMs: number): Promise<KeepUpWindow[]> => {
-  const windows: KeepUpWindow[] = [];
+  const spans: (Span & { rows: number; overdue: number })[] = [];
   for (let index = 0; index < count; index++) {
     const from = performance.now();
     await sleep(windowMs);
     const to = performance.now();
+    const { rows, overdue } = await context.table.count(context.overdueAfterMs);
+    spans.push({ from, to, rows, overdue });
+  }
+  await context.pruner.settled();
+  return spans.map(({ from, to, rows, overdue }) => {
     const seconds = (to - from) / 1000;
     const passes = passesBetween(context.pruner.passes, from, to);
     const deleted = passes.reduce((sum, pass) => sum + pass.deleted, 0);
     const pruningMs = passes.reduce((sum, pass) => sum + pass.ms, 0);
-    const { rows, overdue } = await context.table.count(context.overdueAfterMs);
-    windows.push({
+    return {
       from,
       to,
       deletionsPerSecond: deleted / seconds,
@@ -56,9 +64,8 @@ export const measureKeepUp = async (context: KeepUpContext, count: number, windo
       longestPassMs: Math.max(0, ...passes.map((pass) => pass.ms)),
       rows,
       overdueRows: overdue,
-    });
-  }
-  return windows;
+    };
+  });
 };
 
 /**

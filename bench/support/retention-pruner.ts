@@ -24,6 +24,8 @@ export interface RetentionPruner {
   readonly passes: readonly PrunePass[];
   /** Stops after the pass in progress; resolves once no statement is running. */
   pause(): Promise<void>;
+  /** Resolves once the pass in progress, if any, has ended (and is in `passes`); the loop goes on. */
+  settled(): Promise<void>;
   /** Runs passes again, with these prune options from now on (default: those it started with). */
   resume(prune?: Pick<PrunerOptions, 'dutyCycle' | 'batchSize'>): void;
   /** Ends the loop; throws what a prune threw. */
@@ -42,6 +44,7 @@ export const startRetentionPruner = (jobs: JobSchedulerService, options: PrunerO
   let paused: Deferred | undefined;
   let idle: Deferred | undefined;
   let failure: unknown;
+  const settledWaiters: (() => void)[] = [];
   let dutyCycle = options.dutyCycle;
   let batchSize = options.batchSize;
 
@@ -54,6 +57,7 @@ export const startRetentionPruner = (jobs: JobSchedulerService, options: PrunerO
     } finally {
       busy = false;
       idle?.resolve();
+      for (const resolve of settledWaiters.splice(0)) resolve();
     }
   };
 
@@ -73,6 +77,7 @@ export const startRetentionPruner = (jobs: JobSchedulerService, options: PrunerO
 
   return {
     passes,
+    settled: () => (busy ? new Promise<void>((resolve) => settledWaiters.push(resolve)) : Promise.resolve()),
     pause: async () => {
       paused ??= deferred();
       idle = deferred();
