@@ -249,8 +249,12 @@ const functionCall = (functionName: string, parameterCount: number): string =>
  *
  * - `inserted` is `INSERT ... SELECT ... WHERE NOT EXISTS ... ON CONFLICT DO NOTHING`: when the
  *   row exists, the guard produces no tuple, so a loser writes nothing, locks nothing and draws no
- *   fencing token; two first inserters racing past the guard meet in the unique index, and ON
- *   CONFLICT turns the later one away before any tuple is written.
+ *   fencing token; first inserters racing past the guard meet in the unique index, and ON CONFLICT
+ *   turns all but one away. One that passed ON CONFLICT's own pre-check before the winner's entry
+ *   was there has already written its tuple and index entries speculatively, and removes them: WAL,
+ *   a transaction id and a fencing token value, never a row or a lease (the peers bench at 32
+ *   nodes armed to the same millisecond: 8 transactions and 5,872 B of WAL for one instant,
+ *   against 1,269 B unraced).
  * - `reclaimed` is an `UPDATE` whose WHERE only matches a row that may be taken over: FAIL (when
  *   allowed) or RUNNING whose last owner write is older than the lease stored on the row (the
  *   caller's lease for rows written by 1.1, which stored none), by the database clock. A row

@@ -4,8 +4,8 @@
  * database slows down is followed by a longer rest, so pruning backs off exactly when the
  * acquires beside it need the machine. A paced pass also starts with a small batch and doubles it
  * after each full one, up to `batchSize`: a pass that finds a few hundred rows deletes them in
- * short statements with rests between, and a backlog reaches full batches within a few
- * statements, so pruning never falls behind for it. Pure, except `restFor`.
+ * short statements with rests between, and a backlog reaches full batches after four smaller
+ * statements, so a long pass keeps its capacity. Pure, except `restFor`.
  */
 
 /** The default share of a pass spent in prune statements: each batch is followed by a rest as long as itself. */
