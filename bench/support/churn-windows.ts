@@ -148,21 +148,7 @@ export interface BesidePasses {
  * does to all of them (a stall of this shared machine makes a slice's p99, pass or not).
  */
 export const besidePasses = (acquires: readonly AcquireSample[], spans: readonly Span[], passes: readonly PrunePass[]): BesidePasses => {
-  const ordered = [...passes].sort((a, b) => a.startedAt - b.startedAt);
-  const inPass = (at: number): boolean => {
-    // The last pass started at or before `at` (a pruner runs one pass at a time).
-    let low = 0;
-    let high = ordered.length - 1;
-    let found = -1;
-    while (low <= high) {
-      const middle = (low + high) >> 1;
-      if (ordered[middle].startedAt <= at) {
-        found = middle;
-        low = middle + 1;
-      } else high = middle - 1;
-    }
-    return found >= 0 && at < ordered[found].startedAt + ordered[found].ms;
-  };
+  const inPass = (at: number): boolean => passes.some((pass) => at >= pass.startedAt && at < pass.startedAt + pass.ms);
   const split: BesidePasses = { during: [], outside: [] };
   for (const sample of acquires) {
     if (!spans.some((span) => sample.sentAt >= span.from && sample.sentAt < span.to)) continue;

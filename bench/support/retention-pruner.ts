@@ -42,9 +42,9 @@ export const startRetentionPruner = (jobs: JobSchedulerService, options: PrunerO
   let running = true;
   let busy = false;
   let paused: Deferred | undefined;
-  let idle: Deferred | undefined;
   let failure: unknown;
-  const settledWaiters: (() => void)[] = [];
+  /** Waiting for the pass in progress to end (pause, settled). */
+  const passWaiters: (() => void)[] = [];
   let dutyCycle = options.dutyCycle;
   let batchSize = options.batchSize;
 
@@ -56,8 +56,7 @@ export const startRetentionPruner = (jobs: JobSchedulerService, options: PrunerO
       passes.push({ startedAt, ms: performance.now() - startedAt, deleted });
     } finally {
       busy = false;
-      idle?.resolve();
-      for (const resolve of settledWaiters.splice(0)) resolve();
+      for (const resolve of passWaiters.splice(0)) resolve();
     }
   };
 
@@ -75,14 +74,14 @@ export const startRetentionPruner = (jobs: JobSchedulerService, options: PrunerO
     }
   })();
 
+  const passEnded = (): Promise<void> => (busy ? new Promise<void>((resolve) => passWaiters.push(resolve)) : Promise.resolve());
+
   return {
     passes,
-    settled: () => (busy ? new Promise<void>((resolve) => settledWaiters.push(resolve)) : Promise.resolve()),
-    pause: async () => {
+    settled: passEnded,
+    pause: () => {
       paused ??= deferred();
-      idle = deferred();
-      if (!busy) idle.resolve();
-      await idle.promise;
+      return passEnded();
     },
     resume: (prune) => {
       dutyCycle = prune?.dutyCycle ?? options.dutyCycle;
