@@ -124,6 +124,7 @@ export class JobScheduleEngine {
   private readonly at: SchedulerTimers['at'];
 
   constructor(private readonly options: EngineOptions) {
+    const random = () => (options.random ?? Math.random)();
     // The occurrences due at one instant are claimed together (a few statements, not one each).
     const aheadMs = options.claimAheadMs ?? 0;
     const lead = options.claimAheadScales ? () => scaledClaimAheadMs(aheadMs, this.states.size) : () => aheadMs;
@@ -133,12 +134,12 @@ export class JobScheduleEngine {
     const wait = (ms: number) => new Promise<void>((resolve) => void clock.after(ms, resolve));
     const ahead = aheadMs > 0 ? { shape: () => claimsAhead(lead()), wait, now: () => clock.now() } : undefined;
     // Claims, heartbeats, finalizations and hand-overs asked together go to the database together.
-    const claims = withClaimBatching(options.lease, () => (options.random ?? Math.random)(), ahead);
+    const claims = withClaimBatching(options.lease, random, ahead);
     this.lease = observedLease(withHandOverBatching(withHeartbeatBatching(withFinalizeBatching(claims))), options.timers);
     this.records = new RunRecords(options);
     this.runner = new OccurrenceRunner(this.lease, options.timers, options.logger);
     this.jitter = new JitterWaits(options.timers, options.random);
-    this.ahead = new AheadClaims(aheadMs, this.runner, options.logger, (work) => this.track(work), lead);
+    this.ahead = new AheadClaims(aheadMs, this.runner, options.logger, (work) => this.track(work), lead, random);
     const listTenants = options.tenants && tenantLister(options.tenants, options.timers);
     this.unrun = new UnrunOccurrences({
       runner: this.runner,
@@ -164,7 +165,6 @@ export class JobScheduleEngine {
       };
       this.takeOvers = new AbandonedOccurrenceScan(options.abandoned, host, options.timers, options.logger, periodMs, options.lateToleranceMs ?? 60_000);
     }
-    const random = () => (options.random ?? Math.random)();
     this.tenantFanOut = new TenantFanOut({
       lease: this.lease,
       runner: this.runner,

@@ -11,6 +11,7 @@ import {
   currentJobExecution,
 } from '../../../src/features';
 import { FixedClock, ManualTimers } from '../../../src/features/testing';
+import { MAX_CLAIM_STAGGER_MS } from '../../../src/features/scheduling/occurrence/ahead-claims';
 import { type NestNode, startNestNode } from '../../support/nest-node';
 import { sleep } from '../../support/lease-nodes';
 import { createTestDatabase, type TestDatabase } from '../../support/test-database';
@@ -244,8 +245,12 @@ describe('SchedulingModule on PostgreSQL', () => {
       settings: { 'health.every-second': { enabled: false }, 'reports.hourly-digest': { schedule: { every: '5m' } } },
     });
     // The take-over scan's timer (every 30 s), the job's (its claim, claimAheadMs = 2 s before its
-    // instant), and retention's (on by default, every hour).
-    expect(timers.pending).toEqual([30_000, 5 * 60_000 - 2_000, 60 * 60_000]);
+    // instant, staggered by up to MAX_CLAIM_STAGGER_MS), and retention's (on by default, every hour).
+    const [scan, claim, retention] = timers.pending;
+    expect([scan, retention]).toEqual([30_000, 60 * 60_000]);
+    expect(claim).toBeGreaterThanOrEqual(5 * 60_000 - 2_000);
+    expect(claim).toBeLessThan(5 * 60_000 - 2_000 + MAX_CLAIM_STAGGER_MS);
+    expect(timers.pending).toHaveLength(3);
     await expect(
       schedulingNode('stale', [HourlyDigestJob], { timers: new ManualTimers(), settings: { 'reports.renamed-job': { enabled: true } } }),
     ).rejects.toMatchObject({ code: 'UNKNOWN_JOB' });

@@ -1,5 +1,5 @@
 import { JobScheduleEngine } from '../../../src/features/scheduling/job-schedule-engine';
-import { AheadClaims, scaledClaimAheadMs } from '../../../src/features/scheduling/occurrence/ahead-claims';
+import { AheadClaims, MAX_CLAIM_STAGGER_MS, scaledClaimAheadMs } from '../../../src/features/scheduling/occurrence/ahead-claims';
 import type { OccurrenceRunner } from '../../../src/features/scheduling/occurrence/occurrence-runner';
 import { checkJobDeclaration } from '../../../src/features/scheduling/schedule/job-declaration';
 import { ManualTimers } from '../../../src/features/scheduling/testing/manual-timers';
@@ -27,9 +27,18 @@ describe('the lead of claims ahead, unless the application sets claimAheadMs', (
       () => 15_000,
     );
     const holder = (leaseMs: number) => ({ job: { declaration: checkJobDeclaration('reports.hourly', { every: '1h', leaseMs }) }, occupancy: { running: 0 } });
-    expect(claims.claimTime(holder(60_000), 3_600_000, 0)).toBe(3_600_000 - 15_000);
-    expect(claims.claimTime(holder(20_000), 3_600_000, 0)).toBe(3_600_000 - 5_000);
-    expect(claims.claimTime(holder(12_000), 3_600_000, 0)).toBe(3_600_000 - 3_000);
+    // Each within its stagger (see claim-stagger.test.ts): at most MAX_CLAIM_STAGGER_MS after its lead.
+    const leadOf = (leaseMs: number) => {
+      const claimAt = claims.claimTime(holder(leaseMs), 3_600_000, 0)!;
+      expect(claimAt).toBeGreaterThan(3_600_000 - 60_000);
+      return 3_600_000 - claimAt;
+    };
+    expect(leadOf(60_000)).toBeGreaterThan(15_000 - MAX_CLAIM_STAGGER_MS);
+    expect(leadOf(60_000)).toBeLessThanOrEqual(15_000);
+    expect(leadOf(20_000)).toBeGreaterThan(5_000 - MAX_CLAIM_STAGGER_MS);
+    expect(leadOf(20_000)).toBeLessThanOrEqual(5_000);
+    expect(leadOf(12_000)).toBeGreaterThan(3_000 - MAX_CLAIM_STAGGER_MS);
+    expect(leadOf(12_000)).toBeLessThanOrEqual(3_000);
     // A lease shorter than 4 times the default: claimed at the instant, as before.
     expect(claims.claimTime(holder(10_000), 3_600_000, 0)).toBeNull();
   });
@@ -38,7 +47,7 @@ describe('the lead of claims ahead, unless the application sets claimAheadMs', (
     { scales: true, leadMs: 1_500 },
     { scales: false, leadMs: 1_000 },
   ])(
-    '10,000 jobs due together (scales: $scales): claimed from $leadMs ms ahead, all within half of it; stopped before the instant, every claim is handed over unrun',
+    '10,000 jobs due together (scales: $scales): claimed from $leadMs ms ahead, all by half a second before the instant; stopped before the instant, every claim is handed over unrun',
     async ({ scales, leadMs }) => {
       const manual = new ManualTimers(new FixedClock(0));
       // Without observe(): the spread claims wait on these timers, which advance() fires in turn.
@@ -52,11 +61,13 @@ describe('the lead of claims ahead, unless the application sets claimAheadMs', (
 
       await manual.advance(MINUTE - leadMs - 50);
       expect(lease.claimed).toBe(0);
-      // The first statements go out at the lead (for the scaled lead, before 59 s: the unscaled one's).
-      await manual.advance(100);
+      // The first statements go out at the lead, staggered within what it has to spare beyond half of
+      // it and half a second (for the scaled lead, 250 ms: before 59 s, the unscaled one's lead).
+      await manual.advance(50 + (leadMs / 2 - 500) + 50);
       await new Promise((resolve) => setImmediate(resolve));
       expect(lease.claimed).toBeGreaterThan(0);
-      await manual.advance(leadMs / 2);
+      // All within half of it, half a second before the instant.
+      await manual.advance(MINUTE - 500 - manual.now());
       await new Promise((resolve) => setImmediate(resolve));
       expect(lease.claimed).toBe(names.length);
       // Stopped within the lead, before the instant: nothing runs here, every claim goes back to the fleet.

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { AheadClaim } from './held-claim';
 import { runKeyOf } from './occurrence-keys';
+import { fractionOf } from '../fleet/random-walk';
 import type { OccurrenceRunner } from './occurrence-runner';
 import type { JobDeclaration } from '../schedule/job-declaration';
 import type { SchedulerLogger } from '../scheduler-ports';
@@ -9,6 +10,17 @@ import type { JobRunRecord } from '../scheduling.types';
 
 /** The longest claimAheadMs: a claim ahead holds its lease unheartbeated until the run starts. */
 const MAX_CLAIM_AHEAD_MS = 60_000;
+
+/**
+ * Each instance claims an instant ahead up to this much after its lead, at an offset of its own
+ * for that instant (within the time the lead has to spare, see AheadClaims.claimTime). Claimed at
+ * the same millisecond, instances raced inside the unique index: a loser that got past the
+ * insert's guard drew a fencing token value, and one that got past ON CONFLICT's pre-check also
+ * wrote its row and index entries before taking them back (32 instances in one process, 18
+ * instants: 11 such rows; staggered over 100 ms, 3; over 1 s, none). Staggered, a loser finds the
+ * winner's row committed and writes nothing.
+ */
+export const MAX_CLAIM_STAGGER_MS = 500;
 
 /**
  * Claims ahead, unless set: this much lead per job that can be due at one instant. Measured (50,000
@@ -82,6 +94,7 @@ export class AheadClaims {
    * the oldest are forgotten past MAX_RELEASES_OF_REMOVED.
    */
   private readonly releasedOfRemoved = new Map<string, Released>();
+  private readonly staggerSeed: number;
 
   constructor(
     private readonly aheadMs: number,
@@ -91,7 +104,10 @@ export class AheadClaims {
     private readonly track: <T>(work: Promise<T>) => Promise<T>,
     /** The lead now (aheadMs, or more: see scaledClaimAheadMs); aheadMs when absent. */
     readonly lead: () => number = () => aheadMs,
+    /** Draws this instance's stagger seed (see MAX_CLAIM_STAGGER_MS). */
+    random: () => number = Math.random,
   ) {
+    this.staggerSeed = Math.floor(random() * 2 ** 32) | 0;
     if (!Number.isSafeInteger(aheadMs) || aheadMs < 0 || aheadMs > MAX_CLAIM_AHEAD_MS) {
       throw schedulingErrors.invalidOption('claimAheadMs', `a whole number of ms from 0 to ${MAX_CLAIM_AHEAD_MS}`, aheadMs);
     }
@@ -111,15 +127,21 @@ export class AheadClaims {
   /**
    * When to claim the job's instant `next` (now at the latest), or null: claimed at the instant.
    * Ahead only when the claims, spread over half the time ahead, can end before the instant with
-   * half a second to spare: a job more frequent than that is claimed at its instants.
+   * half a second to spare: a job more frequent than that is claimed at its instants. A claim at
+   * its lead is staggered within the time to spare beyond that (up to MAX_CLAIM_STAGGER_MS), by
+   * the same offset for every job due at `next` on this instance, so that they are still claimed
+   * together.
    */
   claimTime(holder: AheadClaimHolder, next: number, now: number): number | null {
     if (!this.appliesTo(holder.job.declaration)) return null;
     const leadMs = this.leadFor(holder.job.declaration);
     const claimAt = Math.max(next - leadMs, now);
+    const spare = next - claimAt - (leadMs / 2 + 500);
     // Too close to claim ahead, unless this instance released it (only a claim ahead takes it again).
-    if (next - claimAt < leadMs / 2 + 500) return this.releasedOf(holder)?.scheduledAt === next ? now : null;
-    return claimAt;
+    if (spare < 0) return this.releasedOf(holder)?.scheduledAt === next ? now : null;
+    // Armed within its lead (at boot, or a job added): claimed now.
+    if (claimAt === now) return now;
+    return claimAt + Math.floor(fractionOf(this.staggerSeed, next) * Math.min(MAX_CLAIM_STAGGER_MS, spare));
   }
 
   /** Claims the job's instant `next` now (at its claim time). */
