@@ -1,5 +1,5 @@
 // Longer than ~350 lines on purpose: the lease's public API, one documented method per single-statement operation (the run machinery is in run/lease-runs.ts).
-import { randomUUID } from 'node:crypto';
+import { randomUuid } from './random-uuid';
 import { type BeforeApplicationShutdown, Inject, Injectable, type OnApplicationBootstrap, type OnModuleInit, Optional } from '@nestjs/common';
 import { LibraryLogger } from './log-text';
 import { describeDifference, differingKeysAmong } from './module-registrations';
@@ -134,7 +134,7 @@ export class JobSchedulerService implements OnModuleInit, OnApplicationBootstrap
     const request = resolveAcquireRequest(options, this.timingDefaults);
     const { identity } = request;
     await this.checkReplicationBeforeGranting();
-    const ownerToken = randomUUID();
+    const ownerToken = randomUuid();
     const statement = this.statements.acquire({
       lockKey: identity.lockKey,
       code: identity.code,

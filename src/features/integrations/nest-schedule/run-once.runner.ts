@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { randomUuid } from '../../job-scheduler/random-uuid';
 import { LibraryLogger } from '../../job-scheduler/log-text';
 import { JobSchedulerType } from '../../job-scheduler/job-scheduler.entity';
 import type { JobSchedulerService } from '../../job-scheduler/job-scheduler.service';
@@ -117,7 +117,7 @@ export class RunOnceRunner {
           signal: lease.signal,
           idempotencyKey: lease.idempotencyKey,
           fencingToken: lease.fencingToken,
-          correlationId: randomUUID(),
+          correlationId: randomUuid(),
           trigger: runTrigger,
         };
         return withJobExecution(execution, () => method.apply(instance, args));

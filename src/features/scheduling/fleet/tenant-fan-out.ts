@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { randomUuid } from '../../job-scheduler/random-uuid';
 import type { JobAcquireResult } from '../../job-scheduler/job-scheduler.types';
 import { occurrenceRunKey, runNowRunKey, tenantIdProblem } from '../occurrence/occurrence-keys';
 import { HeldClaim } from '../occurrence/held-claim';
@@ -149,7 +149,7 @@ class TenantOccurrenceRun {
       const id = tenantId as string;
       if (seen.has(id)) continue;
       seen.add(id);
-      const correlationId = randomUUID();
+      const correlationId = randomUuid();
       const runKey = trigger === 'run-now' ? runNowRunKey(scheduledAt, correlationId, id) : occurrenceRunKey(scheduledAt, id);
       valid.push({ tenantId: id, runKey, correlationId });
     }
@@ -261,7 +261,7 @@ class TenantOccurrenceRun {
       const runKeys = batch.map((tenant) => tenant.runKey);
       return lease.acquireBatch({ code: job.name, name: job.name, runKeys, leaseMs: job.leaseMs, reclaimFailed: false });
     }
-    const runs = batch.map(({ runKey }) => ({ code: job.name, name: job.name, runKey, leaseMs: job.leaseMs, reclaimFailed: false, ownerToken: randomUUID() }));
+    const runs = batch.map(({ runKey }) => ({ code: job.name, name: job.name, runKey, leaseMs: job.leaseMs, reclaimFailed: false, ownerToken: randomUuid() }));
     try {
       return await lease.acquireMany(runs);
     } catch (error) {

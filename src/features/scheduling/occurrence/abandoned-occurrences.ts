@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { randomUuid } from '../../job-scheduler/random-uuid';
 import type { JobLease } from '../../job-scheduler/job-scheduler.types';
 import { type OccurrenceToEnd, runKeyPrefixOf, type TakeOverBatch, type TakeOverKey, takeOverKeyOf } from '../../job-scheduler/lease-take-over';
 import { occurrenceOfRunKey, scheduleIdOfPrefix, scheduleRunKeyPrefix } from './occurrence-keys';
@@ -188,7 +188,7 @@ export class AbandonedOccurrenceScan<Job extends TakeOverPolicy = TakeOverPolicy
         await this.endUnreadable(occurrence.code, occurrence.lock);
         continue;
       }
-      const claim: OccurrenceClaim = { lock: occurrence.lock, sentAt, correlationId: randomUUID() };
+      const claim: OccurrenceClaim = { lock: occurrence.lock, sentAt, correlationId: randomUuid() };
       let started = false;
       try {
         started = this.periodic.started && this.host.takeOver(job, { scheduledAt: key.scheduledAt, tenantId: key.tenantId, claim });

@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { randomUuid } from '../../job-scheduler/random-uuid';
 import type { AheadClaim } from './held-claim';
 import { runKeyOf } from './occurrence-keys';
 import { fractionOf } from '../fleet/random-walk';
@@ -252,8 +252,8 @@ export class AheadClaims {
    */
   private claimAhead(job: JobDeclaration, scheduledAt: number, reclaim?: Promise<boolean>): AheadClaim {
     const runKey = runKeyOf({ scheduleId: job.dynamicSchedule?.id }, scheduledAt);
-    const correlationId = randomUUID();
-    const ownerToken = randomUUID();
+    const correlationId = randomUuid();
+    const ownerToken = randomUuid();
     // `reclaim`: this instance ended the occurrence's row unrun (a pause lifted since): once that
     // end is done, a row it ended (true) is claimed over its FAIL.
     const outcome = reclaim

@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { randomUuid } from '../../job-scheduler/random-uuid';
 import { JobLeaseDatabaseError, JobShutdownError, LostJobLeaseError } from '../../job-scheduler/job-scheduler.errors';
 import { describeFailure } from '../../job-scheduler/lease-arguments';
 import type { HoldClock } from '../../job-scheduler/run/lease-hold';
@@ -136,7 +136,7 @@ export class OccurrenceRunner {
 
   async run(request: OccurrenceRequest): Promise<JobRunRecord> {
     const { job, scheduledAt, tenantId, ahead } = request;
-    const correlationId = request.claim?.correlationId ?? ahead?.correlationId ?? randomUUID();
+    const correlationId = request.claim?.correlationId ?? ahead?.correlationId ?? randomUuid();
     const schedule = job.dynamicSchedule;
     const base: JobRunRecord = { name: job.name, outcome: 'failed', scheduledAt: new Date(scheduledAt), trigger: request.trigger, tenantId, correlationId };
     if (schedule) base.scheduleId = schedule.id;
@@ -145,7 +145,7 @@ export class OccurrenceRunner {
     if (!claim) {
       // A claim at the instant names an owner token of its own too, where the lease can claim
       // again (below); a claim ahead named one when it was sent.
-      const ownerToken = ahead ? ahead.ownerToken : this.lease.acquireAgain ? randomUUID() : undefined;
+      const ownerToken = ahead ? ahead.ownerToken : this.lease.acquireAgain ? randomUuid() : undefined;
       // Shutdown waits for acquires in flight: one that wins after stop() is handed over.
       let outcome = await (ahead?.outcome ?? this.claimNow(request, correlationId, { ownerToken }));
       // A claim ahead the database did not answer is claimed again now, as it would be without

@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { randomUuid } from '../../job-scheduler/random-uuid';
 import { type AheadClaimHolder, type AheadClaims, recordOfJob } from './ahead-claims';
 import type { AheadClaim, HeldClaim } from './held-claim';
 import { runKeyOf, tenantIdProblem } from './occurrence-keys';
@@ -82,7 +82,7 @@ export class UnrunOccurrences {
     const claimedAhead = ahead.take(holder, due.latest);
     try {
       const runKey = runKeyOf({ scheduleId: declaration.dynamicSchedule?.id }, due.latest);
-      const claimed = await (claimedAhead?.outcome ?? runner.claim(declaration, runKey, randomUUID()));
+      const claimed = await (claimedAhead?.outcome ?? runner.claim(declaration, runKey, randomUuid()));
       if (claimed.kind === 'unavailable') throw claimed.error;
       if (claimed.kind === 'lost') return;
       await claimed.claim.end({ outcome: 'missed', missed: due.count });
@@ -166,7 +166,7 @@ export class UnrunOccurrences {
         return { claims: [], failure: { error } };
       }
     }
-    const outcomes = await Promise.all(runKeys.map((runKey) => this.options.runner.claim(declaration, runKey, randomUUID())));
+    const outcomes = await Promise.all(runKeys.map((runKey) => this.options.runner.claim(declaration, runKey, randomUuid())));
     const unavailable = outcomes.find((claimed) => claimed.kind === 'unavailable');
     return { claims: outcomes.flatMap((claimed) => (claimed.kind === 'acquired' ? [claimed.claim] : [])), ...(unavailable ? { failure: unavailable } : {}) };
   }
