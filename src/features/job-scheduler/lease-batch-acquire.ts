@@ -123,7 +123,10 @@ export const acquireBatch = async (requests: readonly AcquireRequest[], context:
     const row = byKey.get(request.identity.lockKey);
     context.telemetry.count('acquire', acquireOutcome(row));
     if (!row?.id || !row.ownerToken) return NOT_ACQUIRED;
-    return acquiredResult(request, { ...row, id: row.id }, row.ownerToken, sentAt);
+    // The token the request named, when the row has it: the string read back is a second copy of
+    // it, and the scheduler keeps a won claim's lease until its run ends.
+    const ownerToken = request.ownerToken === row.ownerToken ? request.ownerToken : row.ownerToken;
+    return acquiredResult(request, { ...row, id: row.id }, ownerToken, sentAt);
   });
 };
 

@@ -53,6 +53,9 @@ export interface HoldSettings {
 /** A database failure a retry may fix (a timeout, a dropped connection, a serialization failure). */
 export const isRetryable = (error: unknown): boolean => error instanceof JobLeaseDatabaseError && error.retryable;
 
+/** What the hold's cancel functions are before a timer is armed: one function for every hold. */
+const nothingToCancel = (): void => undefined;
+
 /** The deadline timer wakes at least this often to compare both clocks (see HoldClock.wallNow). */
 const DEADLINE_RECHECK_MS = 1_000;
 
@@ -77,8 +80,8 @@ export class LeaseHold implements JobLeaseHold {
   private until: number;
   /** The same deadline on the wall clock, when the hold's clock has one. */
   private wallUntil: number | undefined;
-  private cancelBeat: () => void = () => undefined;
-  private cancelDeadline: () => void = () => undefined;
+  private cancelBeat: () => void = nothingToCancel;
+  private cancelDeadline: () => void = nothingToCancel;
   private inFlight: Promise<void> | undefined;
   private beating = false;
   private lastError: unknown;

@@ -1,10 +1,13 @@
 import type { JobAcquiredLease, JobLease } from '../../job-scheduler/job-scheduler.types';
 import { DEFAULT_STATEMENT_TIMEOUT_MS, provenUntil } from '../../job-scheduler/run/lease-deadline';
-import { type HoldClock, LeaseHold } from '../../job-scheduler/run/lease-hold';
+import { type HoldClock, type HoldStatements, LeaseHold } from '../../job-scheduler/run/lease-hold';
 import type { SchedulerLease } from '../scheduler-ports';
 
 /** What a claim of an occurrence came to: won (and held from then), another instance has it, or the store could not say. */
 export type ClaimOutcome = { kind: 'acquired'; claim: HeldClaim } | { kind: 'lost' } | { kind: 'unavailable'; error: unknown };
+
+/** The outcome of every claim another instance won (most claims of occurrences due together, kept until their instant). */
+export const LOST_CLAIM: ClaimOutcome = Object.freeze({ kind: 'lost' });
 
 /** An occurrence's lease asked for ahead of its due instant (claimAheadMs), and what came of it. */
 export interface AheadClaim {
@@ -35,6 +38,26 @@ export interface OccurrenceClaim {
 }
 
 /**
+ * The statements of a claim's hold, through the scheduler's lease port: an object of one class
+ * rather than two closures and their scope for every claim (thousands are held together).
+ */
+class ClaimStatements implements HoldStatements {
+  constructor(
+    private readonly port: SchedulerLease,
+    private readonly lease: JobLease,
+  ) {}
+
+  heartbeat(timeoutMs: number): Promise<boolean> {
+    return this.port.heartbeat(this.lease, { timeoutMs });
+  }
+
+  finalize(outcome: 'complete' | 'fail', data: unknown, again: boolean): Promise<boolean> {
+    const options = again ? { again } : undefined;
+    return outcome === 'complete' ? this.port.complete(this.lease, data, options) : this.port.fail(this.lease, data, options);
+  }
+}
+
+/**
  * A won claim of one occurrence (for one tenant), held from the moment it was won: its local
  * deadline runs from the claim's send instant and heartbeats keep it while it waits to start
  * (the time claimed ahead, jitter, a tenant's queue); the deadline is judged when it is about to
@@ -47,6 +70,7 @@ export class HeldClaim {
   /** The hold of this claim: from the claim until the run's finalization. Replaced when `prove` renews it. */
   hold: LeaseHold;
   private ended = false;
+  private statements: ClaimStatements | undefined;
 
   constructor(
     private readonly port: SchedulerLease,
@@ -117,7 +141,7 @@ export class HeldClaim {
   }
 
   private holdFrom(sentAt: number): LeaseHold {
-    const { lock, port, lease } = this;
+    const { lock, lease } = this;
     return new LeaseHold(
       {
         leaseId: lease.id,
@@ -127,11 +151,7 @@ export class HeldClaim {
         statementTimeoutMs: DEFAULT_STATEMENT_TIMEOUT_MS,
         clock: this.clock,
       },
-      {
-        heartbeat: (timeoutMs) => port.heartbeat(lease, { timeoutMs }),
-        finalize: (outcome, data, again) =>
-          outcome === 'complete' ? port.complete(lease, data, again ? { again } : undefined) : port.fail(lease, data, again ? { again } : undefined),
-      },
+      (this.statements ??= new ClaimStatements(this.port, lease)),
     ).startHeartbeats();
   }
 }

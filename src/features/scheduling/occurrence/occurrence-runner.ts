@@ -7,7 +7,7 @@ import { withJobExecution } from './job-execution-context';
 import { RunExecution } from './run-execution';
 import { whenSettled } from './when-settled';
 import { lingering } from '../fleet/linger';
-import { type AheadClaim, type ClaimOutcome, HeldClaim } from './held-claim';
+import { type AheadClaim, type ClaimOutcome, HeldClaim, LOST_CLAIM } from './held-claim';
 import { type ActiveJobRun, RunRegistry } from './run-registry';
 import { runKeyOf } from './occurrence-keys';
 import type { JobDeclaration } from '../schedule/job-declaration';
@@ -309,7 +309,7 @@ export class OccurrenceRunner {
           ? this.lease.acquireAgain(options)
           : this.lease.acquire(options);
     const outcome = acquiring.then(
-      (lock): ClaimOutcome => (lock.acquired ? { kind: 'acquired', claim: new HeldClaim(this.lease, clock, lock, sentAt, correlationId) } : { kind: 'lost' }),
+      (lock): ClaimOutcome => (lock.acquired ? { kind: 'acquired', claim: new HeldClaim(this.lease, clock, lock, sentAt, correlationId) } : LOST_CLAIM),
       // The lock store cannot be reached: failed, rather than run on every instance.
       (error: unknown): ClaimOutcome => ({ kind: 'unavailable', error }),
     );
