@@ -70,7 +70,8 @@ export class HeldClaim {
   /** The hold of this claim: from the claim until the run's finalization. Replaced when `prove` renews it. */
   hold: LeaseHold;
   private ended = false;
-  private statements: ClaimStatements | undefined;
+  /** What every hold of this claim sends (the first, and the one `prove` renews). */
+  private readonly statements: ClaimStatements;
 
   constructor(
     private readonly port: SchedulerLease,
@@ -81,6 +82,7 @@ export class HeldClaim {
     readonly correlationId: string,
   ) {
     this.lease = { id: lock.id, ownerToken: lock.ownerToken };
+    this.statements = new ClaimStatements(port, this.lease);
     this.hold = this.holdFrom(sentAt);
   }
 
@@ -151,7 +153,7 @@ export class HeldClaim {
         statementTimeoutMs: DEFAULT_STATEMENT_TIMEOUT_MS,
         clock: this.clock,
       },
-      (this.statements ??= new ClaimStatements(this.port, lease)),
+      this.statements,
     ).startHeartbeats();
   }
 }
