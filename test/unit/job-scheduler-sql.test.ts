@@ -40,7 +40,7 @@ describe('lease SQL', () => {
     expect(acquire.text).toMatch(/COALESCE\(t\."leaseMs", \$7\)/);
   });
 
-  const batchOf = (ownerTokens: Array<string | null> | null, again = false) =>
+  const batchOf = (ownerTokens: Array<string | null> | null, again = false, announceOn: string | null = null) =>
     statements.acquireBatch({
       lockKeys: ['v2:a', 'v2:b'],
       runKeys: ['a', 'b'],
@@ -52,6 +52,7 @@ describe('lease SQL', () => {
       reclaimFailed: false,
       ownerTokens,
       again,
+      announceOn,
     });
 
   it('claims a batch with one statement whose winners get owner tokens drawn by the database, none sent', () => {

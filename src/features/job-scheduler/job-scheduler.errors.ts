@@ -213,6 +213,8 @@ export const leaseErrors = {
     new InvalidJobLeaseOptionsError(`again must be a boolean when given (the options of complete or fail are { again?: boolean }), got ${describe(value)}`),
   claimAgain: (value: unknown) =>
     new InvalidJobLeaseOptionsError(`the options of acquireMany are { again?: boolean } (again a boolean when given), got ${describe(value)}`),
+  claimAnnounce: (value: unknown) =>
+    new InvalidJobLeaseOptionsError(`announce must be a boolean when given (acquireMany's { announce?: boolean }), got ${describe(value)}`),
   ownerToken: (value: unknown) => new InvalidJobLeaseOptionsError(`ownerToken must be a UUID when given (e.g. crypto.randomUUID()), got ${describe(value)}`),
 };
 

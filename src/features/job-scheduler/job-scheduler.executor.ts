@@ -107,6 +107,11 @@ export class JobSchedulerExecutor {
     );
   }
 
+  /** The pool the statements run on; undefined while not initialized (or destroyed). */
+  get currentPool(): Pool | undefined {
+    return this.database.pool();
+  }
+
   /** The lease table's name, unqualified (the library's other tables are named after it or beside it). */
   get leaseTableName(): string {
     return this.database.tableName;

@@ -52,6 +52,13 @@ export interface JobSchedulerRuntimeOptions {
   requireSynchronousReplication?: boolean;
   /** prom-client metrics and OpenTelemetry spans of lease operations (each on when installed). */
   telemetry?: LeaseTelemetryOptions;
+  /**
+   * acquireMany `{ announce: true }` (the scheduler's claims ahead) announces the runs won with
+   * NOTIFY and listens for the others' on one more connection per instance (LISTEN), so that an
+   * instance does not claim a run another already won. Default: on, off with preparedStatements:
+   * false (PgBouncer in transaction pooling passes no notifications). Off: every claim is sent.
+   */
+  announceClaims?: boolean;
 }
 
 /** Options fixed when the module is declared (they shape the module graph). */
@@ -91,8 +98,8 @@ export const checkStatementTimeoutMs = (value: unknown): number => {
   return value as number;
 };
 
-export const checkBoolean = (field: 'requireSynchronousReplication', value: unknown): boolean => {
-  if (value === undefined) return false;
+export const checkBoolean = (field: 'requireSynchronousReplication' | 'announceClaims', value: unknown, byDefault = false): boolean => {
+  if (value === undefined) return byDefault;
   if (typeof value !== 'boolean') throw moduleErrors.boolean(field, value);
   return value;
 };

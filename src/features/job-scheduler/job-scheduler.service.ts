@@ -37,6 +37,7 @@ import {
   acquireBatch,
   acquiredResult,
   acquireGrouped,
+  acquireUnheard,
   acquireOutcome,
   type BatchAcquireContext,
   isSerializationFailure,
@@ -45,9 +46,18 @@ import {
   resolveManyAcquireRequests,
 } from './lease-batch-acquire';
 import { ownValue } from './job-identity';
-import { checkClaimAgain, checkFinalizeAgain, checkJobLease, checkStatementTimeout, resolveAcquireRequest, serializeJobData } from './lease-arguments';
+import {
+  checkClaimAgain,
+  checkClaimAnnounce,
+  checkFinalizeAgain,
+  checkJobLease,
+  checkStatementTimeout,
+  resolveAcquireRequest,
+  serializeJobData,
+} from './lease-arguments';
 import { monotonicNow } from './run/lease-deadline';
 import type { JobSchedulerDatabase } from './lease-database';
+import { announcementChannel, ClaimAnnouncements } from './claim-announcements';
 import type { HoldStatements } from './run/lease-hold';
 import { LeaseRuns } from './run/lease-runs';
 import { type TakeOverBatch, type TakeOverKey, takeOverBatchOf, takeOverParameters } from './lease-take-over';
@@ -80,6 +90,8 @@ export class JobSchedulerService implements OnModuleInit, OnApplicationBootstrap
   /** The last replication reading (monotonic instant) and whether its risk was logged. */
   private replication: { status: JobLeaseReplicationStatus; readAt: number } | undefined;
   private replicationWarned = false;
+  /** The runs other instances announced they won (acquireMany `{ announce }`); undefined with announceClaims off. */
+  private readonly announcements: ClaimAnnouncements | undefined;
 
   constructor(
     /** A DataSource (what the module injects), a 1.x-style Repository<JobScheduler>, or { pool }. */
@@ -108,6 +120,10 @@ export class JobSchedulerService implements OnModuleInit, OnApplicationBootstrap
     });
     this.telemetry = createLeaseTelemetry(options.telemetry);
     this.statements = this.executor.statements;
+    if (checkBoolean('announceClaims', options.announceClaims, options.preparedStatements !== false)) {
+      const executor = this.executor;
+      this.announcements = new ClaimAnnouncements(() => executor.currentPool, announcementChannel(executor.tableNamed(executor.leaseTableName)), this.logger);
+    }
     this.runs = new LeaseRuns(
       {
         acquire: (acquireOptions) => this.acquire(acquireOptions),
@@ -179,8 +195,8 @@ export class JobSchedulerService implements OnModuleInit, OnApplicationBootstrap
     return acquireBatch(requests, this.batchContext());
   }
 
-  private batchContext(): BatchAcquireContext {
-    return { ownerId: this.nodeId, statements: this.statements, telemetry: this.telemetry, execute: (statement) => this.execute(statement) };
+  private batchContext(announceOn: string | null = null): BatchAcquireContext {
+    return { ownerId: this.nodeId, statements: this.statements, telemetry: this.telemetry, execute: (statement) => this.execute(statement), announceOn };
   }
 
   /**
@@ -198,9 +214,12 @@ export class JobSchedulerService implements OnModuleInit, OnApplicationBootstrap
   async acquireMany(runs: readonly JobAcquireManyRun[], options?: JobAcquireManyOptions): Promise<JobAcquireResult[]> {
     const requests = resolveManyAcquireRequests(runs, this.timingDefaults);
     const again = checkClaimAgain(options);
+    const announcements = checkClaimAnnounce(options) ? this.announcements : undefined;
     if (requests.length === 0) return [];
     await this.checkReplicationBeforeGranting();
-    return acquireGrouped(requests, this.batchContext(), again);
+    if (!announcements) return acquireGrouped(requests, this.batchContext(), again);
+    announcements.start();
+    return acquireUnheard(requests, announcements, this.batchContext(announcements.channel), again);
   }
 
   /**
@@ -504,8 +523,9 @@ export class JobSchedulerService implements OnModuleInit, OnApplicationBootstrap
    * On application shutdown: aborts every running callback's signal, waits up to the grace for
    * them to settle, then releases the leases still held (fenced: another node's lease is safe).
    */
-  beforeApplicationShutdown(): Promise<void> {
-    return this.runs.shutdown();
+  async beforeApplicationShutdown(): Promise<void> {
+    await this.runs.shutdown();
+    await this.announcements?.close();
   }
 
   /** The fenced statements a hold of `lease` sends, through this service's executor and telemetry. */

@@ -134,6 +134,8 @@ export interface AcquireBatchParameters {
   ownerTokens: Array<string | null> | null;
   /** A retry of a claim whose answer was lost: a run RUNNING under the token named is returned as won. */
   again: boolean;
+  /** The channel the runs won are announced on (NOTIFY, see claim-announcements.ts), or null: not announced. */
+  announceOn: string | null;
 }
 
 /**
@@ -181,6 +183,12 @@ export const expiryTexts = (build: (listed: (alias: string) => string) => string
   ),
   withoutExpiryTable: build(() => ''),
 });
+
+/**
+ * Lock keys per NOTIFY payload of an announced claim: a lock key is 46 characters (`v2:` and a
+ * SHA-256 in base64url), so 150 and their separators take 7,050 of the 8,000 bytes a payload may hold.
+ */
+export const ANNOUNCED_KEYS_PER_NOTIFY = 150;
 
 export const quoteIdentifier = (identifier: string): string => `"${identifier.replace(/"/g, '""')}"`;
 
@@ -365,7 +373,11 @@ WHERE t."lockKey" = $1 AND NOT EXISTS (SELECT 1 FROM inserted) AND NOT EXISTS (S
   //   with: a cost only retries pay.)
   // A reclaim by the lost claim still in flight when the retry runs is not seen (its row is
   // locked and skipped): the key is lost, and the take-over scan runs it once its lease runs out.
-  const acquireBatchText = (again: boolean): string => {
+  // Announced (`announceOn`): the lock keys won are sent with NOTIFY on channel $10, at most
+  // ANNOUNCED_KEYS_PER_NOTIFY to a payload (a payload stays under PostgreSQL's 8,000 bytes), delivered
+  // to the listeners when the statement commits: never for a claim rolled back. A scalar subquery
+  // over the CTE makes it run (a CTE nothing reads is not run); NOTIFY writes no WAL.
+  const acquireBatchText = (again: boolean, announce: boolean): string => {
     const mine = `
 mine AS (
   UPDATE ${table} AS t SET "modifiedAt" = CURRENT_TIMESTAMP
@@ -418,12 +430,22 @@ reclaimed AS (
   WHERE t."id" = r."id"
   RETURNING t."lockKey", t."id", t."ownerToken"::text AS "ownerToken", t."fencingToken"::text AS "fencingToken", t."attempts", true AS "reclaimed"
 ),
-won AS (SELECT * FROM inserted UNION ALL SELECT * FROM reclaimed${again ? ' UNION ALL SELECT * FROM mine' : ''})
+won AS (SELECT * FROM inserted UNION ALL SELECT * FROM reclaimed${again ? ' UNION ALL SELECT * FROM mine' : ''})${announce ? announced : ''}
 SELECT c."lockKey", w."id", w."ownerToken", w."fencingToken", w."attempts", w."reclaimed",
-  CASE WHEN w."id" IS NULL THEN (SELECT s."status"::text FROM ${table} AS s WHERE s."lockKey" = c."lockKey") END AS "status"
+  CASE WHEN w."id" IS NULL THEN (SELECT s."status"::text FROM ${table} AS s WHERE s."lockKey" = c."lockKey") END AS "status"${
+    announce ? `,\n  (SELECT count(*) FROM announced) AS "announced"` : ''
+  }
 FROM candidate AS c LEFT JOIN won AS w ON w."lockKey" = c."lockKey"`.trim();
   };
-  const acquireBatchTexts = [acquireBatchText(false), acquireBatchText(true)] as const;
+  const announced = `,
+announced AS (
+  SELECT pg_notify($10, string_agg(a."lockKey", ' ')) FROM (SELECT "lockKey", (row_number() OVER ()) / ${ANNOUNCED_KEYS_PER_NOTIFY} AS part FROM won) AS a
+  GROUP BY a.part
+)`;
+  const acquireBatchTexts = [
+    [acquireBatchText(false, false), acquireBatchText(false, true)],
+    [acquireBatchText(true, false), acquireBatchText(true, true)],
+  ] as const;
 
   const heartbeatText = `
 UPDATE ${table} SET "modifiedAt" = CURRENT_TIMESTAMP
@@ -658,8 +680,19 @@ RETURNING "id"`.trim();
       ...(acquireViaFunction === undefined ? {} : { viaFunction: acquireViaFunction }),
     }),
     acquireBatch: (p) => ({
-      text: acquireBatchTexts[p.again ? 1 : 0],
-      values: [p.lockKeys, p.runKeys, p.codes, p.names, p.leaseMs, p.type, p.ownerId, p.reclaimFailed, p.ownerTokens],
+      text: acquireBatchTexts[p.again ? 1 : 0][p.announceOn === null ? 0 : 1],
+      values: [
+        p.lockKeys,
+        p.runKeys,
+        p.codes,
+        p.names,
+        p.leaseMs,
+        p.type,
+        p.ownerId,
+        p.reclaimFailed,
+        p.ownerTokens,
+        ...(p.announceOn === null ? [] : [p.announceOn]),
+      ],
       operation: 'acquire',
       ...(p.ownerTokens ? { secret: p.ownerTokens } : {}),
     }),

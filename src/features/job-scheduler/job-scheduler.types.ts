@@ -48,6 +48,15 @@ export interface JobAcquireManyOptions {
    * acquired again (same id, fencing token and attempt, its lease renewed) instead of lost.
    */
   again?: boolean;
+  /**
+   * Announce the runs this call wins to the other instances on the same table (NOTIFY when the
+   * statement commits), and skip the runs another instance announced it won within the last half
+   * of their lease: those come back not acquired without a statement, as they would have lost to
+   * that row. What instances claiming the same runs one after the other use to send one claim
+   * instead of one each. Not with `again` or `reclaimFailed` (those runs are always sent). Listens
+   * on a connection of its own (see the option `announceClaims`).
+   */
+  announce?: boolean;
 }
 
 /** The fencing capability: whoever holds both may heartbeat and finalize the run. */

@@ -95,6 +95,13 @@ export const resolveClaimRequest = (options: unknown, defaults: ResolvedTimingDe
 /** The optional `{ again }` of acquireMany: a boolean when given. */
 export const checkClaimAgain = (options: unknown): boolean => checkAgain(options, leaseErrors.claimAgain);
 
+/** The optional `{ announce }` of acquireMany (checked after checkClaimAgain): a boolean when given. */
+export const checkClaimAnnounce = (options: unknown): boolean => {
+  const value = options === undefined ? undefined : ownValue(options as object, 'announce');
+  if (value !== undefined && typeof value !== 'boolean') throw leaseErrors.claimAnnounce(value);
+  return value === true;
+};
+
 /**
  * Everything an acquire needs, validated in order (identity first, then timing), before any SQL.
  * Throws InvalidJobIdentityOptionsError or InvalidJobLeaseOptionsError.

@@ -62,6 +62,8 @@ export interface BatchAcquireContext {
   statements: LeaseStatements;
   telemetry: LeaseTelemetry;
   execute(statement: SqlStatement): Promise<AcquireBatchRow[]>;
+  /** The channel the runs won are announced on (see claim-announcements.ts), or null. */
+  announceOn: string | null;
 }
 
 /** The outcome label of one run: acquired | reclaimed | held (RUNNING, or a concurrent insert) | success-locked | fail-locked. */
@@ -102,6 +104,7 @@ export const acquireBatch = async (requests: readonly AcquireRequest[], context:
     // null, not an array of nulls, when the database draws every token (unnest pads it).
     ownerTokens: requests.some((request) => request.ownerToken !== undefined) ? requests.map((request) => request.ownerToken ?? null) : null,
     again,
+    announceOn: context.announceOn,
   });
   // Every lease of the batch runs from its row's modifiedAt, stamped no earlier than this send.
   const sentAt = monotonicNow();
@@ -151,6 +154,41 @@ export const acquireGrouped = async (requests: readonly AcquireRequest[], contex
     );
     indexes.forEach((index, position) => (results[index] = claimed[position]));
   }
+  return results;
+};
+
+/** What acquireUnheard asks of the announcements heard. */
+export interface HeardClaims {
+  heardWithin(lockKey: string, withinMs: number): boolean;
+}
+
+/**
+ * acquireGrouped, announced, without the runs another instance announced it won within the last
+ * half of their lease: those are not acquired, without a statement (a claim would lose to that
+ * row, still RUNNING by then: its lease runs from its claim). A retry (`again`) and a claim over
+ * a FAIL row (`reclaimFailed`) are always sent: this instance's own rows may be what was heard.
+ */
+export const acquireUnheard = async (
+  requests: readonly AcquireRequest[],
+  heard: HeardClaims,
+  context: BatchAcquireContext,
+  again = false,
+): Promise<JobAcquireResult[]> => {
+  const results = new Array<JobAcquireResult>(requests.length);
+  const sent: AcquireRequest[] = [];
+  const sentAt: number[] = [];
+  requests.forEach((request, index) => {
+    if (!again && !request.reclaimFailed && heard.heardWithin(request.identity.lockKey, request.leaseMs / 2)) {
+      context.telemetry.count('acquire', 'heard');
+      results[index] = NOT_ACQUIRED;
+    } else {
+      sent.push(request);
+      sentAt.push(index);
+    }
+  });
+  if (sent.length === 0) return results;
+  const claimed = await acquireGrouped(sent, context, again);
+  sentAt.forEach((index, position) => (results[index] = claimed[position]));
   return results;
 };
 

@@ -1,5 +1,5 @@
 import { JobLeaseDatabaseError } from '../../job-scheduler/job-scheduler.errors';
-import type { JobAcquireManyRun, JobAcquireResult } from '../../job-scheduler/job-scheduler.types';
+import type { JobAcquireManyOptions, JobAcquireManyRun, JobAcquireResult } from '../../job-scheduler/job-scheduler.types';
 import { fromRandomOffset, shuffled } from './random-walk';
 import type { SchedulerLease } from '../scheduler-ports';
 
@@ -73,7 +73,18 @@ export class ClaimBatcher {
     private readonly wait: (ms: number) => Promise<void> = async () => undefined,
     /** The clock `wait` measures on (ms). */
     private readonly now: () => number = () => performance.now(),
+    /**
+     * Claims announced (acquireMany `{ announce }`): claims ahead, sent by instances one after the
+     * other, so that those after the winner do not send theirs.
+     */
+    private readonly announce = false,
   ) {}
+
+  /** acquireMany's options for claims sent again or not. */
+  private optionsFor(again: boolean): JobAcquireManyOptions | undefined {
+    if (again) return { again: true };
+    return this.announce ? { announce: true } : undefined;
+  }
 
   /** `again`: a retry of a claim whose answer was lost, under the owner token it named (see acquireMany). */
   acquire(options: JobAcquireManyRun, again = false): Promise<JobAcquireResult> {
@@ -118,7 +129,7 @@ export class ClaimBatcher {
     try {
       results = await this.lease.acquireMany(
         batch.map((claim) => claim.options),
-        batch[0].again ? { again: true } : undefined,
+        this.optionsFor(batch[0].again),
       );
     } catch (error) {
       if (error instanceof JobLeaseDatabaseError) {
@@ -133,8 +144,8 @@ export class ClaimBatcher {
 
   /** One run in a statement of its own. */
   private async alone({ options, again }: PendingClaim): Promise<JobAcquireResult> {
-    if (!again && options.ownerToken === undefined) return this.lease.acquire(options);
-    const [result] = await this.lease.acquireMany([options], again ? { again: true } : undefined);
+    if (!again && options.ownerToken === undefined && !this.announce) return this.lease.acquire(options);
+    const [result] = await this.lease.acquireMany([options], this.optionsFor(again));
     return result;
   }
 }
@@ -153,7 +164,7 @@ export const withClaimBatching = (
   // same senders, so that together they leave the pool connections for heartbeats and completes.
   const atTheInstant = new ClaimBatcher(batched, random);
   // Claims ahead of the instant go through a batcher of their own, spread (see claimsAhead).
-  const spread = ahead && new ClaimBatcher(batched, random, ahead.shape, ahead.wait, ahead.now);
+  const spread = ahead && new ClaimBatcher(batched, random, ahead.shape, ahead.wait, ahead.now, true);
   return {
     ...port,
     acquire: (options) => atTheInstant.acquire(options),

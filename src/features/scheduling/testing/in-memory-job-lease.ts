@@ -10,7 +10,14 @@ import type {
   JobLease,
 } from '../../job-scheduler/job-scheduler.types';
 import { resolveBatchAcquireRequests, resolveManyAcquireRequests } from '../../job-scheduler/lease-batch-acquire';
-import { type AcquireRequest, checkClaimAgain, checkJobLease, resolveAcquireRequest, serializeJobData } from '../../job-scheduler/lease-arguments';
+import {
+  type AcquireRequest,
+  checkClaimAgain,
+  checkClaimAnnounce,
+  checkJobLease,
+  resolveAcquireRequest,
+  serializeJobData,
+} from '../../job-scheduler/lease-arguments';
 import { provenUntil } from '../../job-scheduler/run/lease-deadline';
 import { defaultHeartbeatMs, resolveTimingDefaults } from '../../job-scheduler/lease-timing';
 import { dueInstantOf, occurrenceOfRunKey } from '../occurrence/occurrence-keys';
@@ -58,6 +65,8 @@ export class InMemoryJobLease implements SchedulerLease, SchedulerHistory, Aband
   async acquireMany(runs: readonly JobAcquireManyRun[], options?: JobAcquireManyOptions): Promise<JobAcquireResult[]> {
     const requests = resolveManyAcquireRequests(runs, this.timing);
     const again = checkClaimAgain(options);
+    // Validated as the PostgreSQL lease's; one process has nothing to announce to.
+    checkClaimAnnounce(options);
     return requests.map((request) => this.take(request, again));
   }
 
