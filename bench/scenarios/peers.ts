@@ -1,7 +1,7 @@
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { createTestDatabase, type TestDatabase } from '../../test/support/test-database';
-import { createBenchDatabase } from '../support/bench-database';
+import { checkpoint, createBenchDatabase, holdTimedCheckpoints } from '../support/bench-database';
 import type { CleanupStack } from '../support/cleanup';
 import { formatNumber } from '../support/format';
 import { describeMachine } from '../support/machine';
@@ -81,6 +81,10 @@ export const peers: Scenario = {
     const startedAt = new Date();
     const probe = await createBenchDatabase(cleanup);
     const wal = await openWalByDatabase(probe, cleanup);
+    // No timed checkpoint inside a window: each phase checkpoints after its boot, so the warm-up
+    // minute pays the full-page images of every page a peer touches, and no measured window does.
+    const checkpointsHeld = await holdTimedCheckpoints(probe, cleanup);
+    if (!checkpointsHeld) log('peers: the server refused ALTER SYSTEM: a timed checkpoint may fall inside a window');
     const [{ version }] = await probe.sql<{ version: string }>("SELECT current_setting('server_version') AS version");
 
     const singleTitle = (nodes: number) => `one job, ${nodes} nodes`;
@@ -119,6 +123,7 @@ export const peers: Scenario = {
     await Promise.all(
       processes.flatMap((item) => [item.early, item.many].map(async (worker) => bootMs.set(worker.label, (await worker.next('booted')).bootMs))),
     );
+    await checkpoint(probe);
     const first = firstMeasuredMinute();
     const lateInstants = sizes.late.map((_, index) => first + (index + 1) * MINUTE_MS);
     for (const peer of PEER_SCHEDULERS) {
@@ -157,6 +162,7 @@ export const peers: Scenario = {
       log('peers: booting the many-nodes cases');
       for (const item of processes) item.separate?.send({ kind: 'boot' });
       await Promise.all(processes.map(async (item) => item.separate && bootMs.set(item.separate.label, (await item.separate.next('booted')).bootMs)));
+      await checkpoint(probe);
       const instant = firstMeasuredMinute();
       log(`peers: measuring ${new Date(instant).toISOString()}`);
       for (const cases of separate.values()) for (const item of cases) item.instant = instant;
@@ -231,7 +237,7 @@ export const peers: Scenario = {
     addFigures(sheet, results, [...idle.values()]);
     addVerdicts(sheet, results);
     sheet.note(
-      `Each peer runs in processes of its own (one per phase), its nodes inside as independent pools; each peer and case in a database of its own on the same server, all peers side by side at the same due minutes. Statements are counted at the driver (pg Client.query, by database); WAL bytes and xids are the server's WAL records between the window's positions, split by database with pg_walinspect; the full-page images in them (a page's first change after a checkpoint, written whole) are shown apart, since a checkpoint in a window charges every peer for the pages it touches then. A window is the due minute from ${WINDOW.beforeMs / 1000} s before the instant to ${WINDOW.afterMs / 1000} s after it, so it includes each peer's polling; the first due minute after boot is not measured (a table's first row pays for new index roots); "above idle" subtracts the idle case's rate for as many nodes (n/a where the window cost less than that: the peer's idle work is bursty). CPU is the worker process's (user + system) in the window. One measured minute per case: a single-job case has one start delay per peer. The machine is shared: latency and CPU figures are noisy.`,
+      `Each peer runs in processes of its own (one per phase), its nodes inside as independent pools; each peer and case in a database of its own on the same server, all peers side by side at the same due minutes. Statements are counted at the driver (pg Client.query, by database); WAL bytes and xids are the server's WAL records between the window's positions, split by database with pg_walinspect; the full-page images in them (a page's first change after a checkpoint, written whole) are shown apart, since a checkpoint in a window charges every peer for the pages it touches then: timed checkpoints are held off for the scenario (checkpoint_timeout 1 h) and each phase checkpoints after its boot, so the unmeasured warm-up minute pays them${checkpointsHeld ? '' : ' (not on this server: it refused ALTER SYSTEM)'}. A window is the due minute from ${WINDOW.beforeMs / 1000} s before the instant to ${WINDOW.afterMs / 1000} s after it, so it includes each peer's polling; the first due minute after boot is not measured (a table's first row pays for new index roots); "above idle" subtracts the idle case's rate for as many nodes (n/a where the window cost less than that: the peer's idle work is bursty). CPU is the worker process's (user + system) in the window. One measured minute per case: a single-job case has one start delay per peer. The machine is shared: latency and CPU figures are noisy.`,
     );
 
     const report: PeersReport = {

@@ -37,6 +37,27 @@ export const checkpoint = async (database: TestDatabase): Promise<void> => {
   }
 };
 
+/**
+ * Holds timed checkpoints off until the scenario ends (checkpoint_timeout 1 h, set back at
+ * cleanup): a scenario that compares WAL between windows then decides where checkpoints fall
+ * (see `checkpoint`), not the server's 5-minute timer. False where the server refuses ALTER SYSTEM
+ * (a DATABASE_URL without superuser): timed checkpoints then come as configured.
+ */
+export const holdTimedCheckpoints = async (database: TestDatabase, cleanup: CleanupStack): Promise<boolean> => {
+  try {
+    await database.sql(`ALTER SYSTEM SET checkpoint_timeout = '1h'`);
+  } catch (error) {
+    if ((error as { code?: unknown }).code !== '42501') throw error;
+    return false;
+  }
+  await database.sql('SELECT pg_reload_conf()');
+  cleanup.add(database, async () => {
+    await database.sql('ALTER SYSTEM RESET checkpoint_timeout');
+    await database.sql('SELECT pg_reload_conf()');
+  });
+  return true;
+};
+
 /** Reads the server's WAL insert position (cluster-wide), as a byte count. */
 export type WalProbe = () => Promise<bigint>;
 

@@ -67,6 +67,18 @@ describe('lease SQL', () => {
     expect(batch.text).not.toMatch(/DO UPDATE/);
   });
 
+  it('claims a batch announced: the lock keys won, and only those, go to NOTIFY on the channel named ($10)', () => {
+    const announced = batchOf(null, false, 'job_claims_x');
+    expect(announced.values).toEqual([...batchOf(null).values, 'job_claims_x']);
+    expect(announced.text).toMatch(
+      /pg_notify\(\$10, string_agg\(a\."lockKey", ' '\)\) FROM \(SELECT "lockKey", \(row_number\(\) OVER \(\)\) \/ 150 AS part FROM won\)/,
+    );
+    // Read by the final SELECT, so that the CTE runs.
+    expect(announced.text).toMatch(/\(SELECT count\(\*\) FROM announced\) AS "announced"/);
+    expect(batchOf(null).text).not.toMatch(/pg_notify/);
+    expect(batchOf(null, true, 'job_claims_x').text).toMatch(/mine AS[^]*pg_notify/);
+  });
+
   it('claims a batch under the owner tokens the caller drew, redacted as secrets', () => {
     const tokens = ['6f1c0d3e-8a51-4a39-9f5e-2b7c1d0e4a11', null];
     const batch = batchOf(tokens);
