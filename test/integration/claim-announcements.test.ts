@@ -1,7 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import { Client } from 'pg';
+import { Client, Pool } from 'pg';
 import { InvalidJobLeaseOptionsError, type JobAcquireManyRun, JobSchedulerService, JobSchedulerType } from '../../src/features';
-import { announcementChannel } from '../../src/features/job-scheduler/claim-announcements';
 import { buildLockKey } from '../../src/features/job-scheduler/job-identity';
 import { sleep } from '../support/lease-nodes';
 import { StatementCounter } from '../support/statement-counter';
@@ -104,7 +103,8 @@ describe('acquireMany { announce: true }', () => {
     await listener.connect();
     const payloads: string[] = [];
     listener.on('notification', ({ payload }) => payloads.push(payload ?? ''));
-    await listener.query(`LISTEN "${announcementChannel('"job-scheduler"')}"`);
+    const [{ channel }] = (await listener.query<{ channel: string }>(`SELECT 'job_claims_' || '"job-scheduler"'::regclass::oid AS channel`)).rows;
+    await listener.query(`LISTEN "${channel}"`);
     try {
       const runs = runsOf('announce.payload', 3);
       await a.service.acquireMany(runs, { announce: true });
@@ -226,6 +226,38 @@ describe('acquireMany { announce: true }', () => {
       await proxy.close();
     }
   }, 60_000);
+
+  it('never skips a run on its table because a table of the same name elsewhere (another schema on the search_path) announced it', async () => {
+    // A second lease table in schema "other", found through the search_path as an application
+    // whose role defaults to that schema finds it: the statements name both tables "job-scheduler".
+    await database.sql(`CREATE SCHEMA IF NOT EXISTS other`);
+    await database.sql(
+      `CREATE TABLE IF NOT EXISTS other."job-scheduler" (LIKE public."job-scheduler" INCLUDING DEFAULTS INCLUDING CONSTRAINTS INCLUDING INDEXES)`,
+    );
+    await database.sql(`CREATE SEQUENCE IF NOT EXISTS other."job-scheduler_fencingToken_seq"`);
+    const pool = new Pool({ connectionString: database.url, max: 2, options: '-c search_path=other' });
+    try {
+      const a = await node('a');
+      const elsewhere = new JobSchedulerService({ pool }, { nodeId: 'elsewhere' });
+      services.push(elsewhere);
+      await listening(a.service, 1);
+      await listening(elsewhere, 2);
+      const runs = runsOf('announce.same-name', 20);
+      expect((await a.service.acquireMany(runs, { announce: true })).every((result) => result.acquired)).toBe(true);
+      // Time for a notification to arrive, were it on the same channel.
+      await sleep(500);
+      const there = await elsewhere.acquireMany(
+        runs.map((run) => ({ ...run, ownerToken: randomUUID() })),
+        { announce: true },
+      );
+      expect(there.every((result) => result.acquired)).toBe(true);
+      const [{ count }] = await database.sql<{ count: string }>(`SELECT count(*) FROM other."job-scheduler" WHERE code = 'announce.same-name'`);
+      expect(Number(count)).toBe(20);
+    } finally {
+      await Promise.all(services.splice(0).map((service) => service.beforeApplicationShutdown()));
+      await pool.end();
+    }
+  }, 30_000);
 
   it('is off with announceClaims: false and behind a pooler (preparedStatements: false): no listener, every claim sent', async () => {
     const before = await listeners();

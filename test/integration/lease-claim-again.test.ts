@@ -164,7 +164,7 @@ describe('acquireMany again: a claim whose answer was lost', () => {
         reclaimFailed: true,
         ownerTokens: [ownerToken],
         again: false,
-        announceOn: null,
+        announce: false,
       });
     for (const end of ['COMMIT', 'ROLLBACK'] as const) {
       const code = `again.uncommitted-${end.toLowerCase()}`;

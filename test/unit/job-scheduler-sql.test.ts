@@ -1,4 +1,4 @@
-import { qualifiedTableName } from '../../src/features/job-scheduler/job-scheduler.sql';
+import { announcementChannelOf, qualifiedTableName } from '../../src/features/job-scheduler/job-scheduler.sql';
 import { createJobSchedulerStatements } from '../../src/features/job-scheduler/job-scheduler.statements';
 
 describe('lease SQL', () => {
@@ -40,7 +40,7 @@ describe('lease SQL', () => {
     expect(acquire.text).toMatch(/COALESCE\(t\."leaseMs", \$7\)/);
   });
 
-  const batchOf = (ownerTokens: Array<string | null> | null, again = false, announceOn: string | null = null) =>
+  const batchOf = (ownerTokens: Array<string | null> | null, again = false, announce = false) =>
     statements.acquireBatch({
       lockKeys: ['v2:a', 'v2:b'],
       runKeys: ['a', 'b'],
@@ -52,7 +52,7 @@ describe('lease SQL', () => {
       reclaimFailed: false,
       ownerTokens,
       again,
-      announceOn,
+      announce,
     });
 
   it('claims a batch with one statement whose winners get owner tokens drawn by the database, none sent', () => {
@@ -67,16 +67,18 @@ describe('lease SQL', () => {
     expect(batch.text).not.toMatch(/DO UPDATE/);
   });
 
-  it('claims a batch announced: the lock keys won, and only those, go to NOTIFY on the channel named ($10)', () => {
-    const announced = batchOf(null, false, 'job_claims_x');
-    expect(announced.values).toEqual([...batchOf(null).values, 'job_claims_x']);
-    expect(announced.text).toMatch(
-      /pg_notify\(\$10, string_agg\(a\."lockKey", ' '\)\) FROM \(SELECT "lockKey", \(row_number\(\) OVER \(\)\) \/ 150 AS part FROM won\)/,
+  it("claims a batch announced: the lock keys won, and only those, go to NOTIFY on the channel of the table's oid", () => {
+    const announced = batchOf(null, false, true);
+    expect(announced.values).toEqual(batchOf(null).values);
+    expect(announced.text).toContain(
+      `pg_notify('job_claims_' || ('"job-scheduler"'::regclass::oid)::text, string_agg(a."lockKey", ' ')) FROM (SELECT "lockKey", (row_number() OVER ()) / 150 AS part FROM won)`,
     );
     // Read by the final SELECT, so that the CTE runs.
     expect(announced.text).toMatch(/\(SELECT count\(\*\) FROM announced\) AS "announced"/);
     expect(batchOf(null).text).not.toMatch(/pg_notify/);
-    expect(batchOf(null, true, 'job_claims_x').text).toMatch(/mine AS[^]*pg_notify/);
+    expect(batchOf(null, true, true).text).toMatch(/mine AS[^]*pg_notify/);
+    // A table name with a quote stays one literal.
+    expect(announcementChannelOf(`"it's"."job-scheduler"`)).toBe(`'job_claims_' || ('"it''s"."job-scheduler"'::regclass::oid)::text`);
   });
 
   it('claims a batch under the owner tokens the caller drew, redacted as secrets', () => {

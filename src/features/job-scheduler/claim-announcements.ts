@@ -1,10 +1,6 @@
-import { createHash } from 'node:crypto';
 import { Client, type Pool } from 'pg';
-import { quoteIdentifier } from './job-scheduler.sql';
+import { announcementChannelOf, quoteIdentifier } from './job-scheduler.sql';
 import { monotonicNow } from './run/lease-deadline';
-
-/** The channel the runs won on this table are announced on: one per table, named after it (63 bytes at most). */
-export const announcementChannel = (qualifiedTable: string): string => `job_claims_${createHash('sha256').update(qualifiedTable).digest('hex').slice(0, 20)}`;
 
 /** A lock key heard won is forgotten this long after (ms): far longer than any claim ahead waits (60 s). */
 export const HEARD_FOR_MS = 120_000;
@@ -36,10 +32,13 @@ export class ClaimAnnouncements {
   private reconnectMs = 1_000;
   private reconnectTimer: NodeJS.Timeout | undefined;
   private lostLogged = false;
+  /** The table's channel, resolved on the listening connection (see announcementChannelOf). */
+  private channel: string | undefined;
 
   constructor(
     private readonly pool: () => Pool | undefined,
-    readonly channel: string,
+    /** The lease table, as the statements name it (qualified, or resolved through search_path). */
+    private readonly table: string,
     private readonly logger: AnnouncementLogger,
     private readonly now: () => number = monotonicNow,
   ) {}
@@ -75,8 +74,8 @@ export class ClaimAnnouncements {
   private async connect(): Promise<void> {
     const pool = this.pool();
     if (!pool) return this.retry(new Error('the pool is not initialized'));
-    // The pool's own settings (host, credentials, TLS): one more connection, held while listening.
-    const client = new Client({ ...pool.options, keepAlive: true });
+    // The pool's own settings (host, credentials, TLS, search_path): one more connection, held while listening.
+    const client = new Client({ connectionTimeoutMillis: 10_000, ...pool.options, keepAlive: true });
     this.client = client;
     client.on('error', (error) => this.lose(client, error));
     client.on('end', () => this.lose(client, new Error('the connection ended')));
@@ -85,7 +84,9 @@ export class ClaimAnnouncements {
     });
     try {
       await client.connect();
-      await client.query(`LISTEN ${quoteIdentifier(this.channel)}`);
+      const [{ channel }] = (await client.query<{ channel: string }>(`SELECT ${announcementChannelOf(this.table)} AS channel`)).rows;
+      this.channel = channel;
+      await client.query(`LISTEN ${quoteIdentifier(channel)}`);
     } catch (error) {
       return this.lose(client, error);
     }

@@ -57,7 +57,7 @@ import {
 } from './lease-arguments';
 import { monotonicNow } from './run/lease-deadline';
 import type { JobSchedulerDatabase } from './lease-database';
-import { announcementChannel, ClaimAnnouncements } from './claim-announcements';
+import { ClaimAnnouncements } from './claim-announcements';
 import type { HoldStatements } from './run/lease-hold';
 import { LeaseRuns } from './run/lease-runs';
 import { type TakeOverBatch, type TakeOverKey, takeOverBatchOf, takeOverParameters } from './lease-take-over';
@@ -122,7 +122,7 @@ export class JobSchedulerService implements OnModuleInit, OnApplicationBootstrap
     this.statements = this.executor.statements;
     if (checkBoolean('announceClaims', options.announceClaims, options.preparedStatements !== false)) {
       const executor = this.executor;
-      this.announcements = new ClaimAnnouncements(() => executor.currentPool, announcementChannel(executor.tableNamed(executor.leaseTableName)), this.logger);
+      this.announcements = new ClaimAnnouncements(() => executor.currentPool, executor.tableNamed(executor.leaseTableName), this.logger);
     }
     this.runs = new LeaseRuns(
       {
@@ -195,8 +195,8 @@ export class JobSchedulerService implements OnModuleInit, OnApplicationBootstrap
     return acquireBatch(requests, this.batchContext());
   }
 
-  private batchContext(announceOn: string | null = null): BatchAcquireContext {
-    return { ownerId: this.nodeId, statements: this.statements, telemetry: this.telemetry, execute: (statement) => this.execute(statement), announceOn };
+  private batchContext(announce = false): BatchAcquireContext {
+    return { ownerId: this.nodeId, statements: this.statements, telemetry: this.telemetry, execute: (statement) => this.execute(statement), announce };
   }
 
   /**
@@ -219,7 +219,7 @@ export class JobSchedulerService implements OnModuleInit, OnApplicationBootstrap
     await this.checkReplicationBeforeGranting();
     if (!announcements) return acquireGrouped(requests, this.batchContext(), again);
     announcements.start();
-    return acquireUnheard(requests, announcements, this.batchContext(announcements.channel), again);
+    return acquireUnheard(requests, announcements, this.batchContext(true), again);
   }
 
   /**

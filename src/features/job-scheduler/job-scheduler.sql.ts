@@ -134,8 +134,8 @@ export interface AcquireBatchParameters {
   ownerTokens: Array<string | null> | null;
   /** A retry of a claim whose answer was lost: a run RUNNING under the token named is returned as won. */
   again: boolean;
-  /** The channel the runs won are announced on (NOTIFY, see claim-announcements.ts), or null: not announced. */
-  announceOn: string | null;
+  /** The runs won are announced (NOTIFY on the table's channel, see claim-announcements.ts). */
+  announce: boolean;
 }
 
 /**
@@ -189,6 +189,14 @@ export const expiryTexts = (build: (listed: (alias: string) => string) => string
  * SHA-256 in base64url), so 150 and their separators take 7,050 of the 8,000 bytes a payload may hold.
  */
 export const ANNOUNCED_KEYS_PER_NOTIFY = 150;
+
+/**
+ * The SQL expression naming the channel a lease table's claims are announced on: `job_claims_`
+ * and the table's oid, as `table` (a qualified or search_path-relative name) resolves where the
+ * expression runs. Two tables named alike in different schemas, or on different search paths,
+ * never share a channel: a run announced on one table must never be skipped on another.
+ */
+export const announcementChannelOf = (table: string): string => `'job_claims_' || ('${table.replace(/'/g, "''")}'::regclass::oid)::text`;
 
 export const quoteIdentifier = (identifier: string): string => `"${identifier.replace(/"/g, '""')}"`;
 
@@ -373,7 +381,8 @@ WHERE t."lockKey" = $1 AND NOT EXISTS (SELECT 1 FROM inserted) AND NOT EXISTS (S
   //   with: a cost only retries pay.)
   // A reclaim by the lost claim still in flight when the retry runs is not seen (its row is
   // locked and skipped): the key is lost, and the take-over scan runs it once its lease runs out.
-  // Announced (`announceOn`): the lock keys won are sent with NOTIFY on channel $10, at most
+  // Announced: the lock keys won are sent with NOTIFY on the table's channel (named after its oid,
+  // resolved as the statement resolves the table: see announcementChannelOf), at most
   // ANNOUNCED_KEYS_PER_NOTIFY to a payload (a payload stays under PostgreSQL's 8,000 bytes), delivered
   // to the listeners when the statement commits: never for a claim rolled back. A scalar subquery
   // over the CTE makes it run (a CTE nothing reads is not run); NOTIFY writes no WAL.
@@ -439,7 +448,7 @@ FROM candidate AS c LEFT JOIN won AS w ON w."lockKey" = c."lockKey"`.trim();
   };
   const announced = `,
 announced AS (
-  SELECT pg_notify($10, string_agg(a."lockKey", ' ')) FROM (SELECT "lockKey", (row_number() OVER ()) / ${ANNOUNCED_KEYS_PER_NOTIFY} AS part FROM won) AS a
+  SELECT pg_notify(${announcementChannelOf(table)}, string_agg(a."lockKey", ' ')) FROM (SELECT "lockKey", (row_number() OVER ()) / ${ANNOUNCED_KEYS_PER_NOTIFY} AS part FROM won) AS a
   GROUP BY a.part
 )`;
   const acquireBatchTexts = [
@@ -680,19 +689,8 @@ RETURNING "id"`.trim();
       ...(acquireViaFunction === undefined ? {} : { viaFunction: acquireViaFunction }),
     }),
     acquireBatch: (p) => ({
-      text: acquireBatchTexts[p.again ? 1 : 0][p.announceOn === null ? 0 : 1],
-      values: [
-        p.lockKeys,
-        p.runKeys,
-        p.codes,
-        p.names,
-        p.leaseMs,
-        p.type,
-        p.ownerId,
-        p.reclaimFailed,
-        p.ownerTokens,
-        ...(p.announceOn === null ? [] : [p.announceOn]),
-      ],
+      text: acquireBatchTexts[p.again ? 1 : 0][p.announce ? 1 : 0],
+      values: [p.lockKeys, p.runKeys, p.codes, p.names, p.leaseMs, p.type, p.ownerId, p.reclaimFailed, p.ownerTokens],
       operation: 'acquire',
       ...(p.ownerTokens ? { secret: p.ownerTokens } : {}),
     }),

@@ -62,8 +62,8 @@ export interface BatchAcquireContext {
   statements: LeaseStatements;
   telemetry: LeaseTelemetry;
   execute(statement: SqlStatement): Promise<AcquireBatchRow[]>;
-  /** The channel the runs won are announced on (see claim-announcements.ts), or null. */
-  announceOn: string | null;
+  /** Whether the runs won are announced (see claim-announcements.ts). */
+  announce: boolean;
 }
 
 /** The outcome label of one run: acquired | reclaimed | held (RUNNING, or a concurrent insert) | success-locked | fail-locked. */
@@ -104,7 +104,7 @@ export const acquireBatch = async (requests: readonly AcquireRequest[], context:
     // null, not an array of nulls, when the database draws every token (unnest pads it).
     ownerTokens: requests.some((request) => request.ownerToken !== undefined) ? requests.map((request) => request.ownerToken ?? null) : null,
     again,
-    announceOn: context.announceOn,
+    announce: context.announce,
   });
   // Every lease of the batch runs from its row's modifiedAt, stamped no earlier than this send.
   const sentAt = monotonicNow();
