@@ -133,10 +133,10 @@ describe('acquireMany { announce: true }', () => {
     const wins = new Map<string, number>();
     for (let round = 0; round < 20; round++) {
       const runs = runsOf(code, 30).map((run) => ({ ...run, runKey: `${round}-${run.runKey}` }));
-      // Staggered as claims ahead are: each instance 0-40 ms after the one before, in an order of its own.
+      // Staggered as claims ahead are: each instance 15-65 ms after the one before, in an order of its own.
       const results = await Promise.all(
         nodes.map(async (each, index) => {
-          await sleep(index * 15 + Math.floor(Math.random() * 25));
+          await sleep(index * 40 + Math.floor(Math.random() * 25));
           const order = [...runs].sort(() => Math.random() - 0.5).map((run) => ({ ...run, ownerToken: randomUUID() }));
           const claimed = await each.service.acquireMany(order, { announce: true });
           return claimed.map((result, position) => (result.acquired ? order[position].runKey : null));
@@ -185,6 +185,29 @@ describe('acquireMany { announce: true }', () => {
     expect(await a.service.fail(first, { reason: 'test' })).toBe(true);
     const [again] = await b.service.acquireMany([{ ...failing, ownerToken: randomUUID(), reclaimFailed: true }], { announce: true });
     expect(again).toMatchObject({ acquired: true, reclaimed: true });
+  }, 30_000);
+
+  it('a run handed over (expireMany) is announced released: an instance that heard it won claims it again, once', async () => {
+    const a = await node('a');
+    const b = await node('b');
+    const c = await node('c');
+    await listening(a.service, 1);
+    await listening(b.service, 2);
+    await listening(c.service, 3);
+    const [run] = runsOf('announce.handed-over', 1);
+    const [won] = await a.service.acquireMany([run], { announce: true });
+    if (!won.acquired) throw new Error('expected a win');
+    const lockKey = buildLockKey(JobSchedulerType.SCHEDULE, 'announce.handed-over', run.runKey as string);
+    const heard = (service: JobSchedulerService) =>
+      (service as unknown as { announcements: { heardWithin(key: string, ms: number): boolean } }).announcements.heardWithin(lockKey, 60_000);
+    await waitFor('the win heard', () => heard(b.service) && heard(c.service));
+    expect(await a.service.expireMany([won])).toEqual([true]);
+    await waitFor('the hand-over heard', () => !heard(b.service) && !heard(c.service));
+    // Both claim it again: one takes the row over, the other loses to it.
+    const [fromB, fromC] = await Promise.all(
+      [b, c].map(async (each) => (await each.service.acquireMany([{ ...run, ownerToken: randomUUID() }], { announce: true }))[0]),
+    );
+    expect([fromB, fromC].filter((result) => result.acquired)).toEqual([expect.objectContaining({ reclaimed: true, attempt: 2 })]);
   }, 30_000);
 
   it('with its listening connection cut, sends every claim (exactly once still) and listens again once it can', async () => {

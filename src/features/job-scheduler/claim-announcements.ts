@@ -100,6 +100,11 @@ export class ClaimAnnouncements {
   }
 
   private hear(payload: string): void {
+    // Handed over (expireMany): no longer a reason to skip a claim (it takes the row over).
+    if (payload.startsWith('-')) {
+      for (const lockKey of payload.slice(1).split(' ')) this.heard.delete(lockKey);
+      return;
+    }
     const at = this.now();
     for (const lockKey of payload.split(' ')) {
       // Moved to the end: the map stays in the order heard.

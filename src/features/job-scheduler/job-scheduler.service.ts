@@ -299,7 +299,9 @@ export class JobSchedulerService implements OnModuleInit, OnApplicationBootstrap
    */
   async expireMany(leases: readonly JobLease[]): Promise<boolean[]> {
     const fallbackLeaseMs = this.timingDefaults.leaseMs;
-    return this.appliedPerChunk(leases, (ids, ownerTokens) => this.statements.expireMany(ids, ownerTokens, fallbackLeaseMs));
+    // Announced released where claims are announced: an instance that heard them won claims them again.
+    const announce = this.announcements !== undefined;
+    return this.appliedPerChunk(leases, (ids, ownerTokens) => this.statements.expireMany(ids, ownerTokens, fallbackLeaseMs, announce));
   }
 
   /** fail with `{ released: true }` by default: gives the run back so the next acquire can take it. */

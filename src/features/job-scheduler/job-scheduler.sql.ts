@@ -224,8 +224,12 @@ export interface LeaseStatements {
     data: readonly (string | null)[],
     again?: boolean,
   ): SqlStatement;
-  /** Ends the leases of these owned RUNNING rows now, leaving them RUNNING (for a take-over elsewhere). */
-  expireMany(ids: readonly string[], ownerTokens: readonly string[], fallbackLeaseMs: number): SqlStatement;
+  /**
+   * Ends the leases of these owned RUNNING rows now, leaving them RUNNING (for a take-over elsewhere).
+   * `announce`: their lock keys are announced released (a payload of `-` and the keys), so that the
+   * instances that heard them won claim them again (see claim-announcements.ts).
+   */
+  expireMany(ids: readonly string[], ownerTokens: readonly string[], fallbackLeaseMs: number, announce?: boolean): SqlStatement;
   /** complete, also "applied" when this owner already completed the run (a retry whose first reply was lost). */
   completeAgain(id: string, ownerToken: string, data: string | null): SqlStatement;
   /** fail, also "applied" when this owner already failed the run. */
@@ -510,6 +514,16 @@ RETURNING t."id"`
   const heartbeatManyText = ownedManyText(`"modifiedAt" = CURRENT_TIMESTAMP`);
   const expireManyText = ownedManyText(`"modifiedAt" = CURRENT_TIMESTAMP - (COALESCE(t."leaseMs", $3::integer) + 1) * INTERVAL '1 millisecond',
   "data" = ${HANDED_OVER}`);
+  // Announced: the rows handed over are announced released as the claim announces them won.
+  const expireManyAnnouncedText = `
+WITH expired AS (
+${expireManyText.replace('RETURNING t."id"', 'RETURNING t."id", t."lockKey"')}
+),
+announced AS (
+  SELECT pg_notify(${announcementChannelOf(table)}, '-' || string_agg(a."lockKey", ' ')) FROM (SELECT "lockKey", (row_number() OVER ()) / ${ANNOUNCED_KEYS_PER_NOTIFY} AS part FROM expired) AS a
+  GROUP BY a.part
+)
+SELECT e."id", (SELECT count(*) FROM announced) AS "announced" FROM expired AS e`.trim();
 
   // A retry of complete / fail whose first attempt may have committed with its reply lost: also
   // applied when the row already holds that status under this owner token (nobody else can have
@@ -704,8 +718,8 @@ RETURNING "id"`.trim();
       operation: status === 'SUCCESS' ? 'complete' : 'fail',
       secret: ownerTokens,
     }),
-    expireMany: (ids, ownerTokens, fallbackLeaseMs) => ({
-      text: expireManyText,
+    expireMany: (ids, ownerTokens, fallbackLeaseMs, announce = false) => ({
+      text: announce ? expireManyAnnouncedText : expireManyText,
       values: [ids, ownerTokens, fallbackLeaseMs],
       operation: 'fail',
       secret: ownerTokens,
