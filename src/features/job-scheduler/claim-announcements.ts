@@ -43,11 +43,6 @@ export class ClaimAnnouncements {
     private readonly now: () => number = monotonicNow,
   ) {}
 
-  /** Whether it is listening now (notifications heard from now on). */
-  get listening(): boolean {
-    return this.state === 'listening';
-  }
-
   /** Starts listening (once; again after a failure, by itself). Never throws: a failure is logged and retried. */
   start(): void {
     if (this.state !== 'idle') return;

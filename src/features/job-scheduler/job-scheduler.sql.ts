@@ -450,11 +450,14 @@ SELECT c."lockKey", w."id", w."ownerToken", w."fencingToken", w."attempts", w."r
   }
 FROM candidate AS c LEFT JOIN won AS w ON w."lockKey" = c."lockKey"`.trim();
   };
-  const announced = `,
+  // The CTE that announces the lock keys of `rows` (a CTE with a "lockKey" column), each payload
+  // `prefix` and up to ANNOUNCED_KEYS_PER_NOTIFY keys: won ('') or handed over ('-').
+  const announcedOf = (rows: string, prefix: string): string => `
 announced AS (
-  SELECT pg_notify(${announcementChannelOf(table)}, string_agg(a."lockKey", ' ')) FROM (SELECT "lockKey", (row_number() OVER ()) / ${ANNOUNCED_KEYS_PER_NOTIFY} AS part FROM won) AS a
+  SELECT pg_notify(${announcementChannelOf(table)}, ${prefix ? `'${prefix}' || ` : ''}string_agg(a."lockKey", ' ')) FROM (SELECT "lockKey", (row_number() OVER ()) / ${ANNOUNCED_KEYS_PER_NOTIFY} AS part FROM ${rows}) AS a
   GROUP BY a.part
 )`;
+  const announced = `,${announcedOf('won', '')}`;
   const acquireBatchTexts = [
     [acquireBatchText(false, false), acquireBatchText(false, true)],
     [acquireBatchText(true, false), acquireBatchText(true, true)],
@@ -475,12 +478,12 @@ RETURNING "id"`.trim();
   const failText = finalizeText('FAIL');
   // An update of many leases at once ($1 ids, $2 owner tokens), each row fenced on its own id and
   // token and required RUNNING: the ids it applied to.
-  const ownedManyText = (assignments: string): string =>
+  const ownedManyText = (assignments: string, returning = 't."id"'): string =>
     `
 UPDATE ${table} AS t SET ${assignments}
 FROM unnest($1::uuid[], $2::uuid[]) AS given("id", "ownerToken")
 WHERE t."id" = given."id" AND t."ownerToken" = given."ownerToken" AND t."status" = 'RUNNING'
-RETURNING t."id"`.trim();
+RETURNING ${returning}`.trim();
   // complete / fail for many leases (a scheduler completing the runs that ended together, or
   // giving back the occurrences it claimed ahead), each row with its own data ($3, JSON text or
   // NULL beside its id and token: the scheduler records each run's handlerMs), each fenced as above.
@@ -512,17 +515,14 @@ RETURNING t."id"`
   // reclaim it (fencing token + 1). The row says so (data { handedOver: true }): its owner did not
   // start it, so the take-over runs it whatever the job's limits on crashed runs.
   const heartbeatManyText = ownedManyText(`"modifiedAt" = CURRENT_TIMESTAMP`);
-  const expireManyText = ownedManyText(`"modifiedAt" = CURRENT_TIMESTAMP - (COALESCE(t."leaseMs", $3::integer) + 1) * INTERVAL '1 millisecond',
-  "data" = ${HANDED_OVER}`);
+  const expireAssignments = `"modifiedAt" = CURRENT_TIMESTAMP - (COALESCE(t."leaseMs", $3::integer) + 1) * INTERVAL '1 millisecond',
+  "data" = ${HANDED_OVER}`;
+  const expireManyText = ownedManyText(expireAssignments);
   // Announced: the rows handed over are announced released as the claim announces them won.
   const expireManyAnnouncedText = `
 WITH expired AS (
-${expireManyText.replace('RETURNING t."id"', 'RETURNING t."id", t."lockKey"')}
-),
-announced AS (
-  SELECT pg_notify(${announcementChannelOf(table)}, '-' || string_agg(a."lockKey", ' ')) FROM (SELECT "lockKey", (row_number() OVER ()) / ${ANNOUNCED_KEYS_PER_NOTIFY} AS part FROM expired) AS a
-  GROUP BY a.part
-)
+${ownedManyText(expireAssignments, 't."id", t."lockKey"')}
+),${announcedOf('expired', '-')}
 SELECT e."id", (SELECT count(*) FROM announced) AS "announced" FROM expired AS e`.trim();
 
   // A retry of complete / fail whose first attempt may have committed with its reply lost: also
