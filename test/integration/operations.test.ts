@@ -1,4 +1,5 @@
 import { InvalidJobQueryOptionsError, JobRunsInspector, JobSchedulerService, JobSchedulerStatus, JobSchedulerType } from '../../src/features';
+import { Client } from 'pg';
 import { StatementCounter } from '../support/statement-counter';
 import { createTestDatabase, type TestDatabase } from '../support/test-database';
 import { recordPruneBatches, restsAfterBatches } from '../support/prune-batches';
@@ -49,6 +50,26 @@ describe('prune', () => {
     expect(await jobs.prune({ olderThan: '30d', batchSize: 10 })).toBe(25);
     expect(counter.count).toBe(3);
     expect(await remaining()).toEqual(['seed/null/SUCCESS', 'sync/recent/SUCCESS', 'sync/stuck/RUNNING']);
+  });
+
+  it('passes over a row an acquire is reclaiming (locked by another transaction) without waiting, and keeps it once reclaimed', async () => {
+    const reclaimed = await finished('sync', 'reclaimed', 'FAIL', 40);
+    await finished('sync', 'other', 'FAIL', 40);
+    const holder = new Client({ connectionString: database.url });
+    await holder.connect();
+    try {
+      // What an acquire taking the FAIL row over holds until it commits: the row's lock, then its new version.
+      await holder.query('BEGIN');
+      await holder.query(`SELECT id FROM "job-scheduler" WHERE id = $1 FOR UPDATE`, [reclaimed.id]);
+      // SKIP LOCKED: prune does not wait for the holder (the test would time out if it did).
+      expect(await jobs.prune({ olderThan: '30d' })).toBe(1);
+      await holder.query(`UPDATE "job-scheduler" SET status = 'RUNNING', "modifiedAt" = now() WHERE id = $1`, [reclaimed.id]);
+      await holder.query('COMMIT');
+    } finally {
+      await holder.end();
+    }
+    expect(await jobs.prune({ olderThan: '30d' })).toBe(0);
+    expect(await remaining()).toEqual(['sync/reclaimed/RUNNING']);
   });
 
   it('filters by status and type, stops at a limit, and deletes run-once rows only when asked loudly', async () => {

@@ -108,7 +108,12 @@ SELECT pg_is_in_recovery() AS "inRecovery",
   // values only): compared as text ("status"::text = ANY($1)), the planner had no statistics,
   // expected about 1% of the rows past the cutoff and read them all by bitmap for each batch (a
   // batch's cost grew with the backlog). In "createdAt" order the batch is the oldest rows, read
-  // from IDX_job_scheduler_created_at until the batch is full.
+  // from IDX_job_scheduler_created_at until the batch is full. The rows locked are deleted by
+  // their ctid (a TID scan), not looked up again by "id" through the primary key: a third less
+  // time per row (measured: 7.4 against 11.2 µs with 1e6 rows retained, 11.7 against 14.8 on a
+  // table of 30,000; docs/performance.md). A locked row cannot move, so its ctid is the version
+  // locked; one that was updated after the statement's snapshot is locked but not deleted (the
+  // TID scan reads by that snapshot): kept, as a reclaimed row is.
   const pruneCutoff = `CURRENT_TIMESTAMP - $1::bigint * INTERVAL '1 millisecond'`;
   const pruneTexts = new Map<string, string>();
   const pruneText = (p: PruneParameters): string => {
@@ -119,7 +124,7 @@ SELECT pg_is_in_recovery() AS "inRecovery",
     if (text === undefined) {
       text = `
 WITH doomed AS (
-  SELECT "id" FROM ${table}
+  SELECT ctid AS "row" FROM ${table}
   WHERE ${statuses}${type}
     AND "createdAt" < ${pruneCutoff}
     AND "modifiedAt" < ${pruneCutoff}
@@ -130,7 +135,7 @@ WITH doomed AS (
   FOR UPDATE SKIP LOCKED
 ),
 deleted AS (
-  DELETE FROM ${table} AS t USING doomed WHERE t."id" = doomed."id"
+  DELETE FROM ${table} WHERE ctid = ANY(ARRAY(SELECT "row" FROM doomed))
   RETURNING 1
 )
 SELECT count(*)::int AS "deleted" FROM deleted`.trim();
