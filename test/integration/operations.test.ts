@@ -99,7 +99,7 @@ describe('prune', () => {
     expect(await remaining()).toEqual(['paced/recent/SUCCESS']);
   });
 
-  it('starts a paced pass with 100 rows and doubles each full batch up to batchSize; unpaced, every batch is batchSize', async () => {
+  it('deletes batchSize rows per statement, paced or not, and caps the last batch at the limit', async () => {
     const seed = (count: number) =>
       database.sql(
         `INSERT INTO "job-scheduler" ("lockKey", "code", "type", "status", "ownerToken", "runKey", "leaseMs", "ownerId", "attempts", "createdAt", "modifiedAt", "finishedAt")
@@ -113,14 +113,14 @@ describe('prune', () => {
       return batches.map((batch) => batch.rows);
     };
     await seed(1_000);
-    expect(await rowsPerBatch(() => jobs.prune({ olderThan: '30d', batchSize: 300 }), 1_000)).toEqual([100, 200, 300, 300, 100]);
+    expect(await rowsPerBatch(() => jobs.prune({ olderThan: '30d', batchSize: 300 }), 1_000)).toEqual([300, 300, 300, 100]);
     await seed(1_000);
     expect(await rowsPerBatch(() => jobs.prune({ olderThan: '30d', batchSize: 300, dutyCycle: 1 }), 1_000)).toEqual([300, 300, 300, 100]);
-    // A pass that finds few rows deletes them in one small statement; a limit still caps the batches.
+    // A pass that finds few rows deletes them in one statement; a limit caps the last batch.
     await seed(60);
     expect(await rowsPerBatch(() => jobs.prune({ olderThan: '30d' }), 60)).toEqual([60]);
     await seed(1_000);
-    expect(await rowsPerBatch(() => jobs.prune({ olderThan: '30d', limit: 250 }), 250)).toEqual([100, 150]);
+    expect(await rowsPerBatch(() => jobs.prune({ olderThan: '30d', batchSize: 200, limit: 250 }), 250)).toEqual([200, 50]);
   });
 
   it('refuses bad options before any SQL', async () => {

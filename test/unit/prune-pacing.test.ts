@@ -1,4 +1,4 @@
-import { DEFAULT_PRUNE_DUTY_CYCLE, firstPruneBatch, nextPruneBatch, pruneRestMs } from '../../src/features/job-scheduler/operations/prune-pacing';
+import { DEFAULT_PRUNE_DUTY_CYCLE, pruneRestMs } from '../../src/features/job-scheduler/operations/prune-pacing';
 
 describe('prune pacing', () => {
   it('rests in proportion to the batch, so that statements take the duty cycle of the pass', () => {
@@ -17,14 +17,5 @@ describe('prune pacing', () => {
     expect(pruneRestMs(50, 1)).toBe(0);
     expect(pruneRestMs(0, 0.5)).toBe(0);
     expect(pruneRestMs(-1, 0.5)).toBe(0);
-  });
-
-  it('starts a paced pass small and doubles each full batch up to batchSize; unpaced, starts at batchSize', () => {
-    expect(firstPruneBatch(1_000, 0.5)).toBe(100);
-    expect(firstPruneBatch(40, 0.5)).toBe(40);
-    expect(firstPruneBatch(1_000, 1)).toBe(1_000);
-    const sizes = [firstPruneBatch(1_000, 0.5)];
-    while (sizes.length < 6) sizes.push(nextPruneBatch(sizes[sizes.length - 1], 1_000));
-    expect(sizes).toEqual([100, 200, 400, 800, 1_000, 1_000]);
   });
 });

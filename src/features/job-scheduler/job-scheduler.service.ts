@@ -32,7 +32,7 @@ import type {
 } from './job-scheduler.types';
 import { resolvePruneOptions } from './operations/job-run-arguments';
 import type { JobPruneOptions } from './operations/job-run.types';
-import { firstPruneBatch, nextPruneBatch, pruneRestMs, restFor } from './operations/prune-pacing';
+import { pruneRestMs, restFor } from './operations/prune-pacing';
 import {
   acquireBatch,
   acquiredResult,
@@ -318,17 +318,14 @@ export class JobSchedulerService implements OnModuleInit, OnApplicationBootstrap
   async prune(options: JobPruneOptions): Promise<number> {
     const { limit, dutyCycle, ...parameters } = resolvePruneOptions(options);
     let deleted = 0;
-    // Paced, the batches grow from a small one to batchSize (see prune-pacing.ts).
-    let size = firstPruneBatch(parameters.batchSize, dutyCycle);
     for (;;) {
-      const batchSize = limit === null ? size : Math.min(size, limit - deleted);
+      const batchSize = limit === null ? parameters.batchSize : Math.min(parameters.batchSize, limit - deleted);
       if (batchSize <= 0) return deleted;
       const sentAt = monotonicNow();
       // One row back (the count), not one per deleted run: the batch costs the event loop nothing.
       const [{ deleted: batch }] = await this.execute<{ deleted: number }>(this.statements.prune({ ...parameters, batchSize }));
       deleted += batch;
       if (batch < batchSize || deleted === limit) return deleted;
-      size = nextPruneBatch(size, parameters.batchSize);
       // Another batch follows: rest in proportion to this one.
       await restFor(pruneRestMs(monotonicNow() - sentAt, dutyCycle));
     }

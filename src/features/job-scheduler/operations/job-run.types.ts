@@ -65,10 +65,7 @@ export interface JobPruneOptions {
   code?: string | readonly string[];
   /** Stop after deleting this many rows; default: no limit. */
   limit?: number;
-  /**
-   * The most rows per statement; default 1,000. A paced pass (dutyCycle below 1) starts at 100 rows
-   * and doubles the batch after each full one up to this; at dutyCycle 1 every batch is this size.
-   */
+  /** The most rows per statement; default 1,000. */
   batchSize?: number;
   /**
    * The share of the pass spent in prune statements, from 0.01 to 1; default 0.5. After each full
