@@ -48,7 +48,7 @@ const addGoals = (sheet: FigureSheet, count: number, caseName: string, results: 
 
 export const contended: Scenario = {
   name: 'contended',
-  title: '3. Contended acquire (every node races each tick of one code)',
+  title: 'Contended acquire (every node races each tick of one code)',
   run: async ({ quick, repetitions, cleanup, sheet, log }) => {
     const { slices, sliceMs, warmUpMs } = quick ? SIZES.quick : SIZES.full;
     const database = await createBenchDatabase(cleanup);

@@ -35,7 +35,7 @@ const settleMs = (schedules: number, everyMs: number): number => Math.min(everyM
  */
 export const dynamicSchedules: Scenario = {
   name: 'dynamic-schedules',
-  title: '9. Dynamic schedules: 1,000 / 10,000 / 100,000 stored schedules due together on 3 instances',
+  title: 'Dynamic schedules: 1,000 / 10,000 / 100,000 stored schedules due together on 3 instances',
   run: async ({ quick, cleanup, sheet, log }) => {
     const { schedules: sizes, everyMs } = quick ? SIZES.quick : SIZES.full;
     for (const schedules of sizes) {

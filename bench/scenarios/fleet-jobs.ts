@@ -38,7 +38,7 @@ const runInstance = async (options: FleetWorkerArguments, cleanup: CleanupStack)
  */
 export const fleetJobs: Scenario = {
   name: 'fleet-jobs',
-  title: '8. Fleet: 1,000 declared jobs due at the same instants on 1 and 3 instances',
+  title: 'Fleet: 1,000 declared jobs due at the same instants on 1 and 3 instances',
   run: async ({ quick, cleanup, sheet, log }) => {
     const { jobs, cases, measuredInstants } = quick ? SIZES.quick : SIZES.full;
     for (const { instances: count, claimAheadMs } of cases) {

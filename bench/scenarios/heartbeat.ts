@@ -116,7 +116,7 @@ const measureHeartbeats = async (holder: LeaseHolder, windowMs: number): Promise
 
 export const heartbeat: Scenario = {
   name: 'heartbeat',
-  title: '5. Heartbeat cost (1,000 concurrent runExclusive leases, 1 s heartbeats)',
+  title: 'Heartbeat cost (1,000 concurrent runExclusive leases, 1 s heartbeats)',
   run: async ({ quick, repetitions, cleanup, sheet, log }) => {
     const { windowMs, holders: starters, maxRepetitions } = quick ? SIZES.quick : SIZES.full;
     const runs = Math.min(repetitions, maxRepetitions);

@@ -20,7 +20,7 @@ const SIZES = {
 
 export const peer: Scenario = {
   name: 'peer',
-  title: '6. Peer: a hand-rolled pg_try_advisory_lock on the same server',
+  title: 'Peer: a hand-rolled pg_try_advisory_lock on the same server',
   run: async ({ quick, repetitions, cleanup, sheet, log }) => {
     const { slices, sliceMs, warmUpMs } = quick ? SIZES.quick : SIZES.full;
     const database = await createBenchDatabase(cleanup);

@@ -75,7 +75,7 @@ const positionAt = async (wal: WalByDatabase, at: number): Promise<string> => {
 
 export const peers: Scenario = {
   name: 'peers',
-  title: '13. Peers: pg-boss, graphile-worker and an advisory lock beside ours, one job due on 2 / 8 / 32 nodes and 1,000 jobs on 3',
+  title: 'Peers: pg-boss, graphile-worker and an advisory lock beside ours, one job due on 2 / 8 / 32 nodes and 1,000 jobs on 3',
   run: async ({ quick, cleanup, sheet, log }) => {
     const sizes = quick ? SIZES.quick : SIZES.full;
     const startedAt = new Date();

@@ -36,7 +36,7 @@ const throughPooler = (variant: LeaseVariant, bouncer: PgBouncer): LeaseVariant 
  */
 export const pooler: Scenario = {
   name: 'pooler',
-  title: '7. The pooler path (preparedStatements: false), direct and through PgBouncer',
+  title: 'The pooler path (preparedStatements: false), direct and through PgBouncer',
   run: async ({ quick, repetitions, cleanup, sheet, log }) => {
     const { slices, sliceMs, warmUpMs } = quick ? SIZES.quick : SIZES.full;
     const database = await createBenchDatabase(cleanup);

@@ -256,17 +256,12 @@ const report = (sheet: FigureSheet, churnCase: ChurnCase, run: CaseRun, quick: b
     `paced: ${besideText(WITH_PRUNING)}; unpaced: ${besideText(WITH_UNPACED_PRUNING)}`,
     null,
   );
-  sheet.goal(
-    `longest prune pass (prune's defaults: batches from 100 doubling to 1,000, dutyCycle 0.5), ${caseName}`,
-    'reported',
-    `${formatNumber(longest.max)} ms`,
-    null,
-  );
+  sheet.goal(`longest prune pass (prune's defaults: batches of 1,000, dutyCycle 0.5), ${caseName}`, 'reported', `${formatNumber(longest.max)} ms`, null);
 };
 
 export const retentionChurn: Scenario = {
   name: 'retention-churn',
-  title: '7. Retention under churn (full lease cycles at a steady arrival rate, pruned as they age)',
+  title: 'Retention under churn (full lease cycles at a steady arrival rate, pruned as they age)',
   run: async ({ quick, repetitions, sheet, log }) => {
     const sizes = quick ? SIZES.quick : SIZES.full;
     const cases = casesFor(sizes);
@@ -275,7 +270,7 @@ export const retentionChurn: Scenario = {
       report(sheet, churnCase, run, quick);
     }
     sheet.note(
-      `Each run: acquire, heartbeat ${sizes.holdMs / 2} ms later, complete ${sizes.holdMs / 2} ms after that, of a fresh occurrence (50 codes, ISO 8601 runKeys), started on ${NODES} library nodes in turn (pool ${POOL_SIZE} each) at a fixed rate (open loop). Retention: a fifth node calls prune({ olderThan: horizon }) with prune's defaults (dutyCycle 0.5: after each full batch a rest as long as the batch, and the batches from 100 rows doubling to 1,000), which deletes batch after batch until one comes back short, then waits ${sizes.everyMs} ms, as JobRetention does every period. "prune capacity" is rows deleted per second of these passes, rests included.`,
+      `Each run: acquire, heartbeat ${sizes.holdMs / 2} ms later, complete ${sizes.holdMs / 2} ms after that, of a fresh occurrence (50 codes, ISO 8601 runKeys), started on ${NODES} library nodes in turn (pool ${POOL_SIZE} each) at a fixed rate (open loop). Retention: a fifth node calls prune({ olderThan: horizon }) with prune's defaults (batches of 1,000, dutyCycle 0.5: after each full batch a rest as long as the batch), which deletes batch after batch until one comes back short, then waits ${sizes.everyMs} ms, as JobRetention does every period. "prune capacity" is rows deleted per second of these passes, rests included.`,
     );
     sheet.note(
       `Horizon ${sizes.horizonMs / 1000} s: the table holds one horizon of runs. "rows retained": ${formatNumber(sizes.retainedRows)} finished runs seeded first, their ages spread over a horizon of rows ÷ rate and scrambled across the heap (as after days of retention and autovacuum), so that they age out at the arrival rate anywhere in the table (ages count from the start of the seeding transaction: the windows start once retention has deleted that backlog): before migration 0004 the prune statement has no index to find them by, and each batch that comes back short reads the whole table; with it, prune reads the rows older than the cutoff by IDX_job_scheduler_created_at.`,

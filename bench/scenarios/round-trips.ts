@@ -95,7 +95,7 @@ const costsOf = (runs: readonly Costs[], operation: string): OperationCost[] =>
 
 export const roundTrips: Scenario = {
   name: 'round-trips',
-  title: '1. Round trips per operation',
+  title: 'Round trips per operation',
   run: async ({ quick, repetitions, cleanup, sheet, log }) => {
     const database = await createBenchDatabase(cleanup);
     const walPosition = await openWalProbe(database, cleanup);

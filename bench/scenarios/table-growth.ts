@@ -71,7 +71,7 @@ const seedTable = async (rows: number, cleanup: CleanupStack, sheet: FigureSheet
 
 export const tableGrowth: Scenario = {
   name: 'table-growth',
-  title: '4. Table growth (acquire and complete against a table of past ticks)',
+  title: 'Table growth (acquire and complete against a table of past ticks)',
   run: async ({ quick, repetitions, cleanup, sheet, log }) => {
     const sizes = quick ? SIZES.quick : SIZES.full;
     const tables: SeededTable[] = [];

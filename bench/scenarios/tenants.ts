@@ -135,7 +135,7 @@ const measureRound = async (
 
 export const tenants: Scenario = {
   name: 'tenants',
-  title: '7. Fleet: a per-tenant job fanned out over instances (separate processes)',
+  title: 'Fleet: a per-tenant job fanned out over instances (separate processes)',
   run: async ({ quick, repetitions, cleanup, sheet, log }) => {
     const database = await createBenchDatabase(cleanup);
     const checks: string[] = [];

@@ -18,7 +18,7 @@ const SIZES = {
 
 export const uncontended: Scenario = {
   name: 'uncontended',
-  title: '2. Uncontended cycles (acquire + complete on fresh runKeys)',
+  title: 'Uncontended cycles (acquire + complete on fresh runKeys)',
   run: async ({ quick, repetitions, cleanup, sheet, log }) => {
     const { slices, sliceMs, warmUpMs } = quick ? SIZES.quick : SIZES.full;
     const database = await createBenchDatabase(cleanup);

@@ -39,8 +39,9 @@ const goalsSection = (report: BenchReport): string[] => [
   ),
 ];
 
-const scenarioSection = (scenario: ScenarioReport): string[] => [
-  `## ${scenario.title}`,
+/** A scenario's tables; numbered (`## 3. …`) in a full report, by the order the scenarios ran. */
+const scenarioSection = (scenario: ScenarioReport, number?: number): string[] => [
+  `## ${number === undefined ? '' : `${number}. `}${scenario.title}`,
   '',
   `\`npm run bench -- ${scenario.name}\` · ${scenario.sizes} · ${formatNumber(scenario.seconds)} s`,
   '',
@@ -67,7 +68,7 @@ export const renderMarkdown = (report: BenchReport): string =>
     '',
     ...goalsSection(report),
     ...report.failures.flatMap((failure) => ['', `**${failure.scenario} failed:** ${failure.error}`]),
-    ...report.scenarios.flatMap((scenario) => ['', ...scenarioSection(scenario)]),
+    ...report.scenarios.flatMap((scenario, index) => ['', ...scenarioSection(scenario, index + 1)]),
     '',
   ].join('\n');
 
