@@ -67,10 +67,16 @@ const finished = async (code: string, runKey: string | undefined, status: 'SUCCE
   ]);
 };
 
+/**
+ * The fixture's rows (each aged at least 6 days), not the started scheduler's own claims: a test
+ * that starts within the claim-ahead lead before a minute finds the every-minute job's next
+ * occurrence claimed (RUNNING, created now), which no prune may touch.
+ */
 const keys = async () =>
   (
     await database.sql<{ key: string }>(
-      `SELECT code || ' ' || COALESCE("runKey", '-') || ' ' || status AS key FROM "job-scheduler" WHERE code <> $1 ORDER BY 1`,
+      `SELECT code || ' ' || COALESCE("runKey", '-') || ' ' || status AS key FROM "job-scheduler"
+       WHERE code <> $1 AND "createdAt" < now() - interval '1 day' ORDER BY 1`,
       [SCHEDULED_RETENTION_CODE],
     )
   ).map((row) => row.key);
