@@ -240,6 +240,8 @@ describeInBrowser('the dashboard in a real browser (chromium)', () => {
     expect(await ids()).toHaveLength(21);
     await page.fill('#schedule-filters input[name="q"]', 'fleet/011');
     await page.click('#schedule-filters button[type="submit"]');
+    // fleet/0110 is on the second page too: wait for a row the search leaves out to go.
+    await page.waitForSelector('#schedules tr[data-schedule="tenant-42/weekly"]', { state: 'detached' });
     await page.waitForSelector('#schedules tr[data-schedule="fleet/0110"]');
     expect(await ids()).toEqual(Array.from({ length: 10 }, (_, index) => `fleet/011${index}`));
     expect(await page.isDisabled('#schedules-next')).toBe(true);
