@@ -1,21 +1,7 @@
 import type { MigrationInterface, QueryRunner } from 'typeorm';
-import { jobSchedulerTableNames } from './support/job-scheduler-table-names';
+import { inSchema, keepLeaseExpiryFunction, leaseExpiryEntryOf as entryOf, leaseExpiryOf as expiryOf } from './support/job-scheduler-lease-expiry-function';
+import { jobSchedulerSchema, jobSchedulerTableNames } from './support/job-scheduler-table-names';
 import { jobSchedulerTableOptions } from './support/job-scheduler-table-options';
-
-/** The lease's expiry as migration 0009 indexed it: ("modifiedAt" as UTC) + "leaseMs" ms (a row without a lease: its "modifiedAt"). */
-const expiryOf = (row: string, column = 'modifiedAt') => `(${row}"${column}" AT TIME ZONE 'UTC') + COALESCE(${row}"leaseMs", 0) * INTERVAL '1 millisecond'`;
-
-/**
- * A RUNNING row's entry: its lease's expiry as of its start while it is in the first half of the
- * lease it started with (heartbeats there leave the entry as it is), else its lease's expiry now
- * (past half a lease, after a hand-over moved "modifiedAt" before its start, or on a row of 1.x
- * without "startedAt"). Never later than the row's expiry ("startedAt" <= "modifiedAt" in the first
- * case), so a scan of the entries past finds every lease that ran out. A heartbeat past the first
- * half of the lease changes it; the triggers move the entry whenever it changes.
- */
-const entryOf = (row: string) => `CASE WHEN ${row}"startedAt" IS NULL OR ${row}"modifiedAt" < ${row}"startedAt"
-      OR ${row}"startedAt" + COALESCE(${row}"leaseMs", 0) * INTERVAL '0.5 millisecond' <= ${row}"modifiedAt"
-    THEN ${expiryOf(row)} ELSE ${expiryOf(row, 'startedAt')} END`;
 
 /**
  * The fillfactor this migration sets where the table still has 0004's 95: room on each page for
@@ -82,38 +68,16 @@ export class TrackJobSchedulerLeaseExpiries1764547200010 implements MigrationInt
     const { table, schemaPrefix } = jobSchedulerTableNames(queryRunner);
     // The function runs as its owner with a search_path of its own: it names the tables with the
     // schema the job-scheduler table is in.
-    const [{ schema }] = (await queryRunner.query(
-      `SELECT n.nspname AS schema FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = to_regclass($1)`,
-      [table],
-    )) as Array<{ schema: string }>;
-    const named = (name: string) => `"${schema.replace(/"/g, '""')}"."${name}"`;
+    const schema = await jobSchedulerSchema(queryRunner);
+    const named = (name: string) => inSchema(schema, name);
     const expiries = named('job-scheduler_lease_expiry');
     const keep = named('job-scheduler_keep_lease_expiry');
-    const literal = (text: string) => `'${text.replace(/'/g, "''")}'`;
     await queryRunner.query(
       `CREATE TABLE IF NOT EXISTS ${expiries} ("leaseId" uuid NOT NULL, "expiresAt" timestamp NOT NULL, ` +
         `CONSTRAINT "PK_job_scheduler_lease_expiry" PRIMARY KEY ("expiresAt", "leaseId"))`,
     );
-    await queryRunner.query(`
-CREATE OR REPLACE FUNCTION ${keep}() RETURNS trigger
-LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $function$
-BEGIN
-  IF TG_TABLE_SCHEMA <> ${literal(schema)} OR TG_TABLE_NAME <> 'job-scheduler' THEN
-    RAISE EXCEPTION 'job-scheduler_keep_lease_expiry keeps the lease expiries of ${named('job-scheduler').replace(/'/g, "''")} only';
-  END IF;
-  IF TG_OP = 'TRUNCATE' THEN
-    DELETE FROM ${expiries};
-    RETURN NULL;
-  END IF;
-  IF TG_OP IN ('UPDATE', 'DELETE') THEN
-    DELETE FROM ${expiries} WHERE "expiresAt" = ${entryOf('OLD.')} AND "leaseId" = OLD."id";
-  END IF;
-  IF TG_OP IN ('INSERT', 'UPDATE') AND NEW."status" = 'RUNNING' THEN
-    INSERT INTO ${expiries} ("leaseId", "expiresAt") VALUES (NEW."id", ${entryOf('NEW.')}) ON CONFLICT DO NOTHING;
-  END IF;
-  RETURN NULL;
-END
-$function$`);
+    // As it shipped in 0010: its insert skips an entry already there (0011 replaces it).
+    await queryRunner.query(keepLeaseExpiryFunction(schema, 'skip-existing'));
     // Only the triggers call it (PostgreSQL does not check EXECUTE when a trigger fires).
     await queryRunner.query(`REVOKE EXECUTE ON FUNCTION ${keep}() FROM PUBLIC`);
     for (const trigger of TRIGGERS) await queryRunner.query(`DROP TRIGGER IF EXISTS "${trigger}" ON ${table}`);

@@ -16,3 +16,12 @@ export const jobSchedulerTableNames = (queryRunner: QueryRunner) => {
     schemaPrefix: schema ? `${quote(schema)}.` : '',
   };
 };
+
+/** The schema the job-scheduler table is in, as the server resolves it (the DataSource's, else the search_path's). */
+export const jobSchedulerSchema = async (queryRunner: QueryRunner): Promise<string> => {
+  const [{ schema }] = (await queryRunner.query(
+    `SELECT n.nspname AS schema FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = to_regclass($1)`,
+    [jobSchedulerTableNames(queryRunner).table],
+  )) as Array<{ schema: string }>;
+  return schema;
+};

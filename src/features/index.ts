@@ -53,6 +53,7 @@ export {
   CreateJobScheduleTable1764547200007,
   CreateJobSchedulerTable1764547200000,
   IndexJobSchedulerLeaseExpiry1764547200009,
+  InsertJobSchedulerLeaseExpiriesWithoutConflictCheck1764547200011,
   JobSchedulerMigrations,
   TrackJobSchedulerLeaseExpiries1764547200010,
   TuneJobSchedulerTableForChurn1764547200004,

@@ -210,6 +210,28 @@ describe('the function that keeps the table', () => {
     await database.sql('DROP TABLE other');
   });
 
+  it('inserts an entry without a conflict check (0011), and a row rewritten in place or twice in one transaction keeps one entry', async () => {
+    const [{ body }] = await database.sql<{ body: string }>(`SELECT prosrc AS body FROM pg_proc WHERE proname = 'job-scheduler_keep_lease_expiry'`);
+    expect(body).toContain('INSERT INTO');
+    expect(body).not.toContain('ON CONFLICT');
+    const jobs = new JobSchedulerService(await database.dataSource({ poolSize: 1 }), { nodeId: 'plain' });
+    const code = 'expiry.plain';
+    const lease = held(await jobs.acquire({ code, runKey: '2026-01-01T00:00:00.000Z', leaseMs: 60_000 }));
+    const entry = () => database.sql<{ expiresAt: Date }>(`SELECT "expiresAt" FROM "job-scheduler_lease_expiry" WHERE "leaseId" = $1`, [lease.id]);
+    const [before] = await entry();
+    // A new fencing token with the lease's timing unchanged: the entry is deleted and inserted at
+    // the same key by one call, which must not meet itself.
+    await database.sql(`UPDATE "job-scheduler" SET "fencingToken" = "fencingToken" + 1000 WHERE id = $1`, [lease.id]);
+    expect(await entry()).toEqual([before]);
+    // Twice in one transaction, back to the first key: the second insert meets only its own deleted entries.
+    await database.sql(`DO $$ BEGIN
+      UPDATE "job-scheduler" SET "modifiedAt" = "modifiedAt" - INTERVAL '1 second', "fencingToken" = "fencingToken" + 1 WHERE id = '${lease.id}';
+      UPDATE "job-scheduler" SET "modifiedAt" = "modifiedAt" + INTERVAL '1 second', "fencingToken" = "fencingToken" + 1 WHERE id = '${lease.id}';
+    END $$`);
+    expect(await entry()).toEqual([before]);
+    expect(await audit(code)).toEqual({ uncovered: 0, leftover: 0, running: 1, entries: 1 });
+  });
+
   it('keeps working under a publication FOR ALL TABLES (the primary key is the replica identity)', async () => {
     const jobs = new JobSchedulerService(await database.dataSource({ poolSize: 1 }), { nodeId: 'published' });
     await database.sql('CREATE PUBLICATION everything FOR ALL TABLES');
@@ -228,6 +250,8 @@ describe('a database before the migration', () => {
     const older = await createTestDatabase();
     try {
       const migrator = await older.dataSource({ migrations: [...JobSchedulerMigrations], poolSize: 1 });
+      // 0011 (the function's plain insert), then 0010 (the table and its triggers).
+      await migrator.undoLastMigration();
       await migrator.undoLastMigration();
       expect(await older.sql(`SELECT to_regclass('"job-scheduler_lease_expiry"')::text AS t`)).toEqual([{ t: null }]);
       const dataSource = await older.dataSource({ poolSize: 2 });

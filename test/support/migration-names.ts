@@ -11,4 +11,5 @@ export const MIGRATION_NAMES = [
   'AddJobPauseTable1764547200008',
   'IndexJobSchedulerLeaseExpiry1764547200009',
   'TrackJobSchedulerLeaseExpiries1764547200010',
+  'InsertJobSchedulerLeaseExpiriesWithoutConflictCheck1764547200011',
 ];

@@ -9,6 +9,7 @@ import { CreateJobScheduleTable1764547200007 } from '../../../migrations/1764547
 import { AddJobPauseTable1764547200008 } from '../../../migrations/1764547200008-AddJobPauseTable';
 import { IndexJobSchedulerLeaseExpiry1764547200009 } from '../../../migrations/1764547200009-IndexJobSchedulerLeaseExpiry';
 import { TrackJobSchedulerLeaseExpiries1764547200010 } from '../../../migrations/1764547200010-TrackJobSchedulerLeaseExpiries';
+import { InsertJobSchedulerLeaseExpiriesWithoutConflictCheck1764547200011 } from '../../../migrations/1764547200011-InsertJobSchedulerLeaseExpiriesWithoutConflictCheck';
 
 /** The lease's migrations in order, for `migrations: [...JobSchedulerMigrations]` in a DataSource. */
 export const JobSchedulerMigrations = [
@@ -23,6 +24,7 @@ export const JobSchedulerMigrations = [
   AddJobPauseTable1764547200008,
   IndexJobSchedulerLeaseExpiry1764547200009,
   TrackJobSchedulerLeaseExpiries1764547200010,
+  InsertJobSchedulerLeaseExpiriesWithoutConflictCheck1764547200011,
 ] as const;
 
 export {
@@ -34,6 +36,7 @@ export {
   CreateJobScheduleTable1764547200007,
   CreateJobSchedulerTable1764547200000,
   IndexJobSchedulerLeaseExpiry1764547200009,
+  InsertJobSchedulerLeaseExpiriesWithoutConflictCheck1764547200011,
   TrackJobSchedulerLeaseExpiries1764547200010,
   TuneJobSchedulerTableForChurn1764547200004,
   UpgradeJobSchedulerTableFrom111764547200001,
