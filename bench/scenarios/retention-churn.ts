@@ -46,8 +46,30 @@ const BOUND_ROWS = 1_000;
 /** The slices' conditions, interleaved: the goal's two, and unpaced pruning to show what the pacing changes. */
 const CONDITIONS = [WITH_PRUNING, WITH_UNPACED_PRUNING, WITHOUT_PRUNING];
 const SIZES = {
-  full: { horizonMs: 10_000, retainedRows: 1e6, holdMs: 1_000, everyMs: 1_000, windows: 5, windowMs: 4_000, slices: 6, sliceMs: 1_500, calibrationMs: 2_000, probeMs: 4_000 },
-  quick: { horizonMs: 2_000, retainedRows: 3e4, holdMs: 200, everyMs: 500, windows: 2, windowMs: 1_000, slices: 1, sliceMs: 1_000, calibrationMs: 500, probeMs: 1_000 },
+  full: {
+    horizonMs: 10_000,
+    retainedRows: 1e6,
+    holdMs: 1_000,
+    everyMs: 1_000,
+    windows: 5,
+    windowMs: 4_000,
+    slices: 6,
+    sliceMs: 1_500,
+    calibrationMs: 2_000,
+    probeMs: 4_000,
+  },
+  quick: {
+    horizonMs: 2_000,
+    retainedRows: 3e4,
+    holdMs: 200,
+    everyMs: 500,
+    windows: 2,
+    windowMs: 1_000,
+    slices: 1,
+    sliceMs: 1_000,
+    calibrationMs: 500,
+    probeMs: 1_000,
+  },
 };
 type Sizes = (typeof SIZES)['full'];
 
@@ -155,7 +177,9 @@ const measureCase = async (
   const maximum = await calibrate(nodes, sizes.calibrationMs);
   const ceiling = Math.floor((maximum * HEADROOM) / 10) * 10;
   const { rate, probes } = churnCase.target <= ceiling ? { rate: churnCase.target, probes: [] } : await keptUpRate(nodes, ceiling, sizes);
-  const probed = probes.map((probe) => `${formatNumber(probe.rate)}/s: ${formatNumber(probe.skipped)} not started, p50 ${formatNumber(probe.p50)} ms`).join('; ');
+  const probed = probes
+    .map((probe) => `${formatNumber(probe.rate)}/s: ${formatNumber(probe.skipped)} not started, p50 ${formatNumber(probe.p50)} ms`)
+    .join('; ');
   log(`retention-churn: ${caseLabel(churnCase)}: closed-loop maximum ${formatNumber(maximum)}/s, running at ${rate}/s${probed ? ` (probes: ${probed})` : ''}`);
   const horizonMs = churnCase.retained > 0 ? await seedRetainedHistory(database, churnCase.retained, rate) : sizes.horizonMs;
 
