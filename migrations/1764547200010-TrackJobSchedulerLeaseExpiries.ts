@@ -69,9 +69,8 @@ export class TrackJobSchedulerLeaseExpiries1764547200010 implements MigrationInt
     // The function runs as its owner with a search_path of its own: it names the tables with the
     // schema the job-scheduler table is in.
     const schema = await jobSchedulerSchema(queryRunner);
-    const named = (name: string) => inSchema(schema, name);
-    const expiries = named('job-scheduler_lease_expiry');
-    const keep = named('job-scheduler_keep_lease_expiry');
+    const expiries = inSchema(schema, 'job-scheduler_lease_expiry');
+    const keep = inSchema(schema, 'job-scheduler_keep_lease_expiry');
     await queryRunner.query(
       `CREATE TABLE IF NOT EXISTS ${expiries} ("leaseId" uuid NOT NULL, "expiresAt" timestamp NOT NULL, ` +
         `CONSTRAINT "PK_job_scheduler_lease_expiry" PRIMARY KEY ("expiresAt", "leaseId"))`,

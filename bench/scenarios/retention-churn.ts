@@ -112,6 +112,9 @@ interface RateProbe {
   p50: number;
 }
 
+const describeProbes = (probes: readonly RateProbe[]): string =>
+  probes.map((probe) => `${formatNumber(probe.rate)}/s: ${formatNumber(probe.skipped)} runs not started, acquire p50 ${formatNumber(probe.p50)} ms`).join('; ');
+
 const maxInFlightAt = (rate: number, sizes: Sizes): number => Math.ceil((rate * (sizes.holdMs + 2_000)) / 1000);
 
 /**
@@ -177,10 +180,9 @@ const measureCase = async (
   const maximum = await calibrate(nodes, sizes.calibrationMs);
   const ceiling = Math.floor((maximum * HEADROOM) / 10) * 10;
   const { rate, probes } = churnCase.target <= ceiling ? { rate: churnCase.target, probes: [] } : await keptUpRate(nodes, ceiling, sizes);
-  const probed = probes
-    .map((probe) => `${formatNumber(probe.rate)}/s: ${formatNumber(probe.skipped)} not started, p50 ${formatNumber(probe.p50)} ms`)
-    .join('; ');
-  log(`retention-churn: ${caseLabel(churnCase)}: closed-loop maximum ${formatNumber(maximum)}/s, running at ${rate}/s${probed ? ` (probes: ${probed})` : ''}`);
+  log(
+    `retention-churn: ${caseLabel(churnCase)}: closed-loop maximum ${formatNumber(maximum)}/s, running at ${rate}/s${probes.length > 0 ? ` (probes: ${describeProbes(probes)})` : ''}`,
+  );
   const horizonMs = churnCase.retained > 0 ? await seedRetainedHistory(database, churnCase.retained, rate) : sizes.horizonMs;
 
   const before = await table.stats();
@@ -265,7 +267,7 @@ const report = (sheet: FigureSheet, churnCase: ChurnCase, run: CaseRun, quick: b
 
   const capped =
     run.rate < churnCase.target
-      ? ` (generated at most ${formatNumber(run.rate)}/s, the highest rate this machine kept up with: of this machine's closed-loop maximum of ${formatNumber(run.maximum)} full cycles/s, ${HEADROOM * 100}% and down in steps of ${Math.round((1 - STEP_DOWN) * 100)}%, probes ${run.probes.map((probe) => `${formatNumber(probe.rate)}/s: ${formatNumber(probe.skipped)} runs not started, acquire p50 ${formatNumber(probe.p50)} ms`).join('; ')}; the target rate was not reached)`
+      ? ` (generated at most ${formatNumber(run.rate)}/s, the highest rate this machine kept up with: of this machine's closed-loop maximum of ${formatNumber(run.maximum)} full cycles/s, ${HEADROOM * 100}% and down in steps of ${Math.round((1 - STEP_DOWN) * 100)}%, probes ${describeProbes(run.probes)}; the target rate was not reached)`
       : '';
   sheet.goal(
     `arrival rate, ${caseName}`,

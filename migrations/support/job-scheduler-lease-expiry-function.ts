@@ -1,6 +1,8 @@
 // Helpers of migrations 1764547200010 and 1764547200011, apart from them: TypeORM loads every
 // exported function of a file its migrations glob matches as a migration.
 
+import { quoteIdentifier, quoteLiteral } from './job-scheduler-table-names';
+
 /** The lease's expiry as migration 0009 indexed it: ("modifiedAt" as UTC) + "leaseMs" ms (a row without a lease: its "modifiedAt"). */
 export const leaseExpiryOf = (row: string, column = 'modifiedAt'): string =>
   `(${row}"${column}" AT TIME ZONE 'UTC') + COALESCE(${row}"leaseMs", 0) * INTERVAL '1 millisecond'`;
@@ -18,7 +20,7 @@ export const leaseExpiryEntryOf = (row: string): string => `CASE WHEN ${row}"sta
     THEN ${leaseExpiryOf(row)} ELSE ${leaseExpiryOf(row, 'startedAt')} END`;
 
 /** A name in the job-scheduler table's schema, quoted: the function runs with a search_path of its own. */
-export const inSchema = (schema: string, name: string): string => `"${schema.replace(/"/g, '""')}"."${name}"`;
+export const inSchema = (schema: string, name: string): string => `${quoteIdentifier(schema)}.${quoteIdentifier(name)}`;
 
 /**
  * How the function inserts an entry. `'skip-existing'` (0010): `ON CONFLICT DO NOTHING`, a
@@ -35,12 +37,11 @@ export type LeaseExpiryInsert = 'skip-existing' | 'plain';
  */
 export const keepLeaseExpiryFunction = (schema: string, insert: LeaseExpiryInsert): string => {
   const expiries = inSchema(schema, 'job-scheduler_lease_expiry');
-  const literal = (text: string) => `'${text.replace(/'/g, "''")}'`;
   return `
 CREATE OR REPLACE FUNCTION ${inSchema(schema, 'job-scheduler_keep_lease_expiry')}() RETURNS trigger
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $function$
 BEGIN
-  IF TG_TABLE_SCHEMA <> ${literal(schema)} OR TG_TABLE_NAME <> 'job-scheduler' THEN
+  IF TG_TABLE_SCHEMA <> ${quoteLiteral(schema)} OR TG_TABLE_NAME <> 'job-scheduler' THEN
     RAISE EXCEPTION 'job-scheduler_keep_lease_expiry keeps the lease expiries of ${inSchema(schema, 'job-scheduler').replace(/'/g, "''")} only';
   END IF;
   IF TG_OP = 'TRUNCATE' THEN

@@ -1,19 +1,21 @@
 import type { QueryRunner } from 'typeorm';
 
-const quote = (identifier: string): string => `"${identifier.replace(/"/g, '""')}"`;
-const literal = (text: string): string => `'${text.replace(/'/g, "''")}'`;
+/** An identifier, double-quoted for SQL. */
+export const quoteIdentifier = (identifier: string): string => `"${identifier.replace(/"/g, '""')}"`;
+/** A string literal for SQL. */
+export const quoteLiteral = (text: string): string => `'${text.replace(/'/g, "''")}'`;
 
 /** The table and enum type names, in the DataSource's `schema` when it sets one. */
 export const jobSchedulerTableNames = (queryRunner: QueryRunner) => {
   const schema = (queryRunner.connection.options as { schema?: string }).schema;
-  const qualify = (name: string) => (schema ? `${quote(schema)}.${quote(name)}` : quote(name));
+  const qualify = (name: string) => (schema ? `${quoteIdentifier(schema)}.${quoteIdentifier(name)}` : quoteIdentifier(name));
   return {
     table: qualify('job-scheduler'),
     typeEnum: qualify('job-scheduler_type_enum'),
     statusEnum: qualify('job-scheduler_status_enum'),
-    schemaLiteral: schema ? literal(schema) : 'current_schema()',
-    tableLiteral: literal('job-scheduler'),
-    schemaPrefix: schema ? `${quote(schema)}.` : '',
+    schemaLiteral: schema ? quoteLiteral(schema) : 'current_schema()',
+    tableLiteral: quoteLiteral('job-scheduler'),
+    schemaPrefix: schema ? `${quoteIdentifier(schema)}.` : '',
   };
 };
 
