@@ -12,7 +12,8 @@ import { JobSchedulerExecutor } from './job-scheduler.executor';
 import { JobLeaseDatabaseError, moduleErrors, replicationErrors } from './job-scheduler.errors';
 import { JOB_SCHEDULER_MODULE_OPTIONS } from './job-scheduler.module-definition';
 import { checkBoolean, checkGraceMs, checkNodeId, checkStatementTimeoutMs, type JobSchedulerRuntimeOptions } from './job-scheduler.options';
-import type { AcquireRow, SqlStatement, TakeOverRow } from './job-scheduler.sql';
+import type { AcquireRow, SqlStatement } from './job-scheduler.sql';
+import type { TakeOverRow } from './lease-take-over.sql';
 import type { JobSchedulerStatements } from './job-scheduler.statements';
 import type { ReplicationRow } from './operations/operations.sql';
 import type {

@@ -1,4 +1,4 @@
-import type { TakeOverParameters, TakeOverRow } from './job-scheduler.sql';
+import type { TakeOverParameters, TakeOverRow } from './lease-take-over.sql';
 import type { JobAcquiredLease } from './job-scheduler.types';
 import { provenUntil } from './run/lease-deadline';
 import { defaultHeartbeatMs, type ResolvedTimingDefaults } from './lease-timing';
