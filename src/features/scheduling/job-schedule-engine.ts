@@ -16,12 +16,13 @@ import { type AheadClaim, HeldClaim } from './occurrence/held-claim';
 import { JobOccupancy } from './occurrence/job-occupancy';
 import { OccurrenceAdmission } from './occurrence/occurrence-admission';
 import { UnrunOccurrences } from './occurrence/unrun-occurrences';
-import { holdClockOf, type JobHandler, OccurrenceRunner } from './occurrence/occurrence-runner';
+import { type JobHandler, OccurrenceRunner } from './occurrence/occurrence-runner';
 import { RunRecords } from './records/run-records';
 import { dueCountSince, type DueSince, dueInstantsSince } from './schedule/due-instants';
 import { checkJitterBelowTolerance, type JobDeclaration, jobKeyOf } from './schedule/job-declaration';
 import {
   latestOccurrencesOf,
+  holdClockOf,
   observedLease,
   type SchedulerHistory,
   type SchedulerLease,

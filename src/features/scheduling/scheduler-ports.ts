@@ -29,6 +29,13 @@ export interface SchedulerTimers extends InstantTimers {
   atPeriod?(instant: number, periodMs: number, fn: () => void): () => void;
 }
 
+/** The timers' clock for waits measured in durations: monotonic on system timers, the manual clock in tests. */
+export const holdClockOf = (timers: SchedulerTimers): HoldClock =>
+  timers.holdClock ?? {
+    now: () => timers.now(),
+    after: (delayMs, fn) => timers.at(timers.now() + delayMs, fn),
+  };
+
 /** The lease, with each operation shown to the timers (for manual clocks over a real database). */
 export const observedLease = (lease: SchedulerLease, timers: SchedulerTimers): SchedulerLease => {
   const observe = timers.observe?.bind(timers);

@@ -49,7 +49,7 @@ it('logs one line for the hand-overs of one failed batched statement, with their
       ),
   );
 
-  const handed = await Promise.all(claims.map((claim) => runner.handOver([claim])));
+  const handed = await Promise.all(claims.map((claim) => runner.claims.handOver([claim])));
   expect(handed).toEqual(claims.map(() => 0));
   expect(statements.map((leases) => leases.length)).toEqual([20]);
   await new Promise((resolve) => setTimeout(resolve, 50));

@@ -287,10 +287,10 @@ class TenantOccurrenceRun {
     const claims = tenants.map((tenant) => tenant.claim);
     const { runner, logger } = this.dependencies;
     if (this.occurrence.trigger === 'run-now') {
-      await runner.end(claims, { released: true, reason: 'shutdown' });
+      await runner.claims.end(claims, { released: true, reason: 'shutdown' });
       return;
     }
-    const count = await runner.handOver(claims);
+    const count = await runner.claims.handOver(claims);
     if (count > 0)
       logger.log(
         `${this.occurrence.job.name}: ${count} tenant(s) claimed but not started were handed over on shutdown: the take-over scan of an instance runs them`,

@@ -196,7 +196,7 @@ export class AheadClaims {
     const ends = holders.flatMap((holder) => {
       const [claim] = this.detach([holder]);
       if (!claim) return [];
-      const ended = this.runner.won([claim]).then(async (won) => (await this.runner.end(won, { released: true, reason })) > 0);
+      const ended = this.runner.claims.won([claim]).then(async (won) => (await this.runner.claims.end(won, { released: true, reason })) > 0);
       this.released.set(holder, { scheduledAt: claim.scheduledAt, code: claim.code, ended });
       return [ended];
     });
@@ -238,8 +238,8 @@ export class AheadClaims {
   handOverClaims(claims: readonly AheadClaim[], why = 'shutdown'): Promise<void> {
     if (claims.length === 0) return Promise.resolve();
     return this.track(
-      this.runner.won(claims).then(async (won) => {
-        const count = await this.runner.handOver(won);
+      this.runner.claims.won(claims).then(async (won) => {
+        const count = await this.runner.claims.handOver(won);
         if (count > 0) this.logger.log(`${count} occurrence(s) claimed ahead were handed over unrun (${why}): the take-over scan of an instance runs them`);
       }),
     );
@@ -260,9 +260,9 @@ export class AheadClaims {
       ? reclaim.then((ended) => {
           // Claimed again at the instant if this claim fails (see OccurrenceRunner.run): over the same row.
           if (ended) claim.reclaimFailed = true;
-          return this.runner.claim(job, runKey, correlationId, { ahead: true, reclaimFailed: ended, ownerToken });
+          return this.runner.claims.claim(job, runKey, correlationId, { ahead: true, reclaimFailed: ended, ownerToken });
         })
-      : this.runner.claim(job, runKey, correlationId, { ahead: true, ownerToken });
+      : this.runner.claims.claim(job, runKey, correlationId, { ahead: true, ownerToken });
     const claim: AheadClaim = { scheduledAt, code: job.name, correlationId, ownerToken, outcome };
     void claim.outcome.then((outcome) => (claim.settled = outcome));
     return claim;

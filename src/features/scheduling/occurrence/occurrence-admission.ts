@@ -83,7 +83,7 @@ export class OccurrenceAdmission {
     const { occupancy } = job;
     if (claim) {
       // A claimed take-over (checked idle a moment ago): handed back to the fleet, never queued unheld.
-      await this.options.runner.handOver([claim]);
+      await this.options.runner.claims.handOver([claim]);
       return [];
     }
     if (job.job.declaration.overlap === 'queue' && !occupancy.queued) {

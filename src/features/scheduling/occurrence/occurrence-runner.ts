@@ -6,12 +6,12 @@ import { createSpanRunner } from '../../job-scheduler/telemetry/lease-telemetry'
 import { withJobExecution } from './job-execution-context';
 import { RunExecution } from './run-execution';
 import { whenSettled } from './when-settled';
-import { lingering } from '../fleet/linger';
-import { type AheadClaim, type ClaimOutcome, HeldClaim, LOST_CLAIM } from './held-claim';
+import type { AheadClaim, ClaimOutcome, HeldClaim } from './held-claim';
+import { type ClaimOptions, OccurrenceClaims } from './occurrence-claims';
 import { type ActiveJobRun, RunRegistry } from './run-registry';
 import { runKeyOf } from './occurrence-keys';
 import type { JobDeclaration } from '../schedule/job-declaration';
-import type { SchedulerLease, SchedulerLogger, SchedulerTimers } from '../scheduler-ports';
+import { holdClockOf, type SchedulerLease, type SchedulerLogger, type SchedulerTimers } from '../scheduler-ports';
 import { JobTimeoutError } from '../scheduling.errors';
 import type { JobExecution, JobRunRecord } from '../scheduling.types';
 
@@ -40,14 +40,6 @@ export interface OccurrenceRequest {
    * slot from then.
    */
   onSettled?: (ranMs: number) => void;
-}
-
-/** How a claim is sent: ahead of its instant, over a FAIL row, under an owner token of its own, as a retry of a claim whose answer was lost. */
-interface ClaimOptions {
-  ahead?: boolean;
-  reclaimFailed?: boolean;
-  ownerToken?: string;
-  again?: boolean;
 }
 
 type Settlement = { kind: 'returned' } | { kind: 'threw'; error: unknown } | { kind: 'timed-out' };
@@ -88,13 +80,6 @@ const spanAttributesOf = (execution: JobExecution): Record<string, string> => {
   return named;
 };
 
-/** The timers' clock for waits measured in durations: monotonic on system timers, the manual clock in tests. */
-export const holdClockOf = (timers: SchedulerTimers): HoldClock =>
-  timers.holdClock ?? {
-    now: () => timers.now(),
-    after: (delayMs, fn) => timers.at(timers.now() + delayMs, fn),
-  };
-
 /**
  * Runs one occurrence (for one tenant) under its lease: claim (a FAIL row is final: no retry),
  * hold from the claim, a fenced proof right before the handler starts, timeout, and finalization
@@ -103,35 +88,20 @@ export const holdClockOf = (timers: SchedulerTimers): HoldClock =>
  */
 export class OccurrenceRunner {
   private readonly runs: RunRegistry;
+  /** The claim side (claim, hand-over, end), shared with the parts that claim without running at once. */
+  readonly claims: OccurrenceClaims;
   /** Set by the scheduler's stop() (see close()): a lease won from now on is handed over (given back for runNow) unrun. */
   closed = false;
   /** Pauses before a claim is sent again (see pause): close() ends them. */
   private readonly pauses = new Set<() => void>();
   private readonly span = createSpanRunner();
-  /**
-   * Hand-overs that failed within LINGER_MS of each other, logged as one line: the callers of one
-   * batched statement fail together (up to 1,000 of them, a line each before).
-   */
-  private readonly handOverFailed = lingering<{ count: number; error: unknown }>((failures) => {
-    const count = failures.reduce((sum, failure) => sum + failure.count, 0);
-    const errors = new Set(failures.map((failure) => String(failure.error)));
-    const others = errors.size > 1 ? ` (and ${errors.size - 1} other error(s))` : '';
-    this.logger.warn(
-      `Could not hand over ${count} claimed occurrence(s); they are taken over once their lease runs out: ${String(failures[0].error)}${others}`,
-    );
-  });
-
-  /** Claims ahead that failed, logged as one line per batch of them (they are claimed again at their instant). */
-  private readonly aheadFailed = lingering<unknown>((errors) => {
-    this.logger.warn(`${errors.length} occurrence(s) could not be claimed ahead (${String(errors[0])}); each is claimed again at its instant`);
-  });
-
   constructor(
     private readonly lease: SchedulerLease,
     private readonly timers: SchedulerTimers,
     private readonly logger: SchedulerLogger,
   ) {
     this.runs = new RunRegistry(lease, timers, logger);
+    this.claims = new OccurrenceClaims(lease, timers, logger, this.runs);
   }
 
   async run(request: OccurrenceRequest): Promise<JobRunRecord> {
@@ -157,7 +127,7 @@ export class OccurrenceRunner {
       // a token nobody held until the take-over ran it a lease late.
       // Not once the stop began: it waits only for the claims already in flight.
       if (outcome.kind === 'unavailable' && ahead && !this.closed) {
-        this.aheadFailed(outcome.error);
+        this.claims.aheadFailed(outcome.error);
         outcome = await this.claimNow(request, correlationId, { reclaimFailed: ahead.reclaimFailed, ownerToken: ahead.ownerToken, again: true });
       } else if (outcome.kind === 'unavailable' && ownerToken !== undefined && !this.closed && mayClaimAgain(outcome.error)) {
         await this.pause(CLAIM_AGAIN_AFTER_MS);
@@ -186,7 +156,7 @@ export class OccurrenceRunner {
       }
     }
     if (leave === null) {
-      await this.handOver([claim]);
+      await this.claims.handOver([claim]);
       return { ...base, outcome: 'skipped-overlap' };
     }
     return this.execute(request, claim, base, leave);
@@ -296,71 +266,13 @@ export class OccurrenceRunner {
     return this.runs.shutdown(graceMs);
   }
 
-  /** Claims an occurrence's lease now (one of a batch), as a value; a claim won is held from its send instant. */
-  claim(job: JobDeclaration, runKey: string, correlationId: string, how: ClaimOptions = {}): Promise<ClaimOutcome> {
-    const { ahead = false, reclaimFailed = false, ownerToken, again = false } = how;
-    const options = { code: job.name, runKey, name: job.name, leaseMs: job.leaseMs, reclaimFailed, ownerToken };
-    const clock = this.clock;
-    const sentAt = clock.now();
-    const acquiring =
-      ahead && this.lease.acquireAhead
-        ? this.lease.acquireAhead(options)
-        : again && this.lease.acquireAgain
-          ? this.lease.acquireAgain(options)
-          : this.lease.acquire(options);
-    const outcome = acquiring.then(
-      (lock): ClaimOutcome => (lock.acquired ? { kind: 'acquired', claim: new HeldClaim(this.lease, clock, lock, sentAt, correlationId) } : LOST_CLAIM),
-      // The lock store cannot be reached: failed, rather than run on every instance.
-      (error: unknown): ClaimOutcome => ({ kind: 'unavailable', error }),
-    );
-    this.runs.claiming(outcome);
-    return outcome;
-  }
-
   /**
    * Claims the occurrence of a request that has no claim ahead, now. (A claim ahead named its key
    * when it was sent: at 100,000 runs due together, naming it again took 2% of the CPU.)
    */
   private claimNow({ job, scheduledAt, tenantId, trigger }: OccurrenceRequest, correlationId: string, how?: ClaimOptions): Promise<ClaimOutcome> {
     const runKey = runKeyOf({ scheduleId: job.dynamicSchedule?.id }, scheduledAt, tenantId, trigger === 'run-now' ? { correlationId } : undefined);
-    return this.claim(job, runKey, correlationId, how);
-  }
-
-  /** The claims won of these outcomes (waited for). */
-  async won(claims: readonly AheadClaim[]): Promise<HeldClaim[]> {
-    const outcomes = await Promise.all(claims.map((claim) => claim.outcome));
-    return outcomes.flatMap((outcome) => (outcome.kind === 'acquired' && !outcome.claim.settled ? [outcome.claim] : []));
-  }
-
-  /**
-   * Hands claims that will not start here over to the fleet (HeldClaim.handOver), in few
-   * statements: how many were this instance's. A failure is logged: their leases then run out by
-   * themselves and they are taken over all the same, one lease later.
-   */
-  async handOver(claims: readonly HeldClaim[]): Promise<number> {
-    if (claims.length === 0) return 0;
-    try {
-      return (await HeldClaim.handOver(this.lease, claims)).filter(Boolean).length;
-    } catch (error) {
-      this.handOverFailed({ count: claims.length, error });
-      return 0;
-    }
-  }
-
-  /**
-   * Ends claims that must not run (FAIL `data`: a paused, changed or removed schedule), each
-   * retried within its lease: how many were this instance's.
-   */
-  async end(claims: readonly HeldClaim[], data: unknown): Promise<number> {
-    const ended = await Promise.all(
-      claims.map((claim) =>
-        claim.end(data).catch((error: unknown) => {
-          this.logger.warn(`Could not end a claimed occurrence (${JSON.stringify(data)}); it is taken over once its lease runs out: ${String(error)}`);
-          return false;
-        }),
-      ),
-    );
-    return ended.filter(Boolean).length;
+    return this.claims.claim(job, runKey, correlationId, how);
   }
 
   /**
@@ -381,7 +293,7 @@ export class OccurrenceRunner {
   /** Shutdown began: a claim won is handed over (a runNow's given back), not started. */
   private async giveBack(claim: HeldClaim, request: OccurrenceRequest, base: JobRunRecord): Promise<JobRunRecord> {
     const error = new JobShutdownError(claim.lease.id);
-    await this.runs.givenBack(request.trigger === 'run-now' ? this.end([claim], { released: true, reason: 'shutdown' }) : this.handOver([claim]));
+    await this.runs.givenBack(request.trigger === 'run-now' ? this.claims.end([claim], { released: true, reason: 'shutdown' }) : this.claims.handOver([claim]));
     return { ...base, outcome: 'failed', errorCode: 'JOB_SHUTDOWN', error };
   }
 

@@ -51,7 +51,7 @@ export class UnrunOccurrences {
     const declaration = holder.job.declaration;
     const claimed = trigger === 'schedule' || trigger === 'catch-up' ? ahead.take(holder, scheduledAt) : undefined;
     if (claimed) {
-      await runner.handOver(await runner.won([claimed]));
+      await runner.claims.handOver(await runner.claims.won([claimed]));
     } else if (trigger === 'schedule') {
       const cancel = timers.at(scheduledAt + lateToleranceMs + 1_000, () => {
         this.overlapChecks.delete(cancel);
@@ -65,9 +65,9 @@ export class UnrunOccurrences {
   /** A claim of an instant this instance passed without running it (it stalled past the next one): recorded missed. */
   async passedClaim(holder: AheadClaimHolder, passed: AheadClaim): Promise<void> {
     const { runner, records } = this.options;
-    const [claim] = await runner.won([passed]);
+    const [claim] = await runner.claims.won([passed]);
     if (!claim) return;
-    if ((await runner.end([claim], { outcome: 'missed', missed: 1 })) > 0) records.missed(recordOfJob(holder.job.declaration), [passed.scheduledAt], 1);
+    if ((await runner.claims.end([claim], { outcome: 'missed', missed: 1 })) > 0) records.missed(recordOfJob(holder.job.declaration), [passed.scheduledAt], 1);
   }
 
   /**
@@ -82,7 +82,7 @@ export class UnrunOccurrences {
     const claimedAhead = ahead.take(holder, due.latest);
     try {
       const runKey = runKeyOf({ scheduleId: declaration.dynamicSchedule?.id }, due.latest);
-      const claimed = await (claimedAhead?.outcome ?? runner.claim(declaration, runKey, randomUuid()));
+      const claimed = await (claimedAhead?.outcome ?? runner.claims.claim(declaration, runKey, randomUuid()));
       if (claimed.kind === 'unavailable') throw claimed.error;
       if (claimed.kind === 'lost') return;
       await claimed.claim.end({ outcome: 'missed', missed: due.count });
@@ -122,7 +122,7 @@ export class UnrunOccurrences {
           return [];
         }),
     );
-    const count = await runner.handOver(claims.flat());
+    const count = await runner.claims.handOver(claims.flat());
     if (count > 0)
       logger.log(`${count} occurrence(s) skipped here as overlapping, unclaimed, were handed over (shutdown): the take-over scan of an instance runs them`);
   }
@@ -166,7 +166,7 @@ export class UnrunOccurrences {
         return { claims: [], failure: { error } };
       }
     }
-    const outcomes = await Promise.all(runKeys.map((runKey) => this.options.runner.claim(declaration, runKey, randomUuid())));
+    const outcomes = await Promise.all(runKeys.map((runKey) => this.options.runner.claims.claim(declaration, runKey, randomUuid())));
     const unavailable = outcomes.find((claimed) => claimed.kind === 'unavailable');
     return { claims: outcomes.flatMap((claimed) => (claimed.kind === 'acquired' ? [claimed.claim] : [])), ...(unavailable ? { failure: unavailable } : {}) };
   }
