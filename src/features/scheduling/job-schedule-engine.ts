@@ -1,11 +1,6 @@
 // Past ~350 lines on purpose: a job's path from registration and its timer to the due-instant policy (claim ahead, catch-up, missed, take-over) reads top to bottom here; how an occurrence then enters (overlap, jitter, its run or its tenants') is occurrence/occurrence-admission.ts.
 import { AheadClaims, lostAheadRecord, scaledClaimAheadMs } from './occurrence/ahead-claims';
-import {
-  AbandonedOccurrenceScan,
-  type AbandonedOccurrenceStore,
-  DEFAULT_TAKE_OVER_SCAN_MS,
-  type TakenOverOccurrence,
-} from './occurrence/abandoned-occurrences';
+import { AbandonedOccurrenceScan, DEFAULT_TAKE_OVER_SCAN_MS, type TakenOverOccurrence } from './occurrence/abandoned-occurrences';
 import { claimsAhead, withClaimBatching } from './fleet/claim-batcher';
 import { coalescedTimers } from './timers/coalesced-timers';
 import { withFinalizeBatching } from './fleet/finalize-batcher';
@@ -22,6 +17,7 @@ import { dueCountSince, type DueSince, dueInstantsSince } from './schedule/due-i
 import { checkJitterBelowTolerance, type JobDeclaration, jobKeyOf } from './schedule/job-declaration';
 import {
   latestOccurrencesOf,
+  type AbandonedOccurrenceStore,
   holdClockOf,
   observedLease,
   type SchedulerHistory,

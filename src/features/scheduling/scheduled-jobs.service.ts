@@ -12,12 +12,11 @@ import { DEFAULT_PAUSE_POLL_MS, type JobPause, JobPausePoller, JobPauseStore } f
 import type { JobDeclaration } from './schedule/job-declaration';
 import { JobScheduleEngine } from './job-schedule-engine';
 import { dueInstantOf, keysUntil } from './occurrence/occurrence-keys';
-import { canFindAbandoned } from './occurrence/abandoned-occurrences';
 import { createPrometheusJobMetrics } from './records/prometheus-job-metrics';
 import { ScheduledJobsExplorer } from './scheduled-jobs.explorer';
 import { type ResolvedScheduledRetention, resolveScheduledRetention, retentionPasses } from './retention/scheduled-retention';
 import { ScheduledRetentionTimer } from './retention/scheduled-retention.timer';
-import { type SchedulerHistory, systemTimers } from './scheduler-ports';
+import { canFindAbandoned, type SchedulerHistory, systemTimers } from './scheduler-ports';
 import { SCHEDULING_MODULE_OPTIONS, type SchedulingModuleOptions, TENANT_DIRECTORY } from './scheduling.module-definition';
 import { schedulingErrors } from './scheduling.errors';
 import type { JobRunListener, JobRunRecord, TenantDirectory } from './scheduling.types';

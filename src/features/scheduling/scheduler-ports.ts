@@ -8,6 +8,7 @@ import type {
   JobLease,
   JobLeaseWithData,
 } from '../job-scheduler/job-scheduler.types';
+import type { TakeOverBatch, TakeOverKey } from '../job-scheduler/lease-take-over';
 import type { HoldClock } from '../job-scheduler/run/lease-hold';
 import type { InstantTimers } from '../job-scheduler/system-timers';
 import type { JobRunRecord } from './scheduling.types';
@@ -151,3 +152,50 @@ export interface SchedulerLogger {
 }
 
 export { systemTimers } from '../job-scheduler/system-timers';
+
+/** Where abandoned occurrences are claimed and ended: JobSchedulerService on PostgreSQL. */
+export interface AbandonedOccurrenceStore {
+  /** Claims up to `limit` abandoned occurrences of `keys` due by `dueBy` (one per key), and finds those to end. */
+  takeOverAbandoned(keys: readonly TakeOverKey[], options: { dueBy: number; limit: number }): Promise<TakeOverBatch>;
+  /**
+   * Of these codes, the (code, runKey prefix) pairs with abandoned occurrences due by `dueBy`, up to
+   * `limit`. Optional: a scan over more than PROBE_ABOVE_KEYS keys asks it first, then claims with
+   * only the keys found (without it, every scan sends every key).
+   */
+  abandonedKeys?(codes: readonly string[], options: { dueBy: number; limit: number }): Promise<Array<{ code: string; prefix: string }>>;
+  /** Ends these FAIL with their data, each unless taken over or ended meanwhile: whether each applied. */
+  abandonOccurrences(occurrences: readonly { id: string; attempts: number; handedOver: boolean; data: unknown }[]): Promise<boolean[]>;
+  /** Ends FAIL every abandoned occurrence of each (code, runKey prefix): the rows ended. */
+  abandonRunKeyRanges(ranges: readonly { code: string; prefix: string; data: unknown }[]): Promise<{ id: string; code: string; runKey: string }[]>;
+  /** Hands claimed occurrences back (RUNNING, lease run out, marked handed over) for another instance or scan. */
+  expireMany(leases: readonly JobLease[]): Promise<boolean[]>;
+  fail(lease: JobLease, data?: unknown): Promise<boolean>;
+  /**
+   * Of these dynamic schedule ids, those still stored (not removed). Given by the dynamic
+   * schedules; without it, the occurrences of a schedule not known here are left to the instances
+   * that know it.
+   */
+  liveSchedules?(scheduleIds: readonly string[]): Promise<ReadonlySet<string>>;
+}
+
+/** Whether a lease (the PostgreSQL one, the in-memory one of tests) can take abandoned occurrences over. */
+export const canFindAbandoned = (lease: object): lease is AbandonedOccurrenceStore =>
+  typeof (lease as Partial<AbandonedOccurrenceStore>).takeOverAbandoned === 'function' &&
+  typeof (lease as Partial<AbandonedOccurrenceStore>).abandonOccurrences === 'function' &&
+  typeof (lease as Partial<AbandonedOccurrenceStore>).abandonRunKeyRanges === 'function' &&
+  typeof (lease as Partial<AbandonedOccurrenceStore>).expireMany === 'function' &&
+  typeof (lease as Partial<AbandonedOccurrenceStore>).fail === 'function';
+
+/** A store that also tells which dynamic schedules are still stored (the dynamic schedules' take-over). */
+export const withLiveSchedules = (
+  store: AbandonedOccurrenceStore,
+  liveSchedules: (scheduleIds: readonly string[]) => Promise<ReadonlySet<string>>,
+): AbandonedOccurrenceStore => ({
+  takeOverAbandoned: (keys, options) => store.takeOverAbandoned(keys, options),
+  ...(store.abandonedKeys ? { abandonedKeys: store.abandonedKeys.bind(store) } : {}),
+  abandonOccurrences: (occurrences) => store.abandonOccurrences(occurrences),
+  abandonRunKeyRanges: (ranges) => store.abandonRunKeyRanges(ranges),
+  expireMany: (leases) => store.expireMany(leases),
+  fail: (lease, data) => store.fail(lease, data),
+  liveSchedules,
+});

@@ -6,12 +6,12 @@ import { systemTimers } from '../../../src/features/job-scheduler/system-timers'
 import {
   type AbandonedOccurrenceHost,
   AbandonedOccurrenceScan,
-  type AbandonedOccurrenceStore,
   PROBE_ABOVE_KEYS,
   type TakeOverPolicy,
   type TakenOverOccurrence,
 } from '../../../src/features/scheduling/occurrence/abandoned-occurrences';
 import { scheduleRunKeyPrefix } from '../../../src/features/scheduling/occurrence/occurrence-keys';
+import type { AbandonedOccurrenceStore } from '../../../src/features/scheduling/scheduler-ports';
 import { StatementCounter } from '../../support/statement-counter';
 import { createTestDatabase, type TestDatabase } from '../../support/test-database';
 

@@ -6,13 +6,12 @@ import { JOB_SCHEDULER_MODULE_OPTIONS } from '../../job-scheduler/job-scheduler.
 import type { JobSchedulerRuntimeOptions } from '../../job-scheduler/job-scheduler.options';
 import { JobSchedulerService } from '../../job-scheduler/job-scheduler.service';
 import type { JobSchedulerDatabase } from '../../job-scheduler/lease-database';
-import { withLiveSchedules } from '../occurrence/abandoned-occurrences';
 import { JobScheduleEngine } from '../job-schedule-engine';
 import type { JobHandler } from '../occurrence/occurrence-runner';
 import { createPrometheusJobMetrics } from '../records/prometheus-job-metrics';
 import { longestGapMs, resolveScheduledRetention, retentionPasses, type RetainedJob } from '../retention/scheduled-retention';
 import { ScheduledRetentionTimer } from '../retention/scheduled-retention.timer';
-import { systemTimers } from '../scheduler-ports';
+import { systemTimers, withLiveSchedules } from '../scheduler-ports';
 import { schedulingErrors } from '../scheduling.errors';
 import type { JobRunListener, JobRunRecord } from '../scheduling.types';
 import { checkScheduleInputs, chunkScheduleRows } from './dynamic-schedule-batch';

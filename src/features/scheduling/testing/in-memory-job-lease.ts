@@ -22,8 +22,7 @@ import { provenUntil } from '../../job-scheduler/run/lease-deadline';
 import { defaultHeartbeatMs, resolveTimingDefaults } from '../../job-scheduler/lease-timing';
 import { dueInstantOf, occurrenceOfRunKey } from '../occurrence/occurrence-keys';
 import { runKeyPrefixOf, type TakeOverBatch, type TakeOverKey, takeOverKeyOf } from '../../job-scheduler/lease-take-over';
-import type { AbandonedOccurrenceStore } from '../occurrence/abandoned-occurrences';
-import type { SchedulerHistory, SchedulerLease } from '../scheduler-ports';
+import type { AbandonedOccurrenceStore, SchedulerHistory, SchedulerLease } from '../scheduler-ports';
 import { FixedClock } from './fixed-clock';
 
 interface LeaseRow {
